@@ -1,0 +1,527 @@
+//! The JSON-RPC 2.0 envelope: requests, notifications, responses and errors.
+//!
+//! A frame is parsed once into a [`Message`]; `params` and `result` stay raw
+//! JSON ([`RawValue`]) until a handler asks for a typed value, so a gateway can
+//! forward them without re-parsing.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::error_codes;
+
+/// The id of a request: a string or an integer, never null.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    /// An integer id.
+    Number(i64),
+    /// A string id.
+    String(Arc<str>),
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+impl From<i64> for RequestId {
+    fn from(n: i64) -> Self {
+        RequestId::Number(n)
+    }
+}
+
+impl From<&str> for RequestId {
+    fn from(s: &str) -> Self {
+        RequestId::String(s.into())
+    }
+}
+
+/// A request: expects exactly one response with the same id.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// Correlates the response.
+    pub id: RequestId,
+    /// The method name, such as `tools/call`.
+    pub method: String,
+    /// The parameters, untouched.
+    pub params: Option<Box<RawValue>>,
+}
+
+/// A notification: no id, no response.
+#[derive(Debug, Clone)]
+pub struct Notification {
+    /// The method name, such as `notifications/progress`.
+    pub method: String,
+    /// The parameters, untouched.
+    pub params: Option<Box<RawValue>>,
+}
+
+/// A successful response.
+#[derive(Debug, Clone)]
+pub struct Response {
+    /// The id of the request this answers.
+    pub id: RequestId,
+    /// The result, untouched.
+    pub result: Box<RawValue>,
+}
+
+/// An error response. The id is absent (serialized as null) when the request's
+/// id could not be read, for example after a parse error.
+#[derive(Debug, Clone)]
+pub struct ErrorResponse {
+    /// The id of the request this answers, if known.
+    pub id: Option<RequestId>,
+    /// What went wrong.
+    pub error: ErrorObject,
+}
+
+/// The `error` member of an error response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorObject {
+    /// A JSON-RPC or MCP error code, see [`error_codes`].
+    pub code: i64,
+    /// A short description.
+    pub message: String,
+    /// Extra detail defined by the sender.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl ErrorObject {
+    /// An error with a code and a message.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        ErrorObject {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// Attaches `data`.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// -32700: the frame is not valid JSON.
+    pub fn parse_error(detail: impl fmt::Display) -> Self {
+        Self::new(error_codes::PARSE_ERROR, format!("Parse error: {detail}"))
+    }
+
+    /// -32600: valid JSON, but not a valid request.
+    pub fn invalid_request(detail: impl fmt::Display) -> Self {
+        Self::new(
+            error_codes::INVALID_REQUEST,
+            format!("Invalid request: {detail}"),
+        )
+    }
+
+    /// -32601: nobody answers this method here.
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(
+            error_codes::METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+        )
+    }
+
+    /// -32602: the parameters are wrong; the message says how.
+    pub fn invalid_params(detail: impl fmt::Display) -> Self {
+        Self::new(
+            error_codes::INVALID_PARAMS,
+            format!("Invalid params: {detail}"),
+        )
+    }
+
+    /// -32603: the receiver failed.
+    pub fn internal(detail: impl fmt::Display) -> Self {
+        Self::new(
+            error_codes::INTERNAL_ERROR,
+            format!("Internal error: {detail}"),
+        )
+    }
+}
+
+impl fmt::Display for ErrorObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)
+    }
+}
+
+impl std::error::Error for ErrorObject {}
+
+/// Any one JSON-RPC message.
+#[derive(Debug, Clone)]
+pub enum Message {
+    /// Expects a response.
+    Request(Request),
+    /// Expects nothing.
+    Notification(Notification),
+    /// Answers a request.
+    Response(Response),
+    /// Answers a request with an error.
+    Error(ErrorResponse),
+}
+
+/// What one transport frame held: one message or a batch (an array).
+#[derive(Debug)]
+pub enum Frame {
+    /// A single message.
+    Single(Message),
+    /// A batch; each element parsed on its own, so one bad element does not
+    /// spoil the others.
+    Batch(Vec<Result<Message, ErrorResponse>>),
+}
+
+/// The wire shape of any message, every member optional, so that one parse
+/// tells us what we have and what is wrong with it.
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default, deserialize_with = "present")]
+    jsonrpc: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "present")]
+    method: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "present")]
+    params: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<Box<RawValue>>,
+}
+
+/// Keeps a present member, even `null`, as `Some(raw)`.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
+}
+
+impl Message {
+    /// Parses one frame of text: a message or a batch. Invalid JSON yields a
+    /// -32700 error response with a null id; JSON that is not a message yields
+    /// -32600 with the id when it could be read.
+    pub fn parse_frame(text: &str) -> Result<Frame, ErrorResponse> {
+        let trimmed = text.trim_start();
+        if trimmed.starts_with('[') {
+            let items: Vec<Box<RawValue>> =
+                serde_json::from_str(text).map_err(|e| ErrorResponse {
+                    id: None,
+                    error: if e.is_syntax() || e.is_eof() {
+                        ErrorObject::parse_error(e)
+                    } else {
+                        ErrorObject::invalid_request(e)
+                    },
+                })?;
+            if items.is_empty() {
+                return Err(ErrorResponse {
+                    id: None,
+                    error: ErrorObject::invalid_request("empty batch"),
+                });
+            }
+            Ok(Frame::Batch(
+                items
+                    .iter()
+                    .map(|raw| Self::from_envelope_text(raw.get()))
+                    .collect(),
+            ))
+        } else {
+            Self::from_envelope_text(text).map(Frame::Single)
+        }
+    }
+
+    /// Parses exactly one message (no batch).
+    pub fn parse(text: &str) -> Result<Message, ErrorResponse> {
+        Self::from_envelope_text(text)
+    }
+
+    fn from_envelope_text(text: &str) -> Result<Message, ErrorResponse> {
+        let env: Envelope = match serde_json::from_str(text) {
+            Ok(env) => env,
+            Err(e) if e.is_syntax() || e.is_eof() => {
+                return Err(ErrorResponse {
+                    id: None,
+                    error: ErrorObject::parse_error(e),
+                });
+            }
+            Err(_) => {
+                return Err(ErrorResponse {
+                    id: None,
+                    error: ErrorObject::invalid_request("a message must be a JSON object"),
+                });
+            }
+        };
+        Self::from_envelope(env)
+    }
+
+    fn from_envelope(env: Envelope) -> Result<Message, ErrorResponse> {
+        let id = match &env.id {
+            None => None,
+            Some(raw) => match serde_json::from_str::<RequestId>(raw.get()) {
+                Ok(id) => Some(id),
+                Err(_) if raw.get() == "null" && env.error.is_some() => None,
+                Err(_) => {
+                    return Err(ErrorResponse {
+                        id: None,
+                        error: ErrorObject::invalid_request("id must be a string or an integer"),
+                    });
+                }
+            },
+        };
+        let fail = |detail: &str| ErrorResponse {
+            id: id.clone(),
+            error: ErrorObject::invalid_request(detail),
+        };
+        if env.jsonrpc.as_deref().map(RawValue::get) != Some("\"2.0\"") {
+            return Err(fail("jsonrpc must be \"2.0\""));
+        }
+        if let Some(params) = &env.params {
+            let first = params.get().trim_start().as_bytes().first().copied();
+            if !matches!(first, Some(b'{') | Some(b'[')) {
+                return Err(fail("params must be an object"));
+            }
+        }
+        match (env.method, env.result, env.error) {
+            (Some(method), None, None) => {
+                let method: String = serde_json::from_str(method.get())
+                    .map_err(|_| fail("method must be a string"))?;
+                match id {
+                    Some(id) => Ok(Message::Request(Request {
+                        id,
+                        method,
+                        params: env.params,
+                    })),
+                    None => Ok(Message::Notification(Notification {
+                        method,
+                        params: env.params,
+                    })),
+                }
+            }
+            (None, Some(result), None) => match id {
+                Some(id) => Ok(Message::Response(Response { id, result })),
+                None => Err(fail("a response needs an id")),
+            },
+            (None, None, Some(error)) => {
+                let error: ErrorObject = serde_json::from_str(error.get())
+                    .map_err(|_| fail("error must have a code and a message"))?;
+                Ok(Message::Error(ErrorResponse { id, error }))
+            }
+            _ => Err(fail("a message has exactly one of method, result or error")),
+        }
+    }
+
+    /// Serializes the message to compact JSON text (one line).
+    pub fn to_json(&self) -> String {
+        match self {
+            Message::Request(r) => write_request(&r.id, &r.method, r.params.as_deref()),
+            Message::Notification(n) => write_notification(&n.method, n.params.as_deref()),
+            Message::Response(r) => write_response(&r.id, &r.result),
+            Message::Error(e) => write_error(e.id.as_ref(), &e.error),
+        }
+    }
+
+    /// The method name, for requests and notifications.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Message::Request(r) => Some(&r.method),
+            Message::Notification(n) => Some(&n.method),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct WireRequest<'a> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a RawValue>,
+}
+
+#[derive(Serialize)]
+struct WireNotification<'a> {
+    jsonrpc: &'static str,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a RawValue>,
+}
+
+#[derive(Serialize)]
+struct WireResponse<'a> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    result: &'a RawValue,
+}
+
+#[derive(Serialize)]
+struct WireError<'a> {
+    jsonrpc: &'static str,
+    id: Option<&'a RequestId>,
+    error: &'a ErrorObject,
+}
+
+fn to_text<T: Serialize>(value: &T) -> String {
+    // Serializing these plain structs cannot fail: every member is already
+    // valid JSON or a string.
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// Writes a request without building a [`Message`].
+pub fn write_request(id: &RequestId, method: &str, params: Option<&RawValue>) -> String {
+    to_text(&WireRequest {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    })
+}
+
+/// Writes a notification without building a [`Message`].
+pub fn write_notification(method: &str, params: Option<&RawValue>) -> String {
+    to_text(&WireNotification {
+        jsonrpc: "2.0",
+        method,
+        params,
+    })
+}
+
+/// Writes a successful response without building a [`Message`].
+pub fn write_response(id: &RequestId, result: &RawValue) -> String {
+    to_text(&WireResponse {
+        jsonrpc: "2.0",
+        id,
+        result,
+    })
+}
+
+/// Writes an error response without building a [`Message`].
+pub fn write_error(id: Option<&RequestId>, error: &ErrorObject) -> String {
+    to_text(&WireError {
+        jsonrpc: "2.0",
+        id,
+        error,
+    })
+}
+
+/// Serializes any value to a raw JSON value.
+pub fn to_raw<T: Serialize + ?Sized>(value: &T) -> Result<Box<RawValue>, serde_json::Error> {
+    serde_json::value::to_raw_value(value)
+}
+
+/// Deserializes raw params into a typed value; absent params read as `{}`.
+/// The error is a -32602 that says what is wrong.
+pub fn from_params<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, ErrorObject> {
+    let text = params.map(RawValue::get).unwrap_or("{}");
+    serde_json::from_str(text).map_err(ErrorObject::invalid_params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Message, ErrorResponse> {
+        Message::parse(text)
+    }
+
+    #[test]
+    fn request_keeps_params_raw() {
+        let m = parse(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x", "arguments":{}}}"#)
+            .unwrap();
+        let Message::Request(r) = m else {
+            panic!("not a request")
+        };
+        assert_eq!(r.id, RequestId::Number(7));
+        assert_eq!(r.method, "tools/call");
+        assert_eq!(r.params.unwrap().get(), r#"{"name":"x", "arguments":{}}"#);
+    }
+
+    #[test]
+    fn notification_has_no_id() {
+        let m = parse(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
+        assert!(matches!(m, Message::Notification(n) if n.method == "notifications/initialized"));
+    }
+
+    #[test]
+    fn malformed_json_is_parse_error_with_null_id() {
+        let e = parse(r#"{"jsonrpc":"2.0","id":1,"#).unwrap_err();
+        assert_eq!(e.error.code, error_codes::PARSE_ERROR);
+        assert_eq!(e.id, None);
+        assert!(write_error(e.id.as_ref(), &e.error).contains(r#""id":null"#));
+    }
+
+    #[test]
+    fn invalid_requests_keep_their_id() {
+        for (text, id) in [
+            (
+                r#"{"jsonrpc":"1.0","id":3,"method":"ping"}"#,
+                Some(RequestId::Number(3)),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":"a","method":5}"#,
+                Some(RequestId::from("a")),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":4,"method":"ping","params":3}"#,
+                Some(RequestId::Number(4)),
+            ),
+            (r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#, None),
+            (r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#, None),
+            (r#"{"jsonrpc":"2.0","id":5}"#, Some(RequestId::Number(5))),
+            (r#"[1]"#, None),
+            (r#"42"#, None),
+        ] {
+            let err = match Message::parse_frame(text) {
+                Err(e) => e,
+                Ok(Frame::Batch(items)) => items.into_iter().next().unwrap().unwrap_err(),
+                Ok(other) => panic!("{text} parsed as {other:?}"),
+            };
+            assert_eq!(err.error.code, error_codes::INVALID_REQUEST, "{text}");
+            assert_eq!(err.id, id, "{text}");
+        }
+    }
+
+    #[test]
+    fn batch_parses_each_element() {
+        let Frame::Batch(items) = Message::parse_frame(
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"bad":true},{"jsonrpc":"2.0","method":"x"}]"#,
+        )
+        .unwrap() else {
+            panic!("not a batch")
+        };
+        assert_eq!(items.len(), 3);
+        assert!(matches!(items[0], Ok(Message::Request(_))));
+        assert!(items[1].is_err());
+        assert!(matches!(items[2], Ok(Message::Notification(_))));
+        assert_eq!(
+            Message::parse_frame("[]").unwrap_err().error.code,
+            error_codes::INVALID_REQUEST
+        );
+    }
+
+    #[test]
+    fn error_response_with_null_id() {
+        let m =
+            parse(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#).unwrap();
+        assert!(matches!(m, Message::Error(ErrorResponse { id: None, .. })));
+    }
+
+    #[test]
+    fn round_trip_text() {
+        for text in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":"x","result":{"a":[1,2]}}"#,
+            r#"{"jsonrpc":"2.0","method":"n","params":{"k":"v"}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"m","data":{"d":1}}}"#,
+        ] {
+            assert_eq!(parse(text).unwrap().to_json(), text);
+        }
+    }
+}
