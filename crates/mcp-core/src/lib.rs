@@ -1,1 +1,49 @@
-//! placeholder
+//! The MCP session engine: transports, request correlation, cancellation,
+//! progress, timeouts, lifecycle and era negotiation, capability checks.
+//!
+//! A [`Transport`] moves whole frames; [`serve`] runs a session over it,
+//! answering what the protocol itself defines and handing every other
+//! request to the role's [`Service`]. A [`Peer`] sends requests and
+//! notifications back.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use mcp_core::{serve, BoxFuture, HandlerResult, IncomingRequest, RequestContext, Role, ServerIdentity,
+//!     Service, SessionConfig, Transport};
+//! use mcp_schema::{Implementation, ServerCapabilities};
+//!
+//! struct Nothing;
+//! impl Service for Nothing {
+//!     fn handle_request(&self, req: IncomingRequest, _: RequestContext) -> BoxFuture<'static, HandlerResult> {
+//!         Box::pin(async move { Err(mcp_schema::ErrorObject::method_not_found(&req.method)) })
+//!     }
+//! }
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let (server_side, _client_side) = Transport::pair();
+//! let identity = ServerIdentity::new(Implementation::new("demo", "1.0"), ServerCapabilities::default());
+//! let session = serve(server_side, Arc::new(Nothing), SessionConfig::new(Role::Server(Arc::new(identity))));
+//! session.peer().close();
+//! # });
+//! ```
+
+pub mod child;
+mod context;
+mod error;
+mod extensions;
+mod peer;
+mod service;
+mod session;
+pub mod stdio;
+mod transport;
+
+pub use context::{Progress, RequestContext};
+pub use error::RequestError;
+pub use extensions::Extensions;
+pub use peer::{Peer, ProgressCallback, RequestOptions};
+pub use service::{BoxFuture, HandlerResult, IncomingRequest, Service};
+pub use session::{
+    ClientIdentity, Negotiated, Role, RunningSession, ServerIdentity, SessionConfig, serve,
+    unsupported_version,
+};
+pub use transport::{DEFAULT_CHANNEL_CAPACITY, FrameKind, InboundFrame, OutboundFrame, Transport};

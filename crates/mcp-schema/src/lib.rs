@@ -2,7 +2,13 @@
 //!
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope, parsed once with raw params.
 //! - [`ProtocolVersion`]: the revisions and what differs between them.
-//! - The protocol's types, one module per feature, re-exported at the root.
+//! - The protocol's types, one module per feature, re-exported at the root:
+//!   one Rust type per schema type, covering every revision (fields that only
+//!   some revisions have are `Option`s).
+//! - [`methods`] and [`meta`]: method names and reserved `_meta` keys.
+//! - [`envelope`]: typed JSON-RPC envelopes for building whole messages.
+//! - `validation` (feature `validation`): checks JSON against the official
+//!   schema of a revision.
 //!
 //! ```
 //! use mcp_schema::{jsonrpc::Message, ProtocolVersion};
@@ -12,8 +18,59 @@
 //! assert!(ProtocolVersion::V2025_03_26.supports_batching());
 //! ```
 
-pub mod error_codes;
-pub mod jsonrpc;
-mod revision;
+#![warn(missing_docs)]
 
+pub mod completion;
+pub mod content;
+pub mod elicitation;
+pub mod envelope;
+pub mod error_codes;
+pub mod errors;
+pub mod input;
+pub mod jsonrpc;
+pub mod lifecycle;
+pub mod logging;
+pub mod meta;
+pub mod methods;
+pub mod notifications;
+mod num;
+pub mod pagination;
+pub mod prompts;
+pub mod resources;
+pub mod result;
+mod revision;
+pub mod roots;
+pub mod sampling;
+pub mod subscriptions;
+#[macro_use]
+mod tags;
+pub mod tasks;
+pub mod tools;
+#[cfg(feature = "validation")]
+pub mod validation;
+
+pub use completion::*;
+pub use content::*;
+pub use elicitation::*;
+pub use envelope::*;
+pub use errors::*;
+pub use input::*;
+pub use jsonrpc::{ErrorObject, RequestId};
+pub use lifecycle::*;
+pub use logging::*;
+pub use meta::*;
+pub use methods::*;
+pub use notifications::*;
+pub use pagination::*;
+pub use prompts::*;
+pub use resources::*;
+pub use result::*;
 pub use revision::{Era, ProtocolVersion, UnknownVersion};
+pub use roots::*;
+pub use sampling::*;
+pub use subscriptions::*;
+pub use tags::*;
+pub use tasks::*;
+pub use tools::*;
+#[cfg(feature = "validation")]
+pub use validation::SchemaValidator;

@@ -151,6 +151,23 @@ impl ProtocolVersion {
         self.era() == Era::Modern
     }
 
+    /// Whether a client may send the request `method` in this revision.
+    /// Methods outside MCP (extensions, custom methods) are not judged here.
+    pub fn defines_client_request(self, method: &str) -> bool {
+        use crate::methods as m;
+        match method {
+            m::INITIALIZE
+            | m::PING
+            | m::LOGGING_SET_LEVEL
+            | m::RESOURCES_SUBSCRIBE
+            | m::RESOURCES_UNSUBSCRIBE => self.is_legacy(),
+            m::SERVER_DISCOVER | m::SUBSCRIPTIONS_LISTEN => !self.is_legacy(),
+            m::TASKS_GET | m::TASKS_CANCEL => self >= ProtocolVersion::V2025_11_25,
+            m::TASKS_RESULT | m::TASKS_LIST => self == ProtocolVersion::V2025_11_25,
+            _ => true,
+        }
+    }
+
     /// The error code for "resource not found".
     pub fn resource_not_found_code(self) -> i64 {
         match self.era() {

@@ -1,0 +1,766 @@
+//! The session engine: reads frames, answers what the protocol itself
+//! defines (lifecycle, ping, discovery, cancellation, progress), enforces
+//! lifecycle and capability rules, and runs every other request
+//! concurrently through the role's [`Service`].
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_schema::jsonrpc::{self, ErrorResponse, Frame, Message, Notification, Request, RequestId};
+use mcp_schema::{
+    CancelledNotificationParams, ClientCapabilities, DiscoverResult, ErrorObject, Implementation,
+    InitializeRequestParams, InitializeResult, ProgressNotificationParams, ProtocolVersion,
+    RequestMetaObject, ServerCapabilities, error_codes, methods,
+};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::context::{Progress, RequestContext};
+use crate::peer::{Peer, Phase, Shared};
+use crate::service::{HandlerResult, IncomingRequest, Service};
+use crate::transport::{FrameKind, InboundFrame, Transport};
+
+/// Who the server is and what it offers, as announced at `initialize` and
+/// `server/discover`.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ServerIdentity {
+    /// Name and version.
+    pub info: Implementation,
+    /// What the server offers; requests for undeclared features get -32601.
+    pub capabilities: ServerCapabilities,
+    /// How to use the server.
+    pub instructions: Option<String>,
+}
+
+impl ServerIdentity {
+    /// An identity with these capabilities and no instructions.
+    pub fn new(info: Implementation, capabilities: ServerCapabilities) -> Self {
+        ServerIdentity {
+            info,
+            capabilities,
+            instructions: None,
+        }
+    }
+
+    /// Adds instructions.
+    pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+}
+
+/// Who the client is and what it can do for a server.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ClientIdentity {
+    /// Name and version.
+    pub info: Implementation,
+    /// What the client answers; server requests for others get -32601.
+    pub capabilities: ClientCapabilities,
+}
+
+impl ClientIdentity {
+    /// An identity with these capabilities.
+    pub fn new(info: Implementation, capabilities: ClientCapabilities) -> Self {
+        ClientIdentity { info, capabilities }
+    }
+}
+
+/// Which side of the conversation this session is.
+#[derive(Clone, Debug)]
+pub enum Role {
+    /// Answers `initialize` and `server/discover`, serves features.
+    Server(Arc<ServerIdentity>),
+    /// Drives the handshake, answers sampling, roots and elicitation.
+    Client(Arc<ClientIdentity>),
+}
+
+/// The engine's settings.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct SessionConfig {
+    /// Which side this is.
+    pub role: Role,
+    /// Default wait for a response to an outgoing request.
+    pub request_timeout: Duration,
+    /// Progress may extend a request's wait up to this much in total.
+    pub max_request_timeout: Duration,
+    /// Incoming requests handled at once; more wait (back-pressure).
+    pub max_concurrent_requests: usize,
+}
+
+impl SessionConfig {
+    /// Default settings for `role`: 60 s timeout, 10 min hard maximum,
+    /// 512 requests in flight.
+    pub fn new(role: Role) -> Self {
+        SessionConfig {
+            role,
+            request_timeout: Duration::from_secs(60),
+            max_request_timeout: Duration::from_secs(600),
+            max_concurrent_requests: 512,
+        }
+    }
+
+    /// Sets the default request timeout.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Sets the hard maximum a request may wait, progress included.
+    pub fn max_request_timeout(mut self, timeout: Duration) -> Self {
+        self.max_request_timeout = timeout;
+        self
+    }
+
+    /// Sets how many incoming requests run at once.
+    pub fn max_concurrent_requests(mut self, n: usize) -> Self {
+        self.max_concurrent_requests = n.max(1);
+        self
+    }
+}
+
+/// What both sides know about each other for a request: the revision and
+/// each side's identity and capabilities.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct Negotiated {
+    /// The revision in force.
+    pub revision: Option<ProtocolVersion>,
+    /// The client's name and version, if it said.
+    pub client_info: Option<Implementation>,
+    /// What the client declared.
+    pub client_capabilities: ClientCapabilities,
+    /// The server's name and version, if known.
+    pub server_info: Option<Implementation>,
+    /// What the server declared.
+    pub server_capabilities: ServerCapabilities,
+}
+
+impl Negotiated {
+    /// The outcome of a legacy handshake, seen from the client.
+    pub fn from_initialize(
+        revision: ProtocolVersion,
+        client: &ClientIdentity,
+        result: &InitializeResult,
+    ) -> Self {
+        Negotiated {
+            revision: Some(revision),
+            client_info: Some(client.info.clone()),
+            client_capabilities: client.capabilities.clone(),
+            server_info: Some(result.server_info.clone()),
+            server_capabilities: result.capabilities.clone(),
+        }
+    }
+}
+
+/// A session running on its own task.
+#[derive(Debug)]
+pub struct RunningSession {
+    peer: Peer,
+    task: JoinHandle<()>,
+}
+
+impl RunningSession {
+    /// The handle to the peer.
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+
+    /// Waits until the peer hangs up (or [`Peer::close`] was called and the
+    /// transport finished).
+    pub async fn wait(self) {
+        let _ = self.task.await;
+    }
+}
+
+/// Starts a session over `transport` on a new task.
+pub fn serve(
+    transport: Transport,
+    service: Arc<dyn Service>,
+    config: SessionConfig,
+) -> RunningSession {
+    let Transport { inbound, outbound } = transport;
+    let max = config.max_concurrent_requests;
+    let shared = Arc::new(Shared::new(outbound, Arc::new(config)));
+    let peer = Peer {
+        shared: Arc::clone(&shared),
+        related: None,
+    };
+    let engine = Engine {
+        shared,
+        service,
+        in_flight: Arc::new(Mutex::new(HashMap::new())),
+        tracker: TaskTracker::new(),
+        limiter: Arc::new(Semaphore::new(max)),
+        peer: peer.clone(),
+    };
+    let task = tokio::spawn(engine.run(inbound));
+    RunningSession { peer, task }
+}
+
+/// Cancellation tokens of the requests being handled, by id.
+type InFlightMap = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
+
+struct Engine {
+    shared: Arc<Shared>,
+    service: Arc<dyn Service>,
+    in_flight: InFlightMap,
+    tracker: TaskTracker,
+    limiter: Arc<Semaphore>,
+    peer: Peer,
+}
+
+/// Where a request's response goes: straight to the peer, or into the
+/// array answering a batch.
+#[derive(Clone)]
+enum Reply {
+    Direct,
+    Batch(Arc<BatchReply>),
+}
+
+struct BatchReply {
+    remaining: AtomicUsize,
+    responses: Mutex<Vec<String>>,
+}
+
+impl Engine {
+    async fn run(self, mut inbound: tokio::sync::mpsc::Receiver<InboundFrame>) {
+        while let Some(frame) = inbound.recv().await {
+            match frame {
+                InboundFrame::Text(text) => self.on_frame(&text).await,
+                InboundFrame::Unreadable(reason) => {
+                    self.send_error(None, ErrorObject::parse_error(reason))
+                        .await;
+                }
+            }
+        }
+        // The peer hung up: stop every handler, then let the transport go.
+        for entry in self
+            .in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+        {
+            entry.cancel();
+        }
+        self.tracker.close();
+        self.tracker.wait().await;
+        self.service.session_closed(&self.peer);
+        self.shared.close();
+    }
+
+    async fn on_frame(&self, text: &str) {
+        match Message::parse_frame(text) {
+            Ok(Frame::Single(message)) => self.on_message(message, Reply::Direct).await,
+            Ok(Frame::Batch(items)) => self.on_batch(items).await,
+            Err(ErrorResponse { id, error }) => self.send_error(id, error).await,
+        }
+    }
+
+    async fn on_batch(&self, items: Vec<Result<Message, ErrorResponse>>) {
+        let revision = self
+            .shared
+            .state()
+            .negotiated
+            .as_ref()
+            .and_then(|n| n.revision);
+        if !revision.is_some_and(ProtocolVersion::supports_batching) {
+            let why = match revision {
+                Some(v) => format!("JSON-RPC batches are not part of protocol revision {v}"),
+                None => "JSON-RPC batches need an initialized 2025-03-26 session".to_owned(),
+            };
+            return self
+                .send_error(None, ErrorObject::invalid_request(why))
+                .await;
+        }
+        // Every request and every malformed element gets one slot; the
+        // array goes out when the last of them is answered.
+        let expected = items
+            .iter()
+            .filter(|m| matches!(m, Ok(Message::Request(_)) | Err(_)))
+            .count();
+        let batch = Arc::new(BatchReply {
+            remaining: AtomicUsize::new(expected),
+            responses: Mutex::new(Vec::new()),
+        });
+        for item in items {
+            match item {
+                Ok(Message::Request(req)) if req.method == methods::INITIALIZE => {
+                    let error =
+                        ErrorObject::invalid_request("initialize must not be part of a batch");
+                    self.deliver(
+                        &Reply::Batch(Arc::clone(&batch)),
+                        jsonrpc::write_error(Some(&req.id), &error),
+                        None,
+                    )
+                    .await;
+                }
+                Ok(message) => {
+                    self.on_message(message, Reply::Batch(Arc::clone(&batch)))
+                        .await
+                }
+                Err(ErrorResponse { id, error }) => {
+                    self.deliver(
+                        &Reply::Batch(Arc::clone(&batch)),
+                        jsonrpc::write_error(id.as_ref(), &error),
+                        None,
+                    )
+                    .await;
+                }
+            }
+        }
+    }
+
+    async fn on_message(&self, message: Message, reply: Reply) {
+        match message {
+            Message::Request(req) => self.on_request(req, reply).await,
+            Message::Notification(n) => self.on_notification(n).await,
+            Message::Response(r) => self.shared.complete(&r.id, Ok(r.result)),
+            Message::Error(e) => match e.id {
+                Some(id) => self.shared.complete(&id, Err(e.error)),
+                None => tracing::warn!("peer reported an error: {}", e.error),
+            },
+        }
+    }
+
+    async fn on_request(&self, req: Request, reply: Reply) {
+        let Request { id, method, params } = req;
+        let admitted = match self.admit(&method, params.as_deref()) {
+            Ok(Admission::Answer(result, revision)) => {
+                let text = response_text(&id, result, revision);
+                return self.deliver(&reply, text, Some(&id)).await;
+            }
+            Ok(Admission::Handle(admitted)) => admitted,
+            Err(error) => {
+                return self
+                    .deliver(&reply, jsonrpc::write_error(Some(&id), &error), Some(&id))
+                    .await;
+            }
+        };
+        let cancel = self.shared.closed.child_token();
+        let duplicate = {
+            let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            let duplicate = in_flight.contains_key(&id);
+            if !duplicate {
+                in_flight.insert(id.clone(), cancel.clone());
+            }
+            duplicate
+        };
+        if duplicate {
+            let error = ErrorObject::invalid_request(format!("request id {id} is already in use"));
+            return self
+                .deliver(&reply, jsonrpc::write_error(Some(&id), &error), Some(&id))
+                .await;
+        }
+        let Ok(permit) = Arc::clone(&self.limiter).acquire_owned().await else {
+            return;
+        };
+        let peer = self.peer.related_to(Some(id.clone()));
+        let progress = Progress::new(admitted.meta.progress_token.clone(), peer.clone());
+        let ctx = RequestContext {
+            id: id.clone(),
+            revision: admitted.revision,
+            negotiated: admitted.negotiated,
+            meta: Arc::new(admitted.meta),
+            cancellation: cancel.clone(),
+            progress: progress.clone(),
+            peer,
+        };
+        let handler = self
+            .service
+            .handle_request(IncomingRequest { method, params }, ctx);
+        let in_flight = Arc::clone(&self.in_flight);
+        let engine_peer = self.peer.clone();
+        self.tracker.spawn(async move {
+            let outcome = tokio::select! {
+                result = handler => Some(result),
+                _ = cancel.cancelled() => None,
+            };
+            in_flight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
+            progress.finish();
+            drop(permit);
+            let text = match outcome {
+                Some(result) => response_text(&id, result, Some(admitted.revision)),
+                // Cancelled: the peer expects no response. A batch still
+                // needs its slot released.
+                None => String::new(),
+            };
+            deliver_to(&engine_peer, &reply, text, Some(&id)).await;
+        });
+    }
+
+    /// Lifecycle, version and capability checks; answers what the engine
+    /// itself owns.
+    fn admit(&self, method: &str, params: Option<&RawValue>) -> Result<Admission, ErrorObject> {
+        let meta = read_meta(params)?;
+        match &self.shared.config.role {
+            Role::Server(identity) => self.admit_server(identity, method, params, meta),
+            Role::Client(identity) => {
+                if method == methods::PING {
+                    return Ok(Admission::Answer(Ok(empty_result()), None));
+                }
+                let declared = match method {
+                    methods::SAMPLING_CREATE_MESSAGE => identity.capabilities.sampling.is_some(),
+                    methods::ROOTS_LIST => identity.capabilities.roots.is_some(),
+                    methods::ELICITATION_CREATE => identity.capabilities.elicitation.is_some(),
+                    _ => true,
+                };
+                if !declared {
+                    return Err(ErrorObject::method_not_found(method));
+                }
+                let negotiated = self.shared.state().negotiated.clone().unwrap_or_default();
+                let revision = negotiated
+                    .revision
+                    .unwrap_or(ProtocolVersion::LATEST_LEGACY);
+                Ok(Admission::Handle(Admitted {
+                    revision,
+                    negotiated,
+                    meta,
+                }))
+            }
+        }
+    }
+
+    fn admit_server(
+        &self,
+        identity: &ServerIdentity,
+        method: &str,
+        params: Option<&RawValue>,
+        meta: RequestMetaObject,
+    ) -> Result<Admission, ErrorObject> {
+        if method == methods::INITIALIZE {
+            return self
+                .initialize(identity, params)
+                .map(|r| Admission::Answer(Ok(r), None));
+        }
+        let state = self.shared.state();
+        let (revision, negotiated) = match (state.phase, &state.negotiated) {
+            (Phase::Initializing | Phase::Ready, Some(negotiated)) => {
+                let revision = negotiated
+                    .revision
+                    .unwrap_or(ProtocolVersion::LATEST_LEGACY);
+                (revision, Arc::clone(negotiated))
+            }
+            // Legacy clients may ping before initializing.
+            _ if method == methods::PING && meta.protocol_version.is_none() => {
+                return Ok(Admission::Answer(Ok(empty_result()), None));
+            }
+            _ => {
+                let revision = modern_revision(method, &meta)?;
+                let negotiated = Negotiated {
+                    revision: Some(revision),
+                    client_info: meta.client_info.clone(),
+                    client_capabilities: meta.client_capabilities.clone().unwrap_or_default(),
+                    server_info: Some(identity.info.clone()),
+                    server_capabilities: identity.capabilities.clone(),
+                };
+                (revision, Arc::new(negotiated))
+            }
+        };
+        drop(state);
+        if !revision.defines_client_request(method) {
+            return Err(
+                ErrorObject::method_not_found(method).with_data(serde_json::json!({
+                    "reason": format!("{method} is not part of protocol revision {revision}"),
+                })),
+            );
+        }
+        match method {
+            methods::PING => Ok(Admission::Answer(Ok(empty_result()), Some(revision))),
+            methods::SERVER_DISCOVER => Ok(Admission::Answer(discover(identity), Some(revision))),
+            _ if !server_declares(&identity.capabilities, method) => {
+                Err(ErrorObject::method_not_found(method))
+            }
+            _ => Ok(Admission::Handle(Admitted {
+                revision,
+                negotiated,
+                meta,
+            })),
+        }
+    }
+
+    fn initialize(
+        &self,
+        identity: &ServerIdentity,
+        params: Option<&RawValue>,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        let params: InitializeRequestParams = jsonrpc::from_params(params)?;
+        let mut state = self.shared.state();
+        if state.phase != Phase::Fresh {
+            return Err(ErrorObject::invalid_request(
+                "the session is already initialized",
+            ));
+        }
+        let revision = ProtocolVersion::negotiate_legacy(&params.protocol_version);
+        let mut result = InitializeResult::new(
+            revision.as_str(),
+            identity.capabilities.clone(),
+            identity.info.clone(),
+        );
+        result.instructions = identity.instructions.clone();
+        state.negotiated = Some(Arc::new(Negotiated {
+            revision: Some(revision),
+            client_info: Some(params.client_info),
+            client_capabilities: params.capabilities,
+            server_info: Some(identity.info.clone()),
+            server_capabilities: identity.capabilities.clone(),
+        }));
+        state.phase = Phase::Initializing;
+        // Answered inline, so it is never in flight and a cancellation for
+        // it finds nothing to cancel, as the specification requires.
+        jsonrpc::to_raw(&result).map_err(ErrorObject::internal)
+    }
+
+    async fn on_notification(&self, n: Notification) {
+        match n.method.as_str() {
+            methods::NOTIFICATION_CANCELLED => {
+                let Ok(params) =
+                    jsonrpc::from_params::<CancelledNotificationParams>(n.params.as_deref())
+                else {
+                    return tracing::debug!("ignoring a malformed cancellation");
+                };
+                let Some(id) = params.request_id else { return };
+                let in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+                match in_flight.get(&id) {
+                    Some(token) => token.cancel(),
+                    None => tracing::debug!(%id, "cancellation for an unknown or finished request"),
+                }
+            }
+            methods::NOTIFICATION_PROGRESS => {
+                match jsonrpc::from_params::<ProgressNotificationParams>(n.params.as_deref()) {
+                    Ok(params) => self.shared.progress(params),
+                    Err(e) => tracing::debug!("ignoring malformed progress: {e}"),
+                }
+            }
+            methods::NOTIFICATION_INITIALIZED
+                if matches!(self.shared.config.role, Role::Server(_)) =>
+            {
+                let became_ready = {
+                    let mut state = self.shared.state();
+                    let was = state.phase;
+                    if was == Phase::Initializing {
+                        state.phase = Phase::Ready;
+                    }
+                    was == Phase::Initializing
+                };
+                if became_ready {
+                    self.service.session_ready(&self.peer);
+                }
+            }
+            _ => self.service.handle_notification(n, self.peer.clone()).await,
+        }
+    }
+
+    async fn send_error(&self, id: Option<RequestId>, error: ErrorObject) {
+        let text = jsonrpc::write_error(id.as_ref(), &error);
+        deliver_to(&self.peer, &Reply::Direct, text, id.as_ref()).await;
+    }
+
+    async fn deliver(&self, reply: &Reply, text: String, id: Option<&RequestId>) {
+        deliver_to(&self.peer, reply, text, id).await;
+    }
+}
+
+/// Sends a response, or files it in its batch and sends the batch when it
+/// is complete. An empty `text` releases a batch slot without a response.
+async fn deliver_to(peer: &Peer, reply: &Reply, text: String, id: Option<&RequestId>) {
+    match reply {
+        Reply::Direct => {
+            if !text.is_empty() {
+                let _ = peer
+                    .related_to(id.cloned())
+                    .send(text, FrameKind::Response)
+                    .await;
+            }
+        }
+        Reply::Batch(batch) => {
+            let ready = {
+                let mut responses = batch.responses.lock().unwrap_or_else(|p| p.into_inner());
+                if !text.is_empty() {
+                    responses.push(text);
+                }
+                if batch.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    Some(std::mem::take(&mut *responses))
+                } else {
+                    None
+                }
+            };
+            if let Some(responses) = ready.filter(|r| !r.is_empty()) {
+                let array = format!("[{}]", responses.join(","));
+                let _ = peer.related_to(None).send(array, FrameKind::Response).await;
+            }
+        }
+    }
+}
+
+enum Admission {
+    /// The engine answers right away (initialize, ping, discover).
+    Answer(HandlerResult, Option<ProtocolVersion>),
+    /// The role's service handles it.
+    Handle(Admitted),
+}
+
+struct Admitted {
+    revision: ProtocolVersion,
+    negotiated: Arc<Negotiated>,
+    meta: RequestMetaObject,
+}
+
+/// The revision of a request outside a legacy session, from its `_meta`.
+/// In the order the specification checks: the per-request fields must be
+/// there (-32602), then the version must be one we serve (-32022).
+fn modern_revision(method: &str, meta: &RequestMetaObject) -> Result<ProtocolVersion, ErrorObject> {
+    let Some(requested) = meta.protocol_version.as_deref() else {
+        return Err(ErrorObject::invalid_params(format!(
+            "{method}: _meta[\"{}\"] is required (or start a legacy session with initialize)",
+            mcp_schema::META_PROTOCOL_VERSION
+        )));
+    };
+    if meta.client_capabilities.is_none() {
+        return Err(ErrorObject::invalid_params(format!(
+            "{method}: _meta[\"{}\"] is required",
+            mcp_schema::META_CLIENT_CAPABILITIES
+        )));
+    }
+    match requested.parse::<ProtocolVersion>() {
+        Ok(v) if !v.is_legacy() => Ok(v),
+        Ok(v) => Err(ErrorObject::invalid_request(format!(
+            "protocol version {v} starts with initialize; send initialize first"
+        ))),
+        Err(_) => Err(unsupported_version(requested)),
+    }
+}
+
+/// The -32022 error listing what this implementation supports.
+pub fn unsupported_version(requested: &str) -> ErrorObject {
+    ErrorObject::new(error_codes::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version").with_data(
+        serde_json::json!({ "supported": ProtocolVersion::supported_strings(), "requested": requested }),
+    )
+}
+
+/// Whether the server declared the capability `method` belongs to.
+fn server_declares(caps: &ServerCapabilities, method: &str) -> bool {
+    match method {
+        methods::TOOLS_LIST | methods::TOOLS_CALL => caps.tools.is_some(),
+        methods::RESOURCES_LIST | methods::RESOURCES_READ | methods::RESOURCES_TEMPLATES_LIST => {
+            caps.resources.is_some()
+        }
+        methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => caps
+            .resources
+            .as_ref()
+            .is_some_and(|r| r.subscribe == Some(true)),
+        methods::PROMPTS_LIST | methods::PROMPTS_GET => caps.prompts.is_some(),
+        methods::LOGGING_SET_LEVEL => caps.logging.is_some(),
+        methods::COMPLETION_COMPLETE => caps.completions.is_some(),
+        methods::TASKS_GET
+        | methods::TASKS_RESULT
+        | methods::TASKS_LIST
+        | methods::TASKS_CANCEL => {
+            caps.tasks.is_some()
+                || caps
+                    .extensions
+                    .as_ref()
+                    .is_some_and(|e| e.contains_key(mcp_schema::EXTENSION_TASKS))
+        }
+        _ => true,
+    }
+}
+
+fn discover(identity: &ServerIdentity) -> HandlerResult {
+    let supported = ProtocolVersion::supported_strings()
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let mut result = DiscoverResult::new(supported, identity.capabilities.clone());
+    result.instructions = identity.instructions.clone();
+    let mut meta = mcp_schema::Meta::new();
+    meta.insert(
+        mcp_schema::META_SERVER_INFO.into(),
+        serde_json::to_value(&identity.info).map_err(ErrorObject::internal)?,
+    );
+    result.meta = Some(meta);
+    jsonrpc::to_raw(&result).map_err(ErrorObject::internal)
+}
+
+fn empty_result() -> Box<RawValue> {
+    RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| unreachable!("{{}} is valid JSON"))
+}
+
+/// Reads the typed `_meta` of request params. Skipped (cheaply) when the
+/// params have no `_meta` at all.
+fn read_meta(params: Option<&RawValue>) -> Result<RequestMetaObject, ErrorObject> {
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(rename = "_meta", default)]
+        meta: Option<RequestMetaObject>,
+    }
+    match params {
+        Some(raw) if raw.get().contains("\"_meta\"") => serde_json::from_str::<Probe>(raw.get())
+            .map(|p| p.meta.unwrap_or_default())
+            .map_err(|e| ErrorObject::invalid_params(format!("_meta: {e}"))),
+        _ => Ok(RequestMetaObject::default()),
+    }
+}
+
+/// The response text for a handler's outcome. In the modern era a
+/// successful result carries `resultType`; a handler that produced an
+/// `input_required` result wrote it first, so it is left alone.
+fn response_text(
+    id: &RequestId,
+    result: HandlerResult,
+    revision: Option<ProtocolVersion>,
+) -> String {
+    match result {
+        Ok(raw) if revision.is_some_and(ProtocolVersion::has_result_type) => {
+            jsonrpc::write_response(id, &with_result_type(raw))
+        }
+        Ok(raw) => jsonrpc::write_response(id, &raw),
+        Err(error) => jsonrpc::write_error(Some(id), &error),
+    }
+}
+
+fn with_result_type(raw: Box<RawValue>) -> Box<RawValue> {
+    let text = raw.get();
+    let body = text.trim_start();
+    if !body.starts_with('{') || body[1..].trim_start().starts_with("\"resultType\"") {
+        return raw;
+    }
+    let rest = body[1..].trim_start();
+    let joined = if rest.starts_with('}') {
+        String::from("{\"resultType\":\"complete\"}")
+    } else {
+        format!("{{\"resultType\":\"complete\",{rest}")
+    };
+    RawValue::from_string(joined).unwrap_or(raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_type_is_added_once() {
+        let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
+        assert_eq!(
+            with_result_type(raw("{}")).get(),
+            r#"{"resultType":"complete"}"#
+        );
+        assert_eq!(
+            with_result_type(raw(r#"{"a":1}"#)).get(),
+            r#"{"resultType":"complete","a":1}"#
+        );
+        let input = r#"{"resultType":"input_required","requestState":"x"}"#;
+        assert_eq!(with_result_type(raw(input)).get(), input);
+    }
+}

@@ -1,0 +1,180 @@
+//! The stdio transport: newline-delimited UTF-8 JSON, one message per line.
+//!
+//! Works over any pair of async byte streams: the process's own stdin and
+//! stdout (a server launched by a client), or a child's pipes (see
+//! [`crate::child`]). Nothing but MCP messages is written; logs belong on
+//! stderr.
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::sync::mpsc;
+
+use crate::transport::{DEFAULT_CHANNEL_CAPACITY, InboundFrame, OutboundFrame, Transport};
+
+/// The longest line accepted; a longer one is answered by a parse error and
+/// skipped, so one huge message cannot exhaust memory.
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// A transport over this process's stdin and stdout.
+pub fn stdio() -> Transport {
+    from_streams(tokio::io::stdin(), tokio::io::stdout())
+}
+
+/// A transport over any reader and writer. Reading ends at EOF; writing ends
+/// when the engine drops its sender, after flushing.
+pub fn from_streams<R, W>(reader: R, writer: W) -> Transport
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (in_tx, inbound) = mpsc::channel(DEFAULT_CHANNEL_CAPACITY);
+    let (outbound, out_rx) = mpsc::channel(DEFAULT_CHANNEL_CAPACITY);
+    tokio::spawn(read_lines(reader, in_tx));
+    tokio::spawn(write_lines(writer, out_rx));
+    Transport { inbound, outbound }
+}
+
+async fn read_lines<R: AsyncRead + Unpin>(reader: R, tx: mpsc::Sender<InboundFrame>) {
+    let mut reader = BufReader::with_capacity(64 * 1024, reader);
+    let mut line = Vec::with_capacity(4096);
+    loop {
+        line.clear();
+        match read_bounded_line(&mut reader, &mut line).await {
+            Ok(LineRead::Eof) => break,
+            Ok(LineRead::TooLong) => {
+                let reason = format!("message longer than {MAX_LINE_BYTES} bytes");
+                if tx.send(InboundFrame::Unreadable(reason)).await.is_err() {
+                    break;
+                }
+            }
+            Ok(LineRead::Line) => {
+                let frame = match String::from_utf8(std::mem::take(&mut line)) {
+                    Ok(text) if text.trim().is_empty() => continue,
+                    Ok(text) => InboundFrame::Text(text),
+                    Err(_) => InboundFrame::Unreadable("message is not valid UTF-8".into()),
+                };
+                if tx.send(frame).await.is_err() {
+                    break;
+                }
+            }
+            Err(e) => {
+                tracing::debug!("stdio read ended: {e}");
+                break;
+            }
+        }
+    }
+}
+
+enum LineRead {
+    Line,
+    TooLong,
+    Eof,
+}
+
+async fn read_bounded_line<R: AsyncBufReadExt + Unpin>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+) -> std::io::Result<LineRead> {
+    let mut too_long = false;
+    loop {
+        let buf = reader.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(if line.is_empty() && !too_long {
+                LineRead::Eof
+            } else {
+                finish(line, too_long)
+            });
+        }
+        let (chunk, found) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..i], Some(i + 1)),
+            None => (buf, None),
+        };
+        if !too_long {
+            if line.len() + chunk.len() > MAX_LINE_BYTES {
+                too_long = true;
+                line.clear();
+            } else {
+                line.extend_from_slice(chunk);
+            }
+        }
+        let used = found.unwrap_or(buf.len());
+        reader.consume(used);
+        if found.is_some() {
+            return Ok(finish(line, too_long));
+        }
+    }
+}
+
+fn finish(line: &mut Vec<u8>, too_long: bool) -> LineRead {
+    if too_long {
+        return LineRead::TooLong;
+    }
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    LineRead::Line
+}
+
+async fn write_lines<W: AsyncWrite + Unpin>(writer: W, mut rx: mpsc::Receiver<OutboundFrame>) {
+    let mut writer = BufWriter::with_capacity(64 * 1024, writer);
+    while let Some(frame) = rx.recv().await {
+        if write_frame(&mut writer, &frame.text).await.is_err() {
+            return;
+        }
+        // Write everything already queued before flushing once.
+        while let Ok(frame) = rx.try_recv() {
+            if write_frame(&mut writer, &frame.text).await.is_err() {
+                return;
+            }
+        }
+        if writer.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = writer.shutdown().await;
+}
+
+async fn write_frame<W: AsyncWrite + Unpin>(writer: &mut W, text: &str) -> std::io::Result<()> {
+    debug_assert!(!text.contains('\n'), "a frame must be one line");
+    writer.write_all(text.as_bytes()).await?;
+    writer.write_all(b"\n").await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::FrameKind;
+
+    #[tokio::test]
+    async fn lines_in_frames_out() {
+        let (client, server) = tokio::io::duplex(1024);
+        let (server_read, server_write) = tokio::io::split(server);
+        let mut transport = from_streams(server_read, server_write);
+        let (client_read, mut client_write) = tokio::io::split(client);
+        client_write
+            .write_all(b"{\"a\":1}\r\n\n{\"b\":2}\n")
+            .await
+            .unwrap();
+        for expected in ["{\"a\":1}", "{\"b\":2}"] {
+            match transport.inbound.recv().await.unwrap() {
+                InboundFrame::Text(text) => assert_eq!(text, expected),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        transport
+            .outbound
+            .send(OutboundFrame {
+                text: "{\"c\":3}".into(),
+                related: None,
+                kind: FrameKind::Notification,
+            })
+            .await
+            .unwrap();
+        let mut lines = BufReader::new(client_read).lines();
+        assert_eq!(lines.next_line().await.unwrap().unwrap(), "{\"c\":3}");
+        drop(client_write);
+        assert!(
+            transport.inbound.recv().await.is_none(),
+            "EOF ends the inbound stream"
+        );
+    }
+}

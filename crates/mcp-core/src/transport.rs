@@ -1,0 +1,94 @@
+//! The transport abstraction: a pair of bounded channels carrying whole
+//! frames of JSON text.
+//!
+//! A transport turns bytes into frames and back; it knows nothing of ids or
+//! methods. Each outgoing frame says which incoming request it relates to, so
+//! a transport with several streams (Streamable HTTP) can put it on the right
+//! one; single-stream transports (stdio) ignore that.
+
+use mcp_schema::jsonrpc::RequestId;
+use tokio::sync::mpsc;
+
+/// What an outgoing frame is, so a transport can tell when a request's
+/// exchange is over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameKind {
+    /// A request to the peer.
+    Request,
+    /// A notification to the peer.
+    Notification,
+    /// A response (or a batch of responses) to the peer.
+    Response,
+}
+
+/// One frame to write: compact JSON text without a trailing newline.
+#[derive(Clone, Debug)]
+pub struct OutboundFrame {
+    /// The JSON text.
+    pub text: String,
+    /// The incoming request this frame belongs to, if any.
+    pub related: Option<RequestId>,
+    /// What the frame is.
+    pub kind: FrameKind,
+}
+
+/// One frame read from the peer.
+#[derive(Debug)]
+pub enum InboundFrame {
+    /// The JSON text, exactly as received.
+    Text(String),
+    /// Something arrived that cannot be a message (too large, not UTF-8);
+    /// the engine answers it with a parse error and goes on.
+    Unreadable(String),
+}
+
+impl From<String> for InboundFrame {
+    fn from(text: String) -> Self {
+        InboundFrame::Text(text)
+    }
+}
+
+/// The engine's side of a transport. Closing `inbound` (the peer hung up)
+/// ends the session; dropping `outbound` tells the transport to finish
+/// writing and close.
+#[derive(Debug)]
+pub struct Transport {
+    /// Frames from the peer.
+    pub inbound: mpsc::Receiver<InboundFrame>,
+    /// Frames to the peer.
+    pub outbound: mpsc::Sender<OutboundFrame>,
+}
+
+/// How many frames each direction buffers before the sender waits.
+pub const DEFAULT_CHANNEL_CAPACITY: usize = 256;
+
+impl Transport {
+    /// Two transports wired to each other in memory: what one sends, the
+    /// other receives. For tests and in-process peers.
+    pub fn pair() -> (Transport, Transport) {
+        let (a_out, b_in_raw) = mpsc::channel::<OutboundFrame>(DEFAULT_CHANNEL_CAPACITY);
+        let (b_out, a_in_raw) = mpsc::channel::<OutboundFrame>(DEFAULT_CHANNEL_CAPACITY);
+        (
+            Transport {
+                inbound: forward(a_in_raw),
+                outbound: a_out,
+            },
+            Transport {
+                inbound: forward(b_in_raw),
+                outbound: b_out,
+            },
+        )
+    }
+}
+
+fn forward(mut rx: mpsc::Receiver<OutboundFrame>) -> mpsc::Receiver<InboundFrame> {
+    let (tx, out) = mpsc::channel(DEFAULT_CHANNEL_CAPACITY);
+    tokio::spawn(async move {
+        while let Some(frame) = rx.recv().await {
+            if tx.send(InboundFrame::Text(frame.text)).await.is_err() {
+                break;
+            }
+        }
+    });
+    out
+}

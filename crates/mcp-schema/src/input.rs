@@ -1,0 +1,175 @@
+//! Multi-round-trip requests (2026-07-28): instead of sending requests to
+//! the client, a server returns `input_required` with the requests it needs
+//! answered; the client retries the original request with the answers.
+
+use std::collections::BTreeMap;
+
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+use crate::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ListRootsResult, Meta, RequestParams, ResultType, methods,
+};
+
+/// One request the server needs the client to answer, tagged by `method`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputRequest {
+    /// `sampling/createMessage`.
+    CreateMessage(CreateMessageRequestParams),
+    /// `elicitation/create`.
+    Elicit(ElicitRequestParams),
+    /// `roots/list`; params are optional.
+    ListRoots(Option<RequestParams>),
+}
+
+impl InputRequest {
+    /// The method name of this request.
+    pub fn method(&self) -> &'static str {
+        match self {
+            InputRequest::CreateMessage(_) => methods::SAMPLING_CREATE_MESSAGE,
+            InputRequest::Elicit(_) => methods::ELICITATION_CREATE,
+            InputRequest::ListRoots(_) => methods::ROOTS_LIST,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireInputRequest<P> {
+    method: String,
+    #[serde(default = "none", skip_serializing_if = "Option::is_none")]
+    params: Option<P>,
+}
+
+fn none<T>() -> Option<T> {
+    None
+}
+
+impl Serialize for InputRequest {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let params = match self {
+            InputRequest::CreateMessage(p) => serde_json::to_value(p).map(Some),
+            InputRequest::Elicit(p) => serde_json::to_value(p).map(Some),
+            InputRequest::ListRoots(p) => p.as_ref().map(serde_json::to_value).transpose(),
+        }
+        .map_err(serde::ser::Error::custom)?;
+        WireInputRequest {
+            method: self.method().to_owned(),
+            params,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for InputRequest {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let wire = WireInputRequest::<Value>::deserialize(d)?;
+        fn params<T: DeserializeOwned, E: serde::de::Error>(p: Option<Value>) -> Result<T, E> {
+            serde_json::from_value(p.unwrap_or(Value::Object(Default::default())))
+                .map_err(E::custom)
+        }
+        match wire.method.as_str() {
+            methods::SAMPLING_CREATE_MESSAGE => {
+                params(wire.params).map(InputRequest::CreateMessage)
+            }
+            methods::ELICITATION_CREATE => params(wire.params).map(InputRequest::Elicit),
+            methods::ROOTS_LIST => match wire.params {
+                None => Ok(InputRequest::ListRoots(None)),
+                p => params(p).map(|p| InputRequest::ListRoots(Some(p))),
+            },
+            other => Err(D::Error::custom(format!(
+                "unsupported input request method {other:?}"
+            ))),
+        }
+    }
+}
+
+/// The requests of an `input_required` result, keyed by names the server chose.
+pub type InputRequests = BTreeMap<String, InputRequest>;
+
+/// The client's answer to one [`InputRequest`]; told apart by which member
+/// is present (`action`, `roots`, or `model`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum InputResponse {
+    /// Answer to `sampling/createMessage`.
+    CreateMessage(CreateMessageResult),
+    /// Answer to `roots/list`.
+    ListRoots(ListRootsResult),
+    /// Answer to `elicitation/create`.
+    Elicit(ElicitResult),
+}
+
+/// The client's answers, keyed like the [`InputRequests`] they answer.
+pub type InputResponses = BTreeMap<String, InputResponse>;
+
+/// A result saying the server needs input before it can complete the request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InputRequiredResult {
+    /// Result metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Always `input_required`.
+    pub result_type: ResultType,
+    /// What the client must answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_requests: Option<InputRequests>,
+    /// Opaque state the client echoes back on retry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+}
+
+impl InputRequiredResult {
+    /// An `input_required` result asking `input_requests`.
+    pub fn new(input_requests: InputRequests, request_state: Option<String>) -> Self {
+        InputRequiredResult {
+            meta: None,
+            result_type: ResultType::InputRequired,
+            input_requests: Some(input_requests),
+            request_state,
+        }
+    }
+}
+
+/// The params members of a retried request (`InputResponseRequestParams`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InputResponseRequestParams {
+    /// Request metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// The answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<InputResponses>,
+    /// The state echoed from the `input_required` result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+}
+
+/// The result of a request that may need input (2026-07-28): either
+/// `input_required` or the final result `T`. Decided by `resultType`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum MaybeInputRequired<T> {
+    /// The server needs input; retry with answers.
+    InputRequired(InputRequiredResult),
+    /// The final result.
+    Complete(T),
+}
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for MaybeInputRequired<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        if value.get("resultType").and_then(Value::as_str) == Some("input_required") {
+            serde_json::from_value(value)
+                .map(Self::InputRequired)
+                .map_err(D::Error::custom)
+        } else {
+            serde_json::from_value(value)
+                .map(Self::Complete)
+                .map_err(D::Error::custom)
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! Things every result shares: `resultType` and the 2026-07-28 cache hints.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Meta;
+
+/// What kind of result this is (2026-07-28 `resultType`); absent means `complete`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultType {
+    /// The request completed; the result holds the final content.
+    #[default]
+    Complete,
+    /// The client must provide input and retry (an `InputRequiredResult`).
+    InputRequired,
+}
+
+/// Who may share a cached result (2026-07-28 `cacheScope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheScope {
+    /// Only within the same authorization context.
+    #[default]
+    Private,
+    /// Any client or intermediary.
+    Public,
+}
+
+/// A result with no content (`EmptyResult`), e.g. for `ping`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmptyResult {
+    /// Result metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// `complete` in 2026-07-28; absent before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+}
+
+/// Params of a request that only carries `_meta` (`RequestParams`), e.g.
+/// `ping`, `server/discover`, `roots/list`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestParams {
+    /// Request metadata (in 2026-07-28: version, client info, capabilities).
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+/// Params of a notification that only carries `_meta` (`NotificationParams`),
+/// e.g. the list-changed notifications.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotificationParams {
+    /// Notification metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
