@@ -204,6 +204,16 @@ impl Peer {
         }
     }
 
+    /// A number that tells sessions apart while they live.
+    pub fn session_key(&self) -> usize {
+        Arc::as_ptr(&self.shared) as usize
+    }
+
+    /// The incoming request this handle's messages are tied to.
+    pub fn related(&self) -> Option<&RequestId> {
+        self.related.as_ref()
+    }
+
     /// Per-session storage shared by every handle of this session.
     pub fn extensions(&self) -> &Extensions {
         &self.shared.extensions

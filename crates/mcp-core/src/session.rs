@@ -94,17 +94,21 @@ pub struct SessionConfig {
     pub max_request_timeout: Duration,
     /// Incoming requests handled at once; more wait (back-pressure).
     pub max_concurrent_requests: usize,
+    /// When the peer stops sending, requests in flight get this long to
+    /// finish before they are cancelled.
+    pub shutdown_grace: Duration,
 }
 
 impl SessionConfig {
     /// Default settings for `role`: 60 s timeout, 10 min hard maximum,
-    /// 512 requests in flight.
+    /// 512 requests in flight, 5 s shutdown grace.
     pub fn new(role: Role) -> Self {
         SessionConfig {
             role,
             request_timeout: Duration::from_secs(60),
             max_request_timeout: Duration::from_secs(600),
             max_concurrent_requests: 512,
+            shutdown_grace: Duration::from_secs(5),
         }
     }
 
@@ -117,6 +121,12 @@ impl SessionConfig {
     /// Sets the hard maximum a request may wait, progress included.
     pub fn max_request_timeout(mut self, timeout: Duration) -> Self {
         self.max_request_timeout = timeout;
+        self
+    }
+
+    /// Sets how long requests in flight may finish after the peer stops sending.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
         self
     }
 
@@ -161,6 +171,9 @@ impl Negotiated {
     }
 }
 
+/// How long a closing session waits for its last frames to be written.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// A session running on its own task.
 #[derive(Debug)]
 pub struct RunningSession {
@@ -187,7 +200,11 @@ pub fn serve(
     service: Arc<dyn Service>,
     config: SessionConfig,
 ) -> RunningSession {
-    let Transport { inbound, outbound } = transport;
+    let Transport {
+        inbound,
+        outbound,
+        flushed,
+    } = transport;
     let max = config.max_concurrent_requests;
     let shared = Arc::new(Shared::new(outbound, Arc::new(config)));
     let peer = Peer {
@@ -202,7 +219,12 @@ pub fn serve(
         limiter: Arc::new(Semaphore::new(max)),
         peer: peer.clone(),
     };
-    let task = tokio::spawn(engine.run(inbound));
+    let task = tokio::spawn(async move {
+        engine.run(inbound).await;
+        if let Some(flushed) = flushed {
+            let _ = tokio::time::timeout(FLUSH_TIMEOUT, flushed).await;
+        }
+    });
     RunningSession { peer, task }
 }
 
@@ -242,17 +264,25 @@ impl Engine {
                 }
             }
         }
-        // The peer hung up: stop every handler, then let the transport go.
-        for entry in self
-            .in_flight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-        {
-            entry.cancel();
-        }
+        // The peer stopped sending: the requests in flight get a grace
+        // period to answer (their responses may still be read), then what
+        // is left is cancelled and the transport let go.
         self.tracker.close();
-        self.tracker.wait().await;
+        let grace = self.shared.config.shutdown_grace;
+        if tokio::time::timeout(grace, self.tracker.wait())
+            .await
+            .is_err()
+        {
+            for token in self
+                .in_flight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .values()
+            {
+                token.cancel();
+            }
+            self.tracker.wait().await;
+        }
         self.service.session_closed(&self.peer);
         self.shared.close();
     }
@@ -338,7 +368,7 @@ impl Engine {
                 let text = response_text(&id, result, revision);
                 return self.deliver(&reply, text, Some(&id)).await;
             }
-            Ok(Admission::Handle(admitted)) => admitted,
+            Ok(Admission::Handle(admitted)) => *admitted,
             Err(error) => {
                 return self
                     .deliver(&reply, jsonrpc::write_error(Some(&id), &error), Some(&id))
@@ -381,8 +411,10 @@ impl Engine {
         let engine_peer = self.peer.clone();
         self.tracker.spawn(async move {
             let outcome = tokio::select! {
-                result = handler => Some(result),
+                // Cancellation wins a tie: a cancelled request is never answered.
+                biased;
                 _ = cancel.cancelled() => None,
+                result = handler => Some(result).filter(|_| !cancel.is_cancelled()),
             };
             in_flight
                 .lock()
@@ -423,11 +455,11 @@ impl Engine {
                 let revision = negotiated
                     .revision
                     .unwrap_or(ProtocolVersion::LATEST_LEGACY);
-                Ok(Admission::Handle(Admitted {
+                Ok(Admission::Handle(Box::new(Admitted {
                     revision,
                     negotiated,
                     meta,
-                }))
+                })))
             }
         }
     }
@@ -482,11 +514,11 @@ impl Engine {
             _ if !server_declares(&identity.capabilities, method) => {
                 Err(ErrorObject::method_not_found(method))
             }
-            _ => Ok(Admission::Handle(Admitted {
+            _ => Ok(Admission::Handle(Box::new(Admitted {
                 revision,
                 negotiated,
                 meta,
-            })),
+            }))),
         }
     }
 
@@ -608,7 +640,7 @@ enum Admission {
     /// The engine answers right away (initialize, ping, discover).
     Answer(HandlerResult, Option<ProtocolVersion>),
     /// The role's service handles it.
-    Handle(Admitted),
+    Handle(Box<Admitted>),
 }
 
 struct Admitted {

@@ -29,8 +29,12 @@ where
     let (in_tx, inbound) = mpsc::channel(DEFAULT_CHANNEL_CAPACITY);
     let (outbound, out_rx) = mpsc::channel(DEFAULT_CHANNEL_CAPACITY);
     tokio::spawn(read_lines(reader, in_tx));
-    tokio::spawn(write_lines(writer, out_rx));
-    Transport { inbound, outbound }
+    let flushed = Some(tokio::spawn(write_lines(writer, out_rx)));
+    Transport {
+        inbound,
+        outbound,
+        flushed,
+    }
 }
 
 async fn read_lines<R: AsyncRead + Unpin>(reader: R, tx: mpsc::Sender<InboundFrame>) {
@@ -146,10 +150,9 @@ mod tests {
 
     #[tokio::test]
     async fn lines_in_frames_out() {
-        let (client, server) = tokio::io::duplex(1024);
-        let (server_read, server_write) = tokio::io::split(server);
+        let (mut client_write, server_read) = tokio::io::duplex(1024);
+        let (server_write, client_read) = tokio::io::duplex(1024);
         let mut transport = from_streams(server_read, server_write);
-        let (client_read, mut client_write) = tokio::io::split(client);
         client_write
             .write_all(b"{\"a\":1}\r\n\n{\"b\":2}\n")
             .await

@@ -57,6 +57,9 @@ pub struct Transport {
     pub inbound: mpsc::Receiver<InboundFrame>,
     /// Frames to the peer.
     pub outbound: mpsc::Sender<OutboundFrame>,
+    /// Finishes when everything sent has been written out; the session
+    /// waits for it before it reports that it ended.
+    pub flushed: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// How many frames each direction buffers before the sender waits.
@@ -72,10 +75,12 @@ impl Transport {
             Transport {
                 inbound: forward(a_in_raw),
                 outbound: a_out,
+                flushed: None,
             },
             Transport {
                 inbound: forward(b_in_raw),
                 outbound: b_out,
+                flushed: None,
             },
         )
     }

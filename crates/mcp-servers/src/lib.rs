@@ -1,1 +1,12 @@
-//! placeholder
+//! Ready MCP servers built on [`mcp_server`].
+//!
+//! - [`everything`]: every protocol feature, including the fixtures of the
+//!   official conformance suite; used by tests, benchmarks and interop.
+//!
+//! ```
+//! let server = mcp_servers::everything::server();
+//! assert_eq!(server.identity().info.name, "mcp-everything");
+//! ```
+
+mod calculator;
+pub mod everything;

@@ -1,0 +1,360 @@
+//! What a tool, prompt or resource handler gets: the request's context plus
+//! the server's helpers (progress, logging, asking the client for input).
+//!
+//! Asking the client for input works the same in both eras. In the legacy
+//! era the question goes to the client as a request tied to the call. In the
+//! modern era the handler's `?` turns a missing answer into an
+//! `input_required` result; the client answers and retries, the handler runs
+//! again and this time finds the answer. Answers from earlier rounds travel
+//! in a signed `requestState`, so handlers need not keep state anywhere.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use mcp_core::{RequestContext, RequestError, RequestOptions};
+use mcp_schema::{
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ErrorObject, InputRequest, InputRequests, InputResponses, ListRootsResult,
+    LoggingLevel, LoggingMessageNotificationParams, ProtocolVersion, error_codes, methods,
+};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::cursor::Signer;
+use crate::server::Server;
+
+/// Why a handler did not produce its result.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HandlerError {
+    /// The work failed. A tool reports it as a result with `isError: true`
+    /// (the model can read it); elsewhere it is an internal error.
+    Failed(String),
+    /// The request itself is wrong: answered with this JSON-RPC error.
+    Protocol(ErrorObject),
+    /// The client must answer the input requests recorded on the context
+    /// first (modern era). Produced by [`Context::elicit`] and friends.
+    InputRequired,
+}
+
+impl HandlerError {
+    /// A failure with this message.
+    pub fn failed(message: impl std::fmt::Display) -> Self {
+        HandlerError::Failed(message.to_string())
+    }
+
+    /// A -32602 invalid-params error.
+    pub fn invalid_params(message: impl std::fmt::Display) -> Self {
+        HandlerError::Protocol(ErrorObject::invalid_params(message))
+    }
+}
+
+impl From<ErrorObject> for HandlerError {
+    fn from(e: ErrorObject) -> Self {
+        HandlerError::Protocol(e)
+    }
+}
+
+impl From<RequestError> for HandlerError {
+    fn from(e: RequestError) -> Self {
+        HandlerError::Failed(e.to_string())
+    }
+}
+
+impl std::fmt::Display for HandlerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HandlerError::Failed(m) => f.write_str(m),
+            HandlerError::Protocol(e) => write!(f, "{e}"),
+            HandlerError::InputRequired => f.write_str("input required from the client"),
+        }
+    }
+}
+
+impl std::error::Error for HandlerError {}
+
+/// The context of one tool call, prompt request or resource read.
+#[derive(Clone)]
+pub struct Context {
+    /// The engine's view of the request.
+    pub request: RequestContext,
+    server: Server,
+    round: Arc<InputRound>,
+}
+
+/// The modern-era exchange of one request: answers received so far, what
+/// this round asks, and the handler's own state.
+#[derive(Default)]
+pub(crate) struct InputRound {
+    responses: InputResponses,
+    asked: Mutex<InputRequests>,
+    state: Mutex<Option<Value>>,
+}
+
+/// What a sealed `requestState` holds.
+#[derive(Serialize, Deserialize)]
+struct SealedState {
+    /// Which request this state belongs to (method and name).
+    purpose: String,
+    /// Unix time after which the state is refused.
+    expires: u64,
+    /// Answers of earlier rounds.
+    responses: InputResponses,
+    /// The handler's own state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    state: Option<Value>,
+}
+
+const STATE_PURPOSE: &str = "request-state";
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+}
+
+impl InputRound {
+    /// Opens the round of a request: verifies `requestState` (tampered,
+    /// expired or foreign state is a -32602) and merges its answers with
+    /// the ones sent now.
+    pub(crate) fn open(
+        signer: &Signer,
+        purpose: &str,
+        request_state: Option<&str>,
+        responses: Option<InputResponses>,
+    ) -> Result<InputRound, ErrorObject> {
+        let mut round = InputRound::default();
+        if let Some(token) = request_state {
+            let sealed: SealedState = signer
+                .open(STATE_PURPOSE, token)
+                .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+                .ok_or_else(|| ErrorObject::invalid_params("requestState failed verification"))?;
+            if sealed.purpose != purpose {
+                return Err(ErrorObject::invalid_params(
+                    "requestState belongs to another request",
+                ));
+            }
+            if sealed.expires < now_secs() {
+                return Err(ErrorObject::invalid_params(
+                    "requestState has expired; start again",
+                ));
+            }
+            round.responses = sealed.responses;
+            round.state = Mutex::new(sealed.state);
+        }
+        round.responses.extend(responses.unwrap_or_default());
+        Ok(round)
+    }
+
+    /// The `input_required` result's parts: the questions and the sealed state.
+    pub(crate) fn close(
+        &self,
+        signer: &Signer,
+        purpose: &str,
+        ttl: Duration,
+    ) -> (InputRequests, String) {
+        let asked = std::mem::take(&mut *self.asked.lock().unwrap_or_else(|p| p.into_inner()));
+        let sealed = SealedState {
+            purpose: purpose.to_owned(),
+            expires: now_secs() + ttl.as_secs(),
+            responses: self.responses.clone(),
+            state: self.state.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+        };
+        let bytes = serde_json::to_vec(&sealed).unwrap_or_default();
+        (asked, signer.seal(STATE_PURPOSE, &bytes))
+    }
+
+    pub(crate) fn has_questions(&self) -> bool {
+        !self
+            .asked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+    }
+}
+
+impl Context {
+    pub(crate) fn new(request: RequestContext, server: Server, round: InputRound) -> Self {
+        Context {
+            request,
+            server,
+            round: Arc::new(round),
+        }
+    }
+
+    pub(crate) fn round(&self) -> &InputRound {
+        &self.round
+    }
+
+    /// The server this request runs on (to add or remove tools, notify
+    /// resource updates ...).
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// The revision the request is handled under.
+    pub fn revision(&self) -> ProtocolVersion {
+        self.request.revision
+    }
+
+    /// What the client declared it can do.
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        self.request.client_capabilities()
+    }
+
+    /// Whether the client cancelled the request.
+    pub fn is_cancelled(&self) -> bool {
+        self.request.is_cancelled()
+    }
+
+    /// Resolves when the client cancels the request.
+    pub async fn cancelled(&self) {
+        self.request.cancellation.cancelled().await
+    }
+
+    /// Reports progress if the client asked for it; see
+    /// [`mcp_core::Progress::report`].
+    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
+        self.request.progress.report(progress, total, message).await
+    }
+
+    /// Sends a log message if the client wants this level: in the legacy
+    /// era the session's `logging/setLevel` (everything when unset), in the
+    /// modern era the request's `_meta` log level (nothing when unset).
+    pub async fn log(
+        &self,
+        level: LoggingLevel,
+        logger: Option<&str>,
+        data: impl Serialize,
+    ) -> bool {
+        let threshold = if self.revision().is_legacy() {
+            self.request
+                .peer
+                .extensions()
+                .get::<crate::server::SessionLogLevel>()
+                .and_then(|l| l.get())
+        } else {
+            match self.request.meta.log_level {
+                Some(level) => Some(level),
+                None => return false,
+            }
+        };
+        if threshold.is_some_and(|min| level < min) {
+            return false;
+        }
+        let Ok(data) = serde_json::to_value(data) else {
+            return false;
+        };
+        let mut params = LoggingMessageNotificationParams::new(level, data);
+        params.logger = logger.map(str::to_owned);
+        self.request
+            .peer
+            .notify(methods::NOTIFICATION_MESSAGE, &params)
+            .await
+            .is_ok()
+    }
+
+    /// The handler's own state from the previous round (modern era).
+    pub fn state(&self) -> Option<Value> {
+        self.round
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Keeps `state` for the next round (modern era); it travels signed in
+    /// `requestState`.
+    pub fn set_state(&self, state: Value) {
+        *self.round.state.lock().unwrap_or_else(|p| p.into_inner()) = Some(state);
+    }
+
+    /// Asks the user for input (form or URL elicitation).
+    pub async fn elicit(
+        &self,
+        key: &str,
+        params: ElicitRequestParams,
+    ) -> Result<ElicitResult, HandlerError> {
+        let declared = self.client_capabilities().elicitation.is_some();
+        self.ask(key, InputRequest::Elicit(params), declared, "elicitation")
+            .await
+    }
+
+    /// Asks the client's LLM for a completion.
+    pub async fn create_message(
+        &self,
+        key: &str,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, HandlerError> {
+        let declared = self.client_capabilities().sampling.is_some();
+        self.ask(
+            key,
+            InputRequest::CreateMessage(params),
+            declared,
+            "sampling",
+        )
+        .await
+    }
+
+    /// Asks the client for its roots.
+    pub async fn list_roots(&self, key: &str) -> Result<ListRootsResult, HandlerError> {
+        let declared = self.client_capabilities().roots.is_some();
+        self.ask(key, InputRequest::ListRoots(None), declared, "roots")
+            .await
+    }
+
+    async fn ask<R: DeserializeOwned>(
+        &self,
+        key: &str,
+        request: InputRequest,
+        declared: bool,
+        capability: &str,
+    ) -> Result<R, HandlerError> {
+        if !self.revision().uses_input_required() {
+            if !declared {
+                return Err(HandlerError::failed(format!(
+                    "the client does not support {capability}"
+                )));
+            }
+            let method = request.method();
+            let params = match &request {
+                InputRequest::CreateMessage(p) => serde_json::to_value(p),
+                InputRequest::Elicit(p) => serde_json::to_value(p),
+                InputRequest::ListRoots(_) => Ok(Value::Object(Default::default())),
+            }
+            .map_err(HandlerError::failed)?;
+            return Ok(self
+                .request
+                .peer
+                .request(method, &params, RequestOptions::new())
+                .await?);
+        }
+        if let Some(answer) = self.round.responses.get(key) {
+            let value = serde_json::to_value(answer).map_err(HandlerError::failed)?;
+            return serde_json::from_value(value).map_err(|e| {
+                HandlerError::invalid_params(format!(
+                    "inputResponses[{key:?}] does not answer {}: {e}",
+                    request.method()
+                ))
+            });
+        }
+        if !declared {
+            let mut required = serde_json::Map::new();
+            required.insert(capability.to_owned(), Value::Object(Default::default()));
+            return Err(HandlerError::Protocol(
+                ErrorObject::new(
+                    error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    format!("this request needs the client's {capability} capability"),
+                )
+                .with_data(serde_json::json!({ "requiredCapabilities": required })),
+            ));
+        }
+        self.round
+            .asked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.to_owned(), request);
+        Err(HandlerError::InputRequired)
+    }
+}

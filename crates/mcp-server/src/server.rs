@@ -1,0 +1,793 @@
+//! The server: a catalog of tools, resources, templates and prompts that
+//! can change while running, and the [`Service`] that answers every feature
+//! request for it.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use mcp_core::{
+    BoxFuture, HandlerResult, IncomingRequest, Peer, RequestContext, Role, ServerIdentity, Service,
+    SessionConfig, Transport,
+};
+use mcp_schema::jsonrpc::{self, RequestId};
+use mcp_schema::{
+    CacheScope, CallToolRequestParams, CallToolResult, CompleteRequestParams, CompletionReference,
+    ErrorObject, GetPromptRequestParams, Implementation, InputRequiredResult,
+    ListChangedCapability, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, LoggingLevel, Meta, NotificationParams, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, ResourceRequestParams,
+    ResourceUpdatedNotificationParams, ResourcesCapability, ServerCapabilities,
+    SetLevelRequestParams, SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams,
+    SubscriptionsListenRequestParams, methods,
+};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::completion;
+use crate::context::{Context, HandlerError, InputRound};
+use crate::cursor::{Signer, page};
+use crate::prompt::PromptDef;
+use crate::resource::{ResourceDef, TemplateDef};
+use crate::tool::ToolDef;
+
+/// How long a modern-era `requestState` stays valid.
+const DEFAULT_STATE_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// Builds a [`Server`].
+#[derive(Debug)]
+pub struct ServerBuilder {
+    info: Implementation,
+    instructions: Option<String>,
+    catalog: Catalog,
+    page_size: usize,
+    cache_ttl: Option<Duration>,
+}
+
+impl ServerBuilder {
+    /// Adds a tool.
+    pub fn tool(mut self, tool: ToolDef) -> Self {
+        self.catalog.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Adds a resource.
+    pub fn resource(mut self, resource: ResourceDef) -> Self {
+        self.catalog.resources.push(Arc::new(resource));
+        self
+    }
+
+    /// Adds a resource template.
+    pub fn template(mut self, template: TemplateDef) -> Self {
+        self.catalog.templates.push(Arc::new(template));
+        self
+    }
+
+    /// Adds a prompt.
+    pub fn prompt(mut self, prompt: PromptDef) -> Self {
+        self.catalog.prompts.push(Arc::new(prompt));
+        self
+    }
+
+    /// Sets the instructions given to clients.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Sets how many items a list page holds (default 100).
+    pub fn page_size(mut self, page_size: usize) -> Self {
+        self.page_size = page_size.max(1);
+        self
+    }
+
+    /// Lets modern-era clients cache list results for `ttl` (default: not
+    /// at all, `ttlMs: 0`).
+    pub fn cache_ttl(mut self, ttl: Duration) -> Self {
+        self.cache_ttl = Some(ttl);
+        self
+    }
+
+    /// The server. Every feature is declared (with `listChanged`), so
+    /// tools, resources and prompts can be added later.
+    pub fn build(self) -> Server {
+        let listed = Some(ListChangedCapability::with_list_changed(true));
+        let capabilities = ServerCapabilities {
+            tools: listed.clone(),
+            prompts: listed,
+            resources: Some(ResourcesCapability {
+                subscribe: Some(true),
+                list_changed: Some(true),
+            }),
+            logging: Some(Default::default()),
+            completions: Some(Default::default()),
+            ..Default::default()
+        };
+        let mut identity = ServerIdentity::new(self.info, capabilities);
+        identity.instructions = self.instructions;
+        Server {
+            inner: Arc::new(Inner {
+                identity: Arc::new(identity),
+                catalog: RwLock::new(self.catalog),
+                signer: Signer::random(),
+                page_size: self.page_size,
+                cache_ttl: self.cache_ttl.unwrap_or_default(),
+                state_ttl: DEFAULT_STATE_TTL,
+                sessions: Mutex::new(HashMap::new()),
+                listeners: Mutex::new(HashMap::new()),
+                next_listener: AtomicU64::new(1),
+            }),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Catalog {
+    tools: Vec<Arc<ToolDef>>,
+    resources: Vec<Arc<ResourceDef>>,
+    templates: Vec<Arc<TemplateDef>>,
+    prompts: Vec<Arc<PromptDef>>,
+    /// Bumped on every change; cursors from before a change are stale.
+    generation: u64,
+}
+
+/// A modern-era `subscriptions/listen` stream.
+struct Listener {
+    peer: Peer,
+    id: RequestId,
+    filter: SubscriptionFilter,
+}
+
+struct Inner {
+    identity: Arc<ServerIdentity>,
+    catalog: RwLock<Catalog>,
+    signer: Signer,
+    page_size: usize,
+    cache_ttl: Duration,
+    state_ttl: Duration,
+    /// Legacy sessions that completed their handshake, by session key.
+    sessions: Mutex<HashMap<usize, Peer>>,
+    listeners: Mutex<HashMap<u64, Listener>>,
+    next_listener: AtomicU64,
+}
+
+/// An MCP server. Cheap to clone; all clones are the same server, which
+/// may serve many sessions at once.
+#[derive(Clone)]
+pub struct Server {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("info", &self.inner.identity.info)
+            .finish()
+    }
+}
+
+/// A legacy session's `logging/setLevel` choice.
+#[derive(Debug, Default)]
+pub(crate) struct SessionLogLevel(Mutex<Option<LoggingLevel>>);
+
+impl SessionLogLevel {
+    pub(crate) fn get(&self) -> Option<LoggingLevel> {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A legacy session's resource subscriptions.
+#[derive(Debug, Default)]
+struct SessionSubscriptions(Mutex<HashSet<String>>);
+
+/// Which list changed.
+#[derive(Clone, Copy, Debug)]
+enum ListKind {
+    Tools,
+    Resources,
+    Prompts,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Server {
+    /// Starts building a server called `name`, version `version`.
+    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
+        ServerBuilder {
+            info: Implementation::new(name, version),
+            instructions: None,
+            catalog: Catalog::default(),
+            page_size: 100,
+            cache_ttl: None,
+        }
+    }
+
+    /// Who the server is and what it declares.
+    pub fn identity(&self) -> &Arc<ServerIdentity> {
+        &self.inner.identity
+    }
+
+    /// The engine settings for serving this server.
+    pub fn session_config(&self) -> SessionConfig {
+        SessionConfig::new(Role::Server(Arc::clone(&self.inner.identity)))
+    }
+
+    /// Serves one session over `transport` until the peer hangs up.
+    pub async fn serve(&self, transport: Transport) {
+        mcp_core::serve(transport, Arc::new(self.clone()), self.session_config())
+            .wait()
+            .await
+    }
+
+    /// Serves one session over this process's stdin and stdout.
+    pub async fn serve_stdio(&self) {
+        self.serve(mcp_core::stdio::stdio()).await
+    }
+
+    fn read_catalog(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
+        self.inner.catalog.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn change_catalog<R>(&self, kind: ListKind, change: impl FnOnce(&mut Catalog) -> R) -> R {
+        let result = {
+            let mut catalog = self
+                .inner
+                .catalog
+                .write()
+                .unwrap_or_else(|p| p.into_inner());
+            catalog.generation += 1;
+            change(&mut catalog)
+        };
+        self.list_changed(kind);
+        result
+    }
+
+    /// Adds (or replaces, by name) a tool; clients are told the list changed.
+    pub fn add_tool(&self, tool: ToolDef) {
+        self.change_catalog(ListKind::Tools, |c| {
+            c.tools.retain(|t| t.tool.name != tool.tool.name);
+            c.tools.push(Arc::new(tool));
+        })
+    }
+
+    /// Removes a tool; returns whether it existed.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        self.change_catalog(ListKind::Tools, |c| {
+            let before = c.tools.len();
+            c.tools.retain(|t| t.tool.name != name);
+            c.tools.len() != before
+        })
+    }
+
+    /// Adds (or replaces, by URI) a resource.
+    pub fn add_resource(&self, resource: ResourceDef) {
+        self.change_catalog(ListKind::Resources, |c| {
+            c.resources
+                .retain(|r| r.resource.uri != resource.resource.uri);
+            c.resources.push(Arc::new(resource));
+        })
+    }
+
+    /// Removes a resource; returns whether it existed.
+    pub fn remove_resource(&self, uri: &str) -> bool {
+        self.change_catalog(ListKind::Resources, |c| {
+            let before = c.resources.len();
+            c.resources.retain(|r| r.resource.uri != uri);
+            c.resources.len() != before
+        })
+    }
+
+    /// Adds (or replaces, by name) a prompt.
+    pub fn add_prompt(&self, prompt: PromptDef) {
+        self.change_catalog(ListKind::Prompts, |c| {
+            c.prompts.retain(|p| p.prompt.name != prompt.prompt.name);
+            c.prompts.push(Arc::new(prompt));
+        })
+    }
+
+    /// Removes a prompt; returns whether it existed.
+    pub fn remove_prompt(&self, name: &str) -> bool {
+        self.change_catalog(ListKind::Prompts, |c| {
+            let before = c.prompts.len();
+            c.prompts.retain(|p| p.prompt.name != name);
+            c.prompts.len() != before
+        })
+    }
+
+    /// Tells every client subscribed to `uri` that it changed.
+    pub fn notify_resource_updated(&self, uri: &str) {
+        let params = ResourceUpdatedNotificationParams::new(uri);
+        for peer in lock(&self.inner.sessions).values() {
+            let subscribed = peer
+                .extensions()
+                .get::<SessionSubscriptions>()
+                .is_some_and(|s| lock(&s.0).contains(uri));
+            if subscribed {
+                spawn_notify(
+                    peer.clone(),
+                    methods::NOTIFICATION_RESOURCES_UPDATED,
+                    &params,
+                );
+            }
+        }
+        for listener in lock(&self.inner.listeners).values() {
+            if listener
+                .filter
+                .resource_subscriptions
+                .iter()
+                .flatten()
+                .any(|u| u == uri)
+            {
+                let mut params = params.clone();
+                params.meta = Some(subscription_meta(&listener.id));
+                spawn_notify(
+                    listener.peer.clone(),
+                    methods::NOTIFICATION_RESOURCES_UPDATED,
+                    &params,
+                );
+            }
+        }
+    }
+
+    fn list_changed(&self, kind: ListKind) {
+        let method = match kind {
+            ListKind::Tools => methods::NOTIFICATION_TOOLS_LIST_CHANGED,
+            ListKind::Resources => methods::NOTIFICATION_RESOURCES_LIST_CHANGED,
+            ListKind::Prompts => methods::NOTIFICATION_PROMPTS_LIST_CHANGED,
+        };
+        for peer in lock(&self.inner.sessions).values() {
+            spawn_notify(peer.clone(), method, &NotificationParams::default());
+        }
+        for listener in lock(&self.inner.listeners).values() {
+            let wanted = match kind {
+                ListKind::Tools => listener.filter.tools_list_changed,
+                ListKind::Resources => listener.filter.resources_list_changed,
+                ListKind::Prompts => listener.filter.prompts_list_changed,
+            };
+            if wanted == Some(true) {
+                let params = NotificationParams {
+                    meta: Some(subscription_meta(&listener.id)),
+                };
+                spawn_notify(listener.peer.clone(), method, &params);
+            }
+        }
+    }
+
+    async fn dispatch(self, request: IncomingRequest, ctx: RequestContext) -> HandlerResult {
+        let params = request.params.as_deref();
+        let revision = ctx.revision;
+        match request.method.as_str() {
+            methods::TOOLS_LIST => {
+                let cursor = jsonrpc::from_params::<PaginatedRequestParams>(params)?.cursor;
+                let (generation, tools) = {
+                    let c = self.read_catalog();
+                    (
+                        c.generation,
+                        c.tools.iter().map(|t| t.tool.clone()).collect::<Vec<_>>(),
+                    )
+                };
+                let (mut tools, next) = page(
+                    &self.inner.signer,
+                    "tools",
+                    generation,
+                    &tools,
+                    cursor.as_deref(),
+                    self.inner.page_size,
+                )?;
+                if !revision.has_structured_output() {
+                    tools.iter_mut().for_each(|t| t.output_schema = None);
+                }
+                let mut result = ListToolsResult::new(tools);
+                result.next_cursor = next;
+                (result.ttl_ms, result.cache_scope) = self.cache_hints(revision);
+                to_result(&result)
+            }
+            methods::TOOLS_CALL => self.call_tool(jsonrpc::from_params(params)?, ctx).await,
+            methods::RESOURCES_LIST => {
+                let cursor = jsonrpc::from_params::<PaginatedRequestParams>(params)?.cursor;
+                let (generation, items) = {
+                    let c = self.read_catalog();
+                    (
+                        c.generation,
+                        c.resources
+                            .iter()
+                            .map(|r| r.resource.clone())
+                            .collect::<Vec<_>>(),
+                    )
+                };
+                let (resources, next) = page(
+                    &self.inner.signer,
+                    "resources",
+                    generation,
+                    &items,
+                    cursor.as_deref(),
+                    self.inner.page_size,
+                )?;
+                let mut result = ListResourcesResult {
+                    resources,
+                    next_cursor: next,
+                    ..Default::default()
+                };
+                (result.ttl_ms, result.cache_scope) = self.cache_hints(revision);
+                to_result(&result)
+            }
+            methods::RESOURCES_TEMPLATES_LIST => {
+                let cursor = jsonrpc::from_params::<PaginatedRequestParams>(params)?.cursor;
+                let (generation, items) = {
+                    let c = self.read_catalog();
+                    (
+                        c.generation,
+                        c.templates
+                            .iter()
+                            .map(|t| t.template.clone())
+                            .collect::<Vec<_>>(),
+                    )
+                };
+                let (resource_templates, next) = page(
+                    &self.inner.signer,
+                    "templates",
+                    generation,
+                    &items,
+                    cursor.as_deref(),
+                    self.inner.page_size,
+                )?;
+                let mut result = ListResourceTemplatesResult {
+                    resource_templates,
+                    next_cursor: next,
+                    ..Default::default()
+                };
+                (result.ttl_ms, result.cache_scope) = self.cache_hints(revision);
+                to_result(&result)
+            }
+            methods::RESOURCES_READ => self.read_resource(jsonrpc::from_params(params)?, ctx).await,
+            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
+                let uri = jsonrpc::from_params::<ResourceRequestParams>(params)?.uri;
+                let subscriptions = ctx
+                    .peer
+                    .extensions()
+                    .get_or_insert_with(SessionSubscriptions::default);
+                if request.method == methods::RESOURCES_SUBSCRIBE {
+                    lock(&subscriptions.0).insert(uri);
+                } else {
+                    lock(&subscriptions.0).remove(&uri);
+                }
+                to_result(&serde_json::json!({}))
+            }
+            methods::PROMPTS_LIST => {
+                let cursor = jsonrpc::from_params::<PaginatedRequestParams>(params)?.cursor;
+                let (generation, items) = {
+                    let c = self.read_catalog();
+                    (
+                        c.generation,
+                        c.prompts
+                            .iter()
+                            .map(|p| p.prompt.clone())
+                            .collect::<Vec<_>>(),
+                    )
+                };
+                let (prompts, next) = page(
+                    &self.inner.signer,
+                    "prompts",
+                    generation,
+                    &items,
+                    cursor.as_deref(),
+                    self.inner.page_size,
+                )?;
+                let mut result = ListPromptsResult {
+                    prompts,
+                    next_cursor: next,
+                    ..Default::default()
+                };
+                (result.ttl_ms, result.cache_scope) = self.cache_hints(revision);
+                to_result(&result)
+            }
+            methods::PROMPTS_GET => self.get_prompt(jsonrpc::from_params(params)?, ctx).await,
+            methods::COMPLETION_COMPLETE => self.complete(jsonrpc::from_params(params)?),
+            methods::LOGGING_SET_LEVEL => {
+                let level = jsonrpc::from_params::<SetLevelRequestParams>(params)?.level;
+                let stored = ctx
+                    .peer
+                    .extensions()
+                    .get_or_insert_with(SessionLogLevel::default);
+                *lock(&stored.0) = Some(level);
+                to_result(&serde_json::json!({}))
+            }
+            methods::SUBSCRIPTIONS_LISTEN => self.listen(jsonrpc::from_params(params)?, ctx).await,
+            other => Err(ErrorObject::method_not_found(other)),
+        }
+    }
+
+    fn cache_hints(&self, revision: ProtocolVersion) -> (Option<u64>, Option<CacheScope>) {
+        if revision.is_legacy() {
+            (None, None)
+        } else {
+            (
+                Some(self.inner.cache_ttl.as_millis() as u64),
+                Some(CacheScope::Private),
+            )
+        }
+    }
+
+    fn context(
+        &self,
+        ctx: RequestContext,
+        purpose: &str,
+        state: Option<&str>,
+        responses: Option<mcp_schema::InputResponses>,
+    ) -> Result<Context, ErrorObject> {
+        let round = if ctx.revision.uses_input_required() {
+            InputRound::open(&self.inner.signer, purpose, state, responses)?
+        } else {
+            InputRound::default()
+        };
+        Ok(Context::new(ctx, self.clone(), round))
+    }
+
+    /// Turns a handler's outcome into the response: the result, an
+    /// `input_required` result, or an error.
+    fn finish<T: Serialize>(
+        &self,
+        outcome: Result<T, HandlerError>,
+        ctx: &Context,
+        purpose: &str,
+        on_failure: impl FnOnce(String) -> HandlerResult,
+    ) -> HandlerResult {
+        match outcome {
+            Ok(value) => to_result(&value),
+            Err(HandlerError::InputRequired) if ctx.round().has_questions() => {
+                let (requests, state) =
+                    ctx.round()
+                        .close(&self.inner.signer, purpose, self.inner.state_ttl);
+                to_result(&InputRequiredResult::new(requests, Some(state)))
+            }
+            Err(HandlerError::InputRequired) => Err(ErrorObject::internal(
+                "handler asked for input without a question",
+            )),
+            Err(HandlerError::Protocol(e)) => Err(e),
+            Err(HandlerError::Failed(message)) => on_failure(message),
+        }
+    }
+
+    async fn call_tool(&self, params: CallToolRequestParams, ctx: RequestContext) -> HandlerResult {
+        let revision = ctx.revision;
+        let tool = self
+            .read_catalog()
+            .tools
+            .iter()
+            .find(|t| t.tool.name == params.name)
+            .cloned();
+        let Some(tool) = tool else {
+            return Err(ErrorObject::invalid_params(format!(
+                "unknown tool: {}",
+                params.name
+            )));
+        };
+        let args = params.arguments.unwrap_or_default();
+        if let Err(message) = tool.check_arguments(&args) {
+            // From 2025-11-25 on, the model sees bad arguments as a tool
+            // error it can correct; before, they are a protocol error.
+            return if revision >= ProtocolVersion::V2025_11_25 {
+                to_result(&CallToolResult::error(message))
+            } else {
+                Err(ErrorObject::invalid_params(message))
+            };
+        }
+        let purpose = format!("tools/call:{}", params.name);
+        let ctx = self.context(
+            ctx,
+            &purpose,
+            params.request_state.as_deref(),
+            params.input_responses,
+        )?;
+        let outcome = (tool.handler)(args, ctx.clone()).await.map(|mut result| {
+            if !revision.has_structured_output() {
+                result.structured_content = None;
+            }
+            result
+        });
+        self.finish(outcome, &ctx, &purpose, |message| {
+            to_result(&CallToolResult::error(message))
+        })
+    }
+
+    async fn read_resource(
+        &self,
+        params: ReadResourceRequestParams,
+        ctx: RequestContext,
+    ) -> HandlerResult {
+        let revision = ctx.revision;
+        let uri = params.uri;
+        let found = {
+            let catalog = self.read_catalog();
+            match catalog.resources.iter().find(|r| r.resource.uri == uri) {
+                Some(r) => Some((Arc::clone(&r.read), BTreeMap::new())),
+                None => catalog
+                    .templates
+                    .iter()
+                    .find_map(|t| t.matches(&uri).map(|vars| (Arc::clone(&t.read), vars))),
+            }
+        };
+        let Some((read, vars)) = found else {
+            return Err(ErrorObject::new(
+                revision.resource_not_found_code(),
+                format!("Resource not found: {uri}"),
+            )
+            .with_data(serde_json::json!({ "uri": uri })));
+        };
+        let purpose = format!("resources/read:{uri}");
+        let ctx = self.context(
+            ctx,
+            &purpose,
+            params.request_state.as_deref(),
+            params.input_responses,
+        )?;
+        let outcome = read(uri, vars, ctx.clone()).await.map(|contents| {
+            let mut result = ReadResourceResult::new(contents);
+            (result.ttl_ms, result.cache_scope) = self.cache_hints(revision);
+            result
+        });
+        self.finish(outcome, &ctx, &purpose, |message| {
+            Err(ErrorObject::internal(message))
+        })
+    }
+
+    async fn get_prompt(
+        &self,
+        params: GetPromptRequestParams,
+        ctx: RequestContext,
+    ) -> HandlerResult {
+        let prompt = self
+            .read_catalog()
+            .prompts
+            .iter()
+            .find(|p| p.prompt.name == params.name)
+            .cloned();
+        let Some(prompt) = prompt else {
+            return Err(ErrorObject::invalid_params(format!(
+                "unknown prompt: {}",
+                params.name
+            )));
+        };
+        let args: BTreeMap<String, String> =
+            params.arguments.unwrap_or_default().into_iter().collect();
+        prompt.check_arguments(&args).map_err(|e| match e {
+            HandlerError::Protocol(e) => e,
+            other => ErrorObject::invalid_params(other),
+        })?;
+        let purpose = format!("prompts/get:{}", params.name);
+        let ctx = self.context(
+            ctx,
+            &purpose,
+            params.request_state.as_deref(),
+            params.input_responses,
+        )?;
+        let outcome = (prompt.handler)(args, ctx.clone()).await;
+        self.finish(outcome, &ctx, &purpose, |message| {
+            Err(ErrorObject::internal(message))
+        })
+    }
+
+    fn complete(&self, params: CompleteRequestParams) -> HandlerResult {
+        let context = params.context.and_then(|c| c.arguments).unwrap_or_default();
+        let catalog = self.read_catalog();
+        let completer = match &params.reference {
+            CompletionReference::Prompt(p) => {
+                let prompt = catalog
+                    .prompts
+                    .iter()
+                    .find(|d| d.prompt.name == p.name)
+                    .ok_or_else(|| {
+                        ErrorObject::invalid_params(format!("unknown prompt: {}", p.name))
+                    })?;
+                prompt.completers.get(&params.argument.name).cloned()
+            }
+            CompletionReference::ResourceTemplate(r) => {
+                let template = catalog
+                    .templates
+                    .iter()
+                    .find(|t| t.template.uri_template == r.uri)
+                    .ok_or_else(|| {
+                        ErrorObject::invalid_params(format!("unknown resource template: {}", r.uri))
+                    })?;
+                template.completers.get(&params.argument.name).cloned()
+            }
+        };
+        drop(catalog);
+        let values = completer
+            .map(|c| c(&params.argument.value, &context))
+            .unwrap_or_default();
+        to_result(&completion::result(values))
+    }
+
+    async fn listen(
+        &self,
+        params: SubscriptionsListenRequestParams,
+        ctx: RequestContext,
+    ) -> HandlerResult {
+        let requested = params.notifications;
+        // Everything this server can notify about is honoured.
+        let agreed = requested.clone();
+        let mut ack = SubscriptionsAcknowledgedNotificationParams {
+            notifications: agreed.clone(),
+            ..Default::default()
+        };
+        ack.meta = Some(subscription_meta(&ctx.id));
+        ctx.peer
+            .notify(methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, &ack)
+            .await
+            .map_err(ErrorObject::internal)?;
+        let key = self.inner.next_listener.fetch_add(1, Ordering::Relaxed);
+        lock(&self.inner.listeners).insert(
+            key,
+            Listener {
+                peer: ctx.peer.clone(),
+                id: ctx.id.clone(),
+                filter: agreed,
+            },
+        );
+        let _unregister = Unregister {
+            server: self.clone(),
+            key,
+        };
+        // The stream lasts until the client cancels it or goes away; the
+        // engine then drops this future, which unregisters the listener.
+        std::future::pending::<()>().await;
+        unreachable!("a pending future never completes")
+    }
+}
+
+struct Unregister {
+    server: Server,
+    key: u64,
+}
+
+impl Drop for Unregister {
+    fn drop(&mut self) {
+        lock(&self.server.inner.listeners).remove(&self.key);
+    }
+}
+
+fn subscription_meta(id: &RequestId) -> Meta {
+    let mut meta = Meta::new();
+    meta.insert(
+        mcp_schema::META_SUBSCRIPTION_ID.into(),
+        serde_json::to_value(id).unwrap_or(Value::Null),
+    );
+    meta
+}
+
+fn spawn_notify<P: Serialize>(peer: Peer, method: &'static str, params: &P) {
+    let Ok(params) = jsonrpc::to_raw(params) else {
+        return;
+    };
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move {
+            let _ = peer.notify_raw(method, Some(&params)).await;
+        });
+    }
+}
+
+fn to_result<T: Serialize + ?Sized>(value: &T) -> HandlerResult {
+    jsonrpc::to_raw(value).map_err(ErrorObject::internal)
+}
+
+impl Service for Server {
+    fn handle_request(
+        &self,
+        request: IncomingRequest,
+        ctx: RequestContext,
+    ) -> BoxFuture<'static, HandlerResult> {
+        Box::pin(self.clone().dispatch(request, ctx))
+    }
+
+    fn session_ready(&self, peer: &Peer) {
+        lock(&self.inner.sessions).insert(peer.session_key(), peer.clone());
+    }
+
+    fn session_closed(&self, peer: &Peer) {
+        lock(&self.inner.sessions).remove(&peer.session_key());
+    }
+}

@@ -1,0 +1,198 @@
+//! Tools: an async function with typed arguments, like an axum handler.
+//! The input schema comes from the argument type (schemars, JSON Schema
+//! 2020-12); arguments are validated against it before the handler runs.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use mcp_core::BoxFuture;
+use mcp_schema::{CallToolResult, JsonObject, Tool, ToolAnnotations};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::context::{Context, HandlerError};
+
+/// The arguments of a tool that takes none.
+#[derive(Debug, Clone, Default, serde::Deserialize, JsonSchema)]
+pub struct NoArguments {}
+
+type ToolFn = dyn Fn(JsonObject, Context) -> BoxFuture<'static, Result<CallToolResult, HandlerError>>
+    + Send
+    + Sync;
+
+/// A tool: its description for `tools/list` and its handler.
+#[derive(Clone)]
+pub struct ToolDef {
+    pub(crate) tool: Tool,
+    pub(crate) validator: Option<Arc<jsonschema::Validator>>,
+    pub(crate) handler: Arc<ToolFn>,
+}
+
+impl std::fmt::Debug for ToolDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolDef").field("tool", &self.tool).finish()
+    }
+}
+
+/// What a tool handler may return.
+pub trait IntoToolResult {
+    /// The `tools/call` result.
+    fn into_tool_result(self) -> CallToolResult;
+}
+
+impl IntoToolResult for CallToolResult {
+    fn into_tool_result(self) -> CallToolResult {
+        self
+    }
+}
+
+impl IntoToolResult for String {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::text(self)
+    }
+}
+
+impl IntoToolResult for &'static str {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::text(self)
+    }
+}
+
+fn schema_of<T: JsonSchema>() -> Value {
+    let mut schema = schemars::schema_for!(T).to_value();
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("title");
+    }
+    schema
+}
+
+fn parse_args<A: DeserializeOwned>(args: JsonObject) -> Result<A, HandlerError> {
+    serde_json::from_value(Value::Object(args))
+        .map_err(|e| HandlerError::invalid_params(format!("arguments: {e}")))
+}
+
+impl ToolDef {
+    /// A tool whose arguments are `A` (its schema is the tool's input
+    /// schema) and whose handler returns text or a [`CallToolResult`].
+    pub fn new<A, F, Fut, R>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: F,
+    ) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(A, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, HandlerError>> + Send + 'static,
+        R: IntoToolResult,
+    {
+        let handler = Arc::new(handler);
+        let tool = Tool::new(name, schema_of::<A>()).with_description(description);
+        ToolDef::from_parts(tool, move |args, ctx| {
+            let handler = Arc::clone(&handler);
+            async move {
+                let args = parse_args::<A>(args)?;
+                handler(args, ctx)
+                    .await
+                    .map(IntoToolResult::into_tool_result)
+            }
+        })
+    }
+
+    /// A tool with typed output: `O` becomes the output schema, the value
+    /// fills `structuredContent` (and a text block for older clients).
+    pub fn structured<A, O, F, Fut>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: F,
+    ) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        O: Serialize + JsonSchema + 'static,
+        F: Fn(A, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, HandlerError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        let tool = Tool::new(name, schema_of::<A>())
+            .with_description(description)
+            .with_output_schema(schema_of::<O>());
+        ToolDef::from_parts(tool, move |args, ctx| {
+            let handler = Arc::clone(&handler);
+            async move {
+                let args = parse_args::<A>(args)?;
+                let output = handler(args, ctx).await?;
+                let value = serde_json::to_value(output).map_err(HandlerError::failed)?;
+                Ok(CallToolResult::structured(value))
+            }
+        })
+    }
+
+    /// A tool described by hand (a verbatim input schema, say) whose handler
+    /// takes the raw argument object.
+    pub fn from_parts<F, Fut>(tool: Tool, handler: F) -> Self
+    where
+        F: Fn(JsonObject, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CallToolResult, HandlerError>> + Send + 'static,
+    {
+        let schema = Value::Object(tool.input_schema.clone());
+        let validator = match jsonschema::validator_for(&schema) {
+            Ok(v) => Some(Arc::new(v)),
+            Err(e) => {
+                tracing::warn!(tool = %tool.name, "input schema does not compile, arguments go unchecked: {e}");
+                None
+            }
+        };
+        ToolDef {
+            tool,
+            validator,
+            handler: Arc::new(move |args, ctx| Box::pin(handler(args, ctx))),
+        }
+    }
+
+    /// Sets a human-readable title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.tool.title = Some(title.into());
+        self
+    }
+
+    /// Sets behaviour hints (read-only, destructive, idempotent, open-world).
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.tool.annotations = Some(annotations);
+        self
+    }
+
+    /// The tool as listed.
+    pub fn tool(&self) -> &Tool {
+        &self.tool
+    }
+
+    /// Checks arguments against the input schema; the message lists every
+    /// violation with its location.
+    pub(crate) fn check_arguments(&self, args: &JsonObject) -> Result<(), String> {
+        let Some(validator) = &self.validator else {
+            return Ok(());
+        };
+        let instance = Value::Object(args.clone());
+        let problems: Vec<String> = validator
+            .iter_errors(&instance)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                if path.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{path}: {e}")
+                }
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "invalid arguments for {}: {}",
+                self.tool.name,
+                problems.join("; ")
+            ))
+        }
+    }
+}
