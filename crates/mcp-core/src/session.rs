@@ -510,7 +510,10 @@ impl Engine {
         }
         match method {
             methods::PING => Ok(Admission::Answer(Ok(empty_result()), Some(revision))),
-            methods::SERVER_DISCOVER => Ok(Admission::Answer(discover(identity), Some(revision))),
+            methods::SERVER_DISCOVER => Ok(Admission::Answer(
+                discover(identity, revision),
+                Some(revision),
+            )),
             _ if !server_declares(&identity.capabilities, method) => {
                 Err(ErrorObject::method_not_found(method))
             }
@@ -537,7 +540,7 @@ impl Engine {
         let revision = ProtocolVersion::negotiate_legacy(&params.protocol_version);
         let mut result = InitializeResult::new(
             revision.as_str(),
-            identity.capabilities.clone(),
+            revision.server_capabilities(&identity.capabilities),
             identity.info.clone(),
         );
         result.instructions = identity.instructions.clone();
@@ -698,7 +701,8 @@ fn server_declares(caps: &ServerCapabilities, method: &str) -> bool {
         methods::TASKS_GET
         | methods::TASKS_RESULT
         | methods::TASKS_LIST
-        | methods::TASKS_CANCEL => {
+        | methods::TASKS_CANCEL
+        | methods::TASKS_UPDATE => {
             caps.tasks.is_some()
                 || caps
                     .extensions
@@ -709,12 +713,15 @@ fn server_declares(caps: &ServerCapabilities, method: &str) -> bool {
     }
 }
 
-fn discover(identity: &ServerIdentity) -> HandlerResult {
+fn discover(identity: &ServerIdentity, revision: ProtocolVersion) -> HandlerResult {
     let supported = ProtocolVersion::supported_strings()
         .into_iter()
         .map(String::from)
         .collect();
-    let mut result = DiscoverResult::new(supported, identity.capabilities.clone());
+    let mut result = DiscoverResult::new(
+        supported,
+        revision.server_capabilities(&identity.capabilities),
+    );
     result.instructions = identity.instructions.clone();
     let mut meta = mcp_schema::Meta::new();
     meta.insert(

@@ -39,14 +39,16 @@ pub const ROOTS_LIST: &str = "roots/list";
 pub const ELICITATION_CREATE: &str = "elicitation/create";
 /// 2026-07-28: open a notification stream.
 pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
-/// 2025-11-25: get a task's state.
+/// 2025-11-25, and the 2026-07-28 tasks extension: get a task's state.
 pub const TASKS_GET: &str = "tasks/get";
 /// 2025-11-25: get a task's result payload.
 pub const TASKS_RESULT: &str = "tasks/result";
 /// 2025-11-25: list tasks.
 pub const TASKS_LIST: &str = "tasks/list";
-/// 2025-11-25: cancel a task.
+/// 2025-11-25, and the 2026-07-28 tasks extension: cancel a task.
 pub const TASKS_CANCEL: &str = "tasks/cancel";
+/// 2026-07-28 tasks extension: answer a task's input requests.
+pub const TASKS_UPDATE: &str = "tasks/update";
 
 /// Progress of a long-running request.
 pub const NOTIFICATION_PROGRESS: &str = "notifications/progress";
@@ -68,6 +70,8 @@ pub const NOTIFICATION_ROOTS_LIST_CHANGED: &str = "notifications/roots/list_chan
 pub const NOTIFICATION_ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
 /// 2025-11-25: a task's status changed.
 pub const NOTIFICATION_TASKS_STATUS: &str = "notifications/tasks/status";
+/// 2026-07-28 tasks extension: a task's state changed (on a `subscriptions/listen` stream).
+pub const NOTIFICATION_TASKS: &str = "notifications/tasks";
 /// 2026-07-28: a `subscriptions/listen` stream is established.
 pub const NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED: &str =
     "notifications/subscriptions/acknowledged";
@@ -96,7 +100,12 @@ pub const ALL_REQUESTS: &[&str] = &[
     TASKS_RESULT,
     TASKS_LIST,
     TASKS_CANCEL,
+    TASKS_UPDATE,
 ];
+
+/// The methods of the 2026-07-28 tasks extension (`io.modelcontextprotocol/tasks`),
+/// which the core schema of that revision does not define.
+pub const TASKS_EXTENSION: &[&str] = &[TASKS_GET, TASKS_UPDATE, TASKS_CANCEL, NOTIFICATION_TASKS];
 
 /// Every notification method of every revision.
 pub const ALL_NOTIFICATIONS: &[&str] = &[
@@ -111,5 +120,6 @@ pub const ALL_NOTIFICATIONS: &[&str] = &[
     NOTIFICATION_ROOTS_LIST_CHANGED,
     NOTIFICATION_ELICITATION_COMPLETE,
     NOTIFICATION_TASKS_STATUS,
+    NOTIFICATION_TASKS,
     NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED,
 ];

@@ -13,6 +13,9 @@ pub enum ResultType {
     Complete,
     /// The client must provide input and retry (an `InputRequiredResult`).
     InputRequired,
+    /// The server runs the request as a task and returned its handle (a
+    /// `CreateTaskResult` of the `io.modelcontextprotocol/tasks` extension).
+    Task,
 }
 
 /// Who may share a cached result (2026-07-28 `cacheScope`).

@@ -8,7 +8,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::error_codes;
+use crate::{ServerCapabilities, error_codes};
 
 /// The two eras of MCP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -163,9 +163,43 @@ impl ProtocolVersion {
             | m::RESOURCES_UNSUBSCRIBE => self.is_legacy(),
             m::SERVER_DISCOVER | m::SUBSCRIPTIONS_LISTEN => !self.is_legacy(),
             m::TASKS_GET | m::TASKS_CANCEL => self >= ProtocolVersion::V2025_11_25,
-            m::TASKS_RESULT | m::TASKS_LIST => self == ProtocolVersion::V2025_11_25,
+            m::TASKS_RESULT | m::TASKS_LIST => self.has_core_tasks(),
+            m::TASKS_UPDATE => self.has_tasks_extension(),
             _ => true,
         }
+    }
+
+    /// The experimental core tasks of 2025-11-25: the `tasks` capability,
+    /// `params.task`, `Tool.execution.taskSupport`, `tasks/result` and
+    /// `tasks/list`.
+    pub fn has_core_tasks(self) -> bool {
+        self == ProtocolVersion::V2025_11_25
+    }
+
+    /// Tasks come as the `io.modelcontextprotocol/tasks` extension
+    /// (2026-07-28 onwards): server-directed, `tasks/update`, flat results.
+    pub fn has_tasks_extension(self) -> bool {
+        self.era() == Era::Modern
+    }
+
+    /// What of the server's `declared` capabilities this revision can
+    /// express: the 2025-11-25 `tasks` capability only in 2025-11-25, the
+    /// tasks extension only in the modern era (and `extensions` not at all
+    /// when it ends up empty).
+    pub fn server_capabilities(self, declared: &ServerCapabilities) -> ServerCapabilities {
+        let mut caps = declared.clone();
+        if !self.has_core_tasks() {
+            caps.tasks = None;
+        }
+        if !self.has_tasks_extension() {
+            if let Some(extensions) = caps.extensions.as_mut() {
+                extensions.remove(crate::EXTENSION_TASKS);
+            }
+            if caps.extensions.as_ref().is_some_and(|e| e.is_empty()) {
+                caps.extensions = None;
+            }
+        }
+        caps
     }
 
     /// The error code for "resource not found".

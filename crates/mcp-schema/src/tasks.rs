@@ -1,11 +1,15 @@
-//! Tasks: the experimental durable requests of 2025-11-25. In 2026-07-28
-//! tasks moved to the `io.modelcontextprotocol/tasks` extension
-//! ([`crate::EXTENSION_TASKS`]), announced in `capabilities.extensions`;
-//! the schema defines no further wire types for it.
+//! Tasks: the experimental durable requests of 2025-11-25 ([`Task`],
+//! [`CreateTaskResult`] ...). In 2026-07-28 tasks moved to the
+//! `io.modelcontextprotocol/tasks` extension ([`crate::EXTENSION_TASKS`],
+//! SEP-2663), announced in `capabilities.extensions`; its shapes are the
+//! `Ext*` types here ([`ExtTask`], [`ExtCreateTaskResult`], [`DetailedTask`]
+//! ...): `ttlMs`/`pollIntervalMs` instead of `ttl`/`pollInterval`, a flat
+//! `CreateTaskResult` with `resultType: "task"`, and `tasks/get` inlining
+//! the result, error or input requests.
 
 use serde::{Deserialize, Serialize};
 
-use crate::{JsonObject, Meta, ResultType};
+use crate::{ErrorObject, InputRequests, InputResponses, JsonObject, Meta, ResultType};
 
 /// The state of a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -149,4 +153,133 @@ pub struct TaskStatusNotificationParams {
     /// The task's state.
     #[serde(flatten)]
     pub task: Task,
+}
+
+// ---------------------------------------------------------------------------
+// 2026-07-28: the `io.modelcontextprotocol/tasks` extension
+// ---------------------------------------------------------------------------
+
+/// A task's state in the 2026-07-28 tasks extension.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtTask {
+    /// The task's id.
+    pub task_id: String,
+    /// Its status.
+    pub status: TaskStatus,
+    /// A human-readable status message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
+    /// ISO 8601 creation time.
+    pub created_at: String,
+    /// ISO 8601 time of the last update.
+    pub last_updated_at: String,
+    /// Retention in milliseconds from creation; `null` means unlimited.
+    #[serde(default)]
+    pub ttl_ms: Option<u64>,
+    /// Suggested polling interval in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll_interval_ms: Option<u64>,
+}
+
+/// The result of a request the server chose to run as a task (2026-07-28
+/// extension): the task's handle, flat, with `resultType: "task"` first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtCreateTaskResult {
+    /// Always [`ResultType::Task`].
+    pub result_type: ResultType,
+    /// Result metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// The new task.
+    #[serde(flatten)]
+    pub task: ExtTask,
+}
+
+impl ExtCreateTaskResult {
+    /// The handle of `task`.
+    pub fn new(task: ExtTask) -> Self {
+        ExtCreateTaskResult {
+            result_type: ResultType::Task,
+            meta: None,
+            task,
+        }
+    }
+}
+
+/// A task with what its status carries (2026-07-28 extension `DetailedTask`):
+/// `inputRequests` when `input_required`, `result` when `completed`,
+/// `error` when `failed`, nothing else otherwise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DetailedTask {
+    /// The task's state.
+    #[serde(flatten)]
+    pub task: ExtTask,
+    /// What the server needs from the client (`input_required` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_requests: Option<InputRequests>,
+    /// The original request's result (`completed` only), e.g. a
+    /// `CallToolResult`, also when the tool reported `isError: true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<JsonObject>,
+    /// The JSON-RPC error the request failed with (`failed` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorObject>,
+}
+
+impl DetailedTask {
+    /// A task with no status payload (`working`, `cancelled`).
+    pub fn plain(task: ExtTask) -> Self {
+        DetailedTask {
+            task,
+            input_requests: None,
+            result: None,
+            error: None,
+        }
+    }
+}
+
+/// Result of `tasks/get` in the 2026-07-28 extension: `resultType:
+/// "complete"` and the detailed task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtGetTaskResult {
+    /// `complete`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+    /// Result metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// The task and its payload.
+    #[serde(flatten)]
+    pub task: DetailedTask,
+}
+
+/// Params of `tasks/update` (2026-07-28 extension): answers to a task's
+/// outstanding input requests.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateTaskRequestParams {
+    /// Request metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// The task.
+    pub task_id: String,
+    /// Answers, keyed like the task's `inputRequests`.
+    pub input_responses: InputResponses,
+}
+
+/// Params of `notifications/tasks` (2026-07-28 extension): a task's new
+/// state with its payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskNotificationParams {
+    /// Notification metadata (the subscription id).
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// The task and its payload.
+    #[serde(flatten)]
+    pub task: DetailedTask,
 }

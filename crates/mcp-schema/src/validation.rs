@@ -163,8 +163,9 @@ impl SchemaValidator {
     /// Validates one JSON-RPC message (or, where the revision allows it, a
     /// batch): the envelope against `JSONRPCMessage`, and requests and
     /// notifications of MCP methods against their own definition. A method
-    /// MCP defines, but not in this revision, is an error; other methods are
-    /// only checked as envelopes.
+    /// MCP defines, but not in this revision, is an error; other methods
+    /// (and those of the modern tasks extension) are only checked as
+    /// envelopes.
     pub fn validate_message(&self, message: &Value) -> Result<(), String> {
         self.validate_def("JSONRPCMessage", message)?;
         match message {
@@ -176,23 +177,35 @@ impl SchemaValidator {
     /// Validates a response to a request `method`: the envelope, and the
     /// `result` against the method's result type (`CallToolResult` for
     /// `tools/call`; the plain `Result` for methods without one; an
-    /// `InputRequiredResult` when `resultType` says so). Error responses are
-    /// checked as envelopes.
+    /// `InputRequiredResult` when `resultType` says so; a `CreateTaskResult`
+    /// for a 2025-11-25 task-augmented request). Results of the modern tasks
+    /// extension (its methods, and `resultType: "task"`) are checked against
+    /// the core `Result` only, which is all the core schema knows of them.
+    /// Error responses are checked as envelopes.
     pub fn validate_response(&self, method: &str, message: &Value) -> Result<(), String> {
         self.validate_def("JSONRPCMessage", message)?;
         let Some(result) = message.get("result") else {
             return Ok(());
         };
+        let extension = self.version.has_tasks_extension()
+            && (crate::methods::TASKS_EXTENSION.contains(&method)
+                || result.get("resultType").and_then(Value::as_str) == Some("task"));
+        if extension {
+            return self
+                .validate_def("Result", result)
+                .map_err(|e| format!("result of {method}: {e}"));
+        }
         let request = self.request_def(method).ok_or_else(|| {
             format!(
                 "{}: {method:?} is not a request of this revision",
                 self.version
             )
         })?;
-        let name = if result.get("resultType").and_then(Value::as_str) == Some("input_required")
-            && self.has_def("InputRequiredResult")
-        {
+        let result_type = result.get("resultType").and_then(Value::as_str);
+        let name = if result_type == Some("input_required") && self.has_def("InputRequiredResult") {
             "InputRequiredResult".to_owned()
+        } else if result.get("task").is_some() && self.has_def("CreateTaskResult") {
+            "CreateTaskResult".to_owned()
         } else {
             let candidate = format!("{}Result", request.trim_end_matches("Request"));
             if self.has_def(&candidate) {
@@ -220,6 +233,11 @@ impl SchemaValidator {
         };
         match def {
             Some(def) => self.validate_def(def, message),
+            None if self.version.has_tasks_extension()
+                && crate::methods::TASKS_EXTENSION.contains(&method) =>
+            {
+                Ok(())
+            }
             None if known.contains(&method) => Err(format!(
                 "{}: {method:?} is not a {} of this revision",
                 self.version,

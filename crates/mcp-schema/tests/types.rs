@@ -187,3 +187,72 @@ fn legacy_shapes_parse() {
                       "clientInfo": {"name": "c", "version": "1"}});
     assert_eq!(back::<InitializeRequestParams>(init.clone()), init);
 }
+
+#[test]
+fn extension_tasks_round_trip() {
+    // The SEP-2663 example: flat, `resultType` first.
+    let text = r#"{"resultType":"task","taskId":"786512e2-9e0d-44bd-8f29-789f320fe840","status":"working","statusMessage":"The operation is now in progress.","createdAt":"2025-11-25T10:30:00Z","lastUpdatedAt":"2025-11-25T10:40:00Z","ttlMs":60000,"pollIntervalMs":5000}"#;
+    let created: ExtCreateTaskResult = serde_json::from_str(text).unwrap();
+    assert_eq!(created.result_type, ResultType::Task);
+    assert_eq!(created.task.ttl_ms, Some(60000));
+    assert_eq!(serde_json::to_string(&created).unwrap(), text);
+    assert_eq!(
+        serde_json::to_string(&ExtCreateTaskResult::new(created.task.clone())).unwrap(),
+        text
+    );
+
+    let completed = json!({"resultType": "complete", "taskId": "t", "status": "completed",
+        "createdAt": "2025-11-25T10:30:00Z", "lastUpdatedAt": "2025-11-25T10:30:00Z",
+        "ttlMs": null, "result": {"content": [{"type": "text", "text": "x"}], "isError": true}});
+    assert_eq!(back::<ExtGetTaskResult>(completed.clone()), completed);
+    let failed = json!({"resultType": "complete", "taskId": "t", "status": "failed",
+        "createdAt": "2025-11-25T10:30:00Z", "lastUpdatedAt": "2025-11-25T10:30:00Z",
+        "ttlMs": 1000, "pollIntervalMs": 500, "error": {"code": -32603, "message": "boom"}});
+    assert_eq!(back::<ExtGetTaskResult>(failed.clone()), failed);
+    let waiting = json!({"taskId": "t", "status": "input_required",
+        "createdAt": "2025-11-25T10:30:00Z", "lastUpdatedAt": "2025-11-25T10:30:00Z",
+        "ttlMs": 1000, "inputRequests": {"name": {"method": "elicitation/create",
+            "params": {"mode": "form", "message": "Name?",
+                       "requestedSchema": {"type": "object", "properties": {}}}}}});
+    assert_eq!(back::<DetailedTask>(waiting.clone()), waiting);
+    let update = json!({"taskId": "t", "inputResponses": {"name": {"action": "accept",
+        "content": {"name": "Ada"}}}});
+    assert_eq!(back::<UpdateTaskRequestParams>(update.clone()), update);
+    let filter = json!({"toolsListChanged": true, "taskIds": ["t"]});
+    assert_eq!(back::<SubscriptionFilter>(filter.clone()), filter);
+    assert_eq!(
+        serde_json::to_value(ResultType::Task).unwrap(),
+        json!("task")
+    );
+}
+
+#[test]
+fn tasks_belong_to_their_revisions() {
+    use ProtocolVersion::*;
+    let caps: ServerCapabilities = serde_json::from_value(json!({
+        "tools": {}, "tasks": {"list": {}, "cancel": {}},
+        "extensions": {"io.modelcontextprotocol/tasks": {}}
+    }))
+    .unwrap();
+    for v in [V2024_11_05, V2025_03_26, V2025_06_18] {
+        let shown = serde_json::to_value(v.server_capabilities(&caps)).unwrap();
+        assert_eq!(shown, json!({"tools": {}}), "{v}");
+        assert!(!v.defines_client_request(methods::TASKS_GET));
+    }
+    let legacy = serde_json::to_value(V2025_11_25.server_capabilities(&caps)).unwrap();
+    assert_eq!(
+        legacy,
+        json!({"tools": {}, "tasks": {"list": {}, "cancel": {}}})
+    );
+    let modern = serde_json::to_value(V2026_07_28.server_capabilities(&caps)).unwrap();
+    assert_eq!(
+        modern,
+        json!({"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}})
+    );
+    assert!(V2025_11_25.defines_client_request(methods::TASKS_LIST));
+    assert!(!V2025_11_25.defines_client_request(methods::TASKS_UPDATE));
+    assert!(V2026_07_28.defines_client_request(methods::TASKS_UPDATE));
+    assert!(V2026_07_28.defines_client_request(methods::TASKS_CANCEL));
+    assert!(!V2026_07_28.defines_client_request(methods::TASKS_RESULT));
+    assert!(!V2026_07_28.defines_client_request(methods::TASKS_LIST));
+}

@@ -165,6 +165,24 @@ impl InputRound {
         (asked, signer.seal(STATE_PURPOSE, &bytes))
     }
 
+    /// A round of a task resumed after the client answered: every answer
+    /// so far and the handler's state from the previous round.
+    pub(crate) fn resume(responses: InputResponses, state: Option<Value>) -> InputRound {
+        InputRound {
+            responses,
+            asked: Mutex::default(),
+            state: Mutex::new(state),
+        }
+    }
+
+    /// Ends a round of a task that asked for input: the questions, the
+    /// handler's state and the answers it had.
+    pub(crate) fn suspend(&self) -> (InputRequests, Option<Value>, InputResponses) {
+        let asked = std::mem::take(&mut *self.asked.lock().unwrap_or_else(|p| p.into_inner()));
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        (asked, state, self.responses.clone())
+    }
+
     pub(crate) fn has_questions(&self) -> bool {
         !self
             .asked

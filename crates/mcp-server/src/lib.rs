@@ -3,7 +3,9 @@
 //! on the session engine of [`mcp_core`], in every protocol revision.
 //!
 //! A tool is an async function with typed arguments; its JSON Schema comes
-//! from the argument type:
+//! from the argument type. A tool may also run as a task the client polls
+//! ([`ToolDef::task_support`]: the 2025-11-25 tasks and the 2026-07-28
+//! tasks extension, limits in [`TaskConfig`]):
 //!
 //! ```
 //! use mcp_server::{Context, HandlerError, PromptDef, ResourceDef, Server, ToolDef};
@@ -35,12 +37,15 @@ mod cursor;
 mod prompt;
 mod resource;
 mod server;
+mod tasks;
 mod tool;
 
 pub use completion::Completer;
 pub use context::{Context, HandlerError};
 pub use cursor::Signer;
+pub use mcp_schema::TaskSupport;
 pub use prompt::{PromptArguments, PromptDef};
 pub use resource::{ResourceDef, TemplateDef};
 pub use server::{Server, ServerBuilder};
+pub use tasks::TaskConfig;
 pub use tool::{IntoToolResult, NoArguments, ToolDef};

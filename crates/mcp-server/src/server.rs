@@ -20,7 +20,8 @@ use mcp_schema::{
     ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, ResourceRequestParams,
     ResourceUpdatedNotificationParams, ResourcesCapability, ServerCapabilities,
     SetLevelRequestParams, SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams,
-    SubscriptionsListenRequestParams, methods,
+    SubscriptionsListenRequestParams, TaskNotificationParams, TaskRequestsCapability,
+    TaskStatusNotificationParams, TaskToolsRequests, TasksCapability, methods,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -30,6 +31,10 @@ use crate::context::{Context, HandlerError, InputRound};
 use crate::cursor::{Signer, page};
 use crate::prompt::PromptDef;
 use crate::resource::{ResourceDef, TemplateDef};
+use crate::tasks::{
+    CallMode, TaskConfig, TaskEntry, TaskOwner, TaskStore, call_mode, declares_tasks_extension,
+    tasks_extension_required,
+};
 use crate::tool::ToolDef;
 
 /// How long a modern-era `requestState` stays valid.
@@ -43,6 +48,7 @@ pub struct ServerBuilder {
     catalog: Catalog,
     page_size: usize,
     cache_ttl: Option<Duration>,
+    task_config: TaskConfig,
 }
 
 impl ServerBuilder {
@@ -89,8 +95,17 @@ impl ServerBuilder {
         self
     }
 
+    /// Sets the limits of the task store (how many tasks, how long they
+    /// are kept, how often clients should poll).
+    pub fn tasks(mut self, config: TaskConfig) -> Self {
+        self.task_config = config;
+        self
+    }
+
     /// The server. Every feature is declared (with `listChanged`), so
-    /// tools, resources and prompts can be added later.
+    /// tools, resources and prompts can be added later; tasks too, as the
+    /// 2025-11-25 `tasks` capability and the 2026-07-28 extension (each
+    /// revision sees only its own).
     pub fn build(self) -> Server {
         let listed = Some(ListChangedCapability::with_list_changed(true));
         let capabilities = ServerCapabilities {
@@ -102,6 +117,20 @@ impl ServerBuilder {
             }),
             logging: Some(Default::default()),
             completions: Some(Default::default()),
+            tasks: Some(TasksCapability {
+                list: Some(Default::default()),
+                cancel: Some(Default::default()),
+                requests: Some(TaskRequestsCapability {
+                    tools: Some(TaskToolsRequests {
+                        call: Some(Default::default()),
+                    }),
+                    ..Default::default()
+                }),
+            }),
+            extensions: Some(BTreeMap::from([(
+                mcp_schema::EXTENSION_TASKS.to_owned(),
+                Default::default(),
+            )])),
             ..Default::default()
         };
         let mut identity = ServerIdentity::new(self.info, capabilities);
@@ -117,6 +146,7 @@ impl ServerBuilder {
                 sessions: Mutex::new(HashMap::new()),
                 listeners: Mutex::new(HashMap::new()),
                 next_listener: AtomicU64::new(1),
+                tasks: TaskStore::new(self.task_config),
             }),
         }
     }
@@ -150,6 +180,7 @@ struct Inner {
     sessions: Mutex<HashMap<usize, Peer>>,
     listeners: Mutex<HashMap<u64, Listener>>,
     next_listener: AtomicU64,
+    tasks: TaskStore,
 }
 
 /// An MCP server. Cheap to clone; all clones are the same server, which
@@ -202,6 +233,7 @@ impl Server {
             catalog: Catalog::default(),
             page_size: 100,
             cache_ttl: None,
+            task_config: TaskConfig::default(),
         }
     }
 
@@ -225,6 +257,50 @@ impl Server {
     /// Serves one session over this process's stdin and stdout.
     pub async fn serve_stdio(&self) {
         self.serve(mcp_core::stdio::stdio()).await
+    }
+
+    pub(crate) fn task_store(&self) -> &TaskStore {
+        &self.inner.tasks
+    }
+
+    pub(crate) fn signer(&self) -> &Signer {
+        &self.inner.signer
+    }
+
+    pub(crate) fn page_size(&self) -> usize {
+        self.inner.page_size
+    }
+
+    /// Tells whoever follows `task` that it changed: its legacy session
+    /// (`notifications/tasks/status`), or the modern `subscriptions/listen`
+    /// streams that asked for its id (`notifications/tasks`).
+    pub(crate) fn task_changed(&self, task: &TaskEntry) {
+        if let Some(peer) = &task.notify {
+            let params = TaskStatusNotificationParams {
+                meta: None,
+                task: task.task(),
+            };
+            spawn_notify(peer.clone(), methods::NOTIFICATION_TASKS_STATUS, &params);
+        }
+        if task.owner != TaskOwner::Anyone {
+            return;
+        }
+        let mut detailed = None;
+        for listener in lock(&self.inner.listeners).values() {
+            let wanted = listener
+                .filter
+                .task_ids
+                .iter()
+                .flatten()
+                .any(|id| *id == task.id);
+            if wanted {
+                let params = TaskNotificationParams {
+                    meta: Some(subscription_meta(&listener.id)),
+                    task: detailed.get_or_insert_with(|| task.detailed()).clone(),
+                };
+                spawn_notify(listener.peer.clone(), methods::NOTIFICATION_TASKS, &params);
+            }
+        }
     }
 
     fn read_catalog(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
@@ -380,6 +456,9 @@ impl Server {
                 if !revision.has_structured_output() {
                     tools.iter_mut().for_each(|t| t.output_schema = None);
                 }
+                if !revision.has_core_tasks() {
+                    tools.iter_mut().for_each(|t| t.execution = None);
+                }
                 let mut result = ListToolsResult::new(tools);
                 result.next_cursor = next;
                 (result.ttl_ms, result.cache_scope) = self.cache_hints(revision);
@@ -496,6 +575,11 @@ impl Server {
                 to_result(&serde_json::json!({}))
             }
             methods::SUBSCRIPTIONS_LISTEN => self.listen(jsonrpc::from_params(params)?, ctx).await,
+            methods::TASKS_GET
+            | methods::TASKS_RESULT
+            | methods::TASKS_LIST
+            | methods::TASKS_CANCEL
+            | methods::TASKS_UPDATE => self.task_request(&request.method, params, ctx).await,
             other => Err(ErrorObject::method_not_found(other)),
         }
     }
@@ -565,7 +649,8 @@ impl Server {
                 params.name
             )));
         };
-        let args = params.arguments.unwrap_or_default();
+        let mode = call_mode(&tool, params.task.as_ref(), &ctx)?;
+        let args = params.arguments.clone().unwrap_or_default();
         if let Err(message) = tool.check_arguments(&args) {
             // From 2025-11-25 on, the model sees bad arguments as a tool
             // error it can correct; before, they are a protocol error.
@@ -574,6 +659,9 @@ impl Server {
             } else {
                 Err(ErrorObject::invalid_params(message))
             };
+        }
+        if let CallMode::Task(ttl) = mode {
+            return self.start_task(tool, args, &params, ttl, ctx);
         }
         let purpose = format!("tools/call:{}", params.name);
         let ctx = self.context(
@@ -708,6 +796,9 @@ impl Server {
         ctx: RequestContext,
     ) -> HandlerResult {
         let requested = params.notifications;
+        if requested.task_ids.is_some() && !declares_tasks_extension(ctx.client_capabilities()) {
+            return Err(tasks_extension_required("notifications about tasks"));
+        }
         // Everything this server can notify about is honoured.
         let agreed = requested.clone();
         let mut ack = SubscriptionsAcknowledgedNotificationParams {
@@ -770,7 +861,7 @@ fn spawn_notify<P: Serialize>(peer: Peer, method: &'static str, params: &P) {
     }
 }
 
-fn to_result<T: Serialize + ?Sized>(value: &T) -> HandlerResult {
+pub(crate) fn to_result<T: Serialize + ?Sized>(value: &T) -> HandlerResult {
     jsonrpc::to_raw(value).map_err(ErrorObject::internal)
 }
 
@@ -789,5 +880,8 @@ impl Service for Server {
 
     fn session_closed(&self, peer: &Peer) {
         lock(&self.inner.sessions).remove(&peer.session_key());
+        if let Some(owner) = TaskOwner::of_session(peer) {
+            self.inner.tasks.forget_owner(owner);
+        }
     }
 }

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use mcp_core::BoxFuture;
-use mcp_schema::{CallToolResult, JsonObject, Tool, ToolAnnotations};
+use mcp_schema::{CallToolResult, JsonObject, TaskSupport, Tool, ToolAnnotations, ToolExecution};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -160,6 +160,27 @@ impl ToolDef {
     pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
         self.tool.annotations = Some(annotations);
         self
+    }
+
+    /// Declares whether calls may (or must) run as tasks: in 2025-11-25
+    /// the client asks with `params.task` (shown to it as
+    /// `execution.taskSupport`); in 2026-07-28 the server runs the call as a
+    /// task when the client declared the tasks extension. Default
+    /// [`TaskSupport::Forbidden`].
+    pub fn task_support(mut self, support: TaskSupport) -> Self {
+        self.tool.execution = Some(ToolExecution {
+            task_support: Some(support),
+        });
+        self
+    }
+
+    /// Whether calls may or must run as tasks.
+    pub(crate) fn tasks(&self) -> TaskSupport {
+        self.tool
+            .execution
+            .as_ref()
+            .and_then(|e| e.task_support)
+            .unwrap_or_default()
     }
 
     /// The tool as listed.

@@ -1,8 +1,9 @@
 //! The `everything` server: one server exposing every feature of the
 //! protocol, including the fixtures the official conformance suite calls,
-//! an `echo` tool for benchmarks and interop, and a few tools that show the
+//! an `echo` tool for benchmarks and interop, a few tools that show the
 //! framework off (a calculator, a slow task with progress and cancellation,
-//! typed structured output).
+//! typed structured output), and the task fixtures (`greet`,
+//! `slow_compute`, `failing_job`, `protocol_error_job`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,8 +16,8 @@ use mcp_schema::{
     ResourceContents, SamplingMessage, Tool, error_codes,
 };
 use mcp_server::{
-    Context, HandlerError, NoArguments, PromptDef, ResourceDef, Server, TemplateDef, ToolDef,
-    completion,
+    Context, HandlerError, NoArguments, PromptDef, ResourceDef, Server, TaskSupport, TemplateDef,
+    ToolDef, completion,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,7 @@ pub fn server() -> Server {
         .into_iter()
         .chain(input_required_tools())
         .chain(showcase_tools())
+        .chain(task_tools())
     {
         builder = builder.tool(tool);
     }
@@ -722,6 +724,71 @@ fn showcase_tools() -> Vec<ToolDef> {
     ]
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct GreetArgs {
+    /// Whom to greet.
+    name: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct SlowComputeArgs {
+    /// How long to compute, in seconds (at most 600).
+    seconds: f64,
+    /// A label echoed in the result.
+    #[serde(default)]
+    label: Option<String>,
+}
+
+/// The fixtures of the tasks conformance scenarios (2025-11-25 tasks and
+/// the 2026-07-28 tasks extension).
+fn task_tools() -> Vec<ToolDef> {
+    vec![
+        ToolDef::new(
+            "greet",
+            "Greets someone (never runs as a task)",
+            |args: GreetArgs, _| async move { Ok::<_, HandlerError>(format!("Hello, {}!", args.name)) },
+        ),
+        ToolDef::new(
+            "slow_compute",
+            "Computes for a while (may run as a task); stops when cancelled",
+            |args: SlowComputeArgs, ctx: Context| async move {
+                let seconds = if args.seconds.is_finite() {
+                    args.seconds.clamp(0.0, 600.0)
+                } else {
+                    0.0
+                };
+                let label = args.label.unwrap_or_else(|| "computation".to_owned());
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs_f64(seconds)) => {}
+                    _ = ctx.cancelled() => {
+                        return Err(HandlerError::failed(format!("{label}: cancelled")));
+                    }
+                }
+                text_result(format!("{label}: computed in {} s", format_number(seconds)))
+            },
+        )
+        .task_support(TaskSupport::Optional),
+        ToolDef::new(
+            "failing_job",
+            "A job that fails with a tool error (isError: true; may run as a task)",
+            |_: NoArguments, _| async move {
+                Ok::<_, HandlerError>(CallToolResult::error("The job failed: nothing to process"))
+            },
+        )
+        .task_support(TaskSupport::Optional),
+        ToolDef::new(
+            "protocol_error_job",
+            "A job that fails with a JSON-RPC error (may run as a task)",
+            |_: NoArguments, _| async move {
+                Err::<CallToolResult, _>(HandlerError::Protocol(ErrorObject::internal(
+                    "the job hit a protocol error",
+                )))
+            },
+        )
+        .task_support(TaskSupport::Optional),
+    ]
+}
+
 fn format_number(value: f64) -> String {
     if value.fract() == 0.0 && value.abs() < 1e15 {
         format!("{}", value as i64)
@@ -853,4 +920,136 @@ fn data_template() -> TemplateDef {
     .description("A resource template with parameter substitution")
     .mime_type("application/json")
     .complete("id", completion::from_values(["1", "2", "3", "123"]))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The task fixtures as the tasks conformance scenario drives them
+    //! (2026-07-28, tasks extension declared on every request).
+
+    use std::sync::Arc;
+
+    use mcp_core::{FrameKind, InboundFrame, OutboundFrame, Transport};
+    use serde_json::{Value, json};
+
+    struct Client {
+        outbound: tokio::sync::mpsc::Sender<OutboundFrame>,
+        inbound: tokio::sync::mpsc::Receiver<InboundFrame>,
+        next_id: i64,
+    }
+
+    impl Client {
+        fn start() -> (Client, mcp_core::RunningSession) {
+            let server = super::server();
+            let (server_side, client_side) = Transport::pair();
+            let session = mcp_core::serve(
+                server_side,
+                Arc::new(server.clone()),
+                server.session_config(),
+            );
+            let client = Client {
+                outbound: client_side.outbound,
+                inbound: client_side.inbound,
+                next_id: 1,
+            };
+            (client, session)
+        }
+
+        /// A modern request declaring the tasks extension; its response.
+        async fn request(&mut self, method: &str, mut params: Value) -> Value {
+            params["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities":
+                    {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+            });
+            let id = self.next_id;
+            self.next_id += 1;
+            let text = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+            let frame = OutboundFrame {
+                text: text.to_string(),
+                related: None,
+                kind: FrameKind::Request,
+            };
+            self.outbound.send(frame).await.unwrap();
+            loop {
+                let next =
+                    tokio::time::timeout(std::time::Duration::from_secs(5), self.inbound.recv());
+                let Ok(Some(InboundFrame::Text(text))) = next.await else {
+                    panic!("no response to {method}");
+                };
+                let message: Value = serde_json::from_str(&text).unwrap();
+                if message["id"] == json!(id) {
+                    return message;
+                }
+            }
+        }
+
+        async fn call(&mut self, tool: &str, arguments: Value) -> Value {
+            let response = self
+                .request("tools/call", json!({"name": tool, "arguments": arguments}))
+                .await;
+            response["result"].clone()
+        }
+
+        async fn poll(&mut self, id: &Value, status: &str) -> Value {
+            for _ in 0..500 {
+                let task = self.request("tasks/get", json!({"taskId": id})).await;
+                if task["result"]["status"] == status {
+                    return task["result"].clone();
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            panic!("task {id} never reached {status}");
+        }
+    }
+
+    #[tokio::test]
+    async fn task_fixtures() {
+        let (mut client, _session) = Client::start();
+        let tools = client.request("tools/list", json!({})).await;
+        let names: Vec<&str> = tools["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names[0], "test_simple_text");
+        assert_eq!(
+            names[names.len() - 4..],
+            ["greet", "slow_compute", "failing_job", "protocol_error_job"]
+        );
+
+        let greet = client.call("greet", json!({"name": "Ada"})).await;
+        assert_eq!(greet["resultType"], "complete");
+        assert_eq!(greet["content"][0]["text"], "Hello, Ada!");
+
+        let quick = client
+            .call("slow_compute", json!({"seconds": 0.01, "label": "sum"}))
+            .await;
+        assert_eq!(quick["resultType"], "task", "{quick}");
+        let done = client.poll(&quick["taskId"], "completed").await;
+        assert!(
+            done["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("sum")
+        );
+
+        let long = client
+            .call("slow_compute", json!({"seconds": 60, "label": "long"}))
+            .await;
+        let ack = client
+            .request("tasks/cancel", json!({"taskId": long["taskId"]}))
+            .await;
+        assert_eq!(ack["result"], json!({"resultType": "complete"}));
+        client.poll(&long["taskId"], "cancelled").await;
+
+        let failing = client.call("failing_job", json!({})).await;
+        let done = client.poll(&failing["taskId"], "completed").await;
+        assert_eq!(done["result"]["isError"], true);
+
+        let broken = client.call("protocol_error_job", json!({})).await;
+        let failed = client.poll(&broken["taskId"], "failed").await;
+        assert!(failed["error"]["code"].is_i64() && failed.get("result").is_none());
+    }
 }
