@@ -211,6 +211,70 @@ async fn handshake_in_every_legacy_revision() {
     }
 }
 
+/// Every content-producing fixture answers with a message the revision's own
+/// schema accepts: content a revision lacks (audio before 2025-03-26) is
+/// replaced by a text block, structured output is left out before 2025-06-18.
+#[tokio::test]
+async fn results_fit_every_legacy_revision() {
+    for version in [
+        ProtocolVersion::V2024_11_05,
+        ProtocolVersion::V2025_03_26,
+        ProtocolVersion::V2025_06_18,
+        ProtocolVersion::V2025_11_25,
+    ] {
+        let mut h = Harness::spawn();
+        h.initialize(version).await;
+        let mut id = 1;
+        for tool in [
+            "test_simple_text",
+            "test_image_content",
+            "test_audio_content",
+            "test_embedded_resource",
+            "test_multiple_content_types",
+            "test_error_handling",
+        ] {
+            id += 1;
+            let result = h
+                .call_ok(id, "tools/call", json!({"name": tool, "arguments": {}}))
+                .await;
+            if tool == "test_audio_content" {
+                let kind = &result["content"][0]["type"];
+                let expected = if version.has_audio() { "audio" } else { "text" };
+                assert_eq!(kind, expected, "{version}: {result}");
+            }
+        }
+        id += 1;
+        let sum = h
+            .call_ok(
+                id,
+                "tools/call",
+                json!({"name": "add", "arguments": {"a": 1, "b": 2}}),
+            )
+            .await;
+        assert_eq!(
+            sum.get("structuredContent").is_some(),
+            version.has_structured_output(),
+            "{version}: {sum}"
+        );
+        for (prompt, args) in [
+            ("test_simple_prompt", json!({})),
+            ("test_prompt_with_image", json!({})),
+            (
+                "test_prompt_with_embedded_resource",
+                json!({"resourceUri": "test://example-resource"}),
+            ),
+        ] {
+            id += 1;
+            h.call_ok(
+                id,
+                "prompts/get",
+                json!({"name": prompt, "arguments": args}),
+            )
+            .await;
+        }
+    }
+}
+
 #[tokio::test]
 async fn features_in_2025_06_18() {
     let mut h = Harness::spawn();
@@ -564,6 +628,10 @@ async fn modern_era_without_initialize() {
         )
         .await;
     assert_eq!(r["resultType"], "complete", "{r}");
+    assert_eq!(
+        r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "mcp-everything",
+        "modern results name the server: {r}"
+    );
     assert_eq!(tool_text(&r), "hi");
 
     let r = h

@@ -211,7 +211,12 @@ pub fn serve(
         shared: Arc::clone(&shared),
         related: None,
     };
+    let server_meta = match &shared.config.role {
+        Role::Server(identity) => server_meta_member(identity).map(Arc::from),
+        Role::Client(_) => None,
+    };
     let engine = Engine {
+        server_meta,
         shared,
         service,
         in_flight: Arc::new(Mutex::new(HashMap::new())),
@@ -238,6 +243,8 @@ struct Engine {
     tracker: TaskTracker,
     limiter: Arc<Semaphore>,
     peer: Peer,
+    /// The `_meta` member naming this server on modern-era results.
+    server_meta: Option<Arc<str>>,
 }
 
 /// Where a request's response goes: straight to the peer, or into the
@@ -365,7 +372,7 @@ impl Engine {
         let Request { id, method, params } = req;
         let admitted = match self.admit(&method, params.as_deref()) {
             Ok(Admission::Answer(result, revision)) => {
-                let text = response_text(&id, result, revision);
+                let text = response_text(&id, result, revision, self.server_meta.as_deref());
                 return self.deliver(&reply, text, Some(&id)).await;
             }
             Ok(Admission::Handle(admitted)) => *admitted,
@@ -409,6 +416,7 @@ impl Engine {
             .handle_request(IncomingRequest { method, params }, ctx);
         let in_flight = Arc::clone(&self.in_flight);
         let engine_peer = self.peer.clone();
+        let server_meta = self.server_meta.clone();
         self.tracker.spawn(async move {
             let outcome = tokio::select! {
                 // Cancellation wins a tie: a cancelled request is never answered.
@@ -423,7 +431,9 @@ impl Engine {
             progress.finish();
             drop(permit);
             let text = match outcome {
-                Some(result) => response_text(&id, result, Some(admitted.revision)),
+                Some(result) => {
+                    response_text(&id, result, Some(admitted.revision), server_meta.as_deref())
+                }
                 // Cancelled: the peer expects no response. A batch still
                 // needs its slot released.
                 None => String::new(),
@@ -753,35 +763,56 @@ fn read_meta(params: Option<&RawValue>) -> Result<RequestMetaObject, ErrorObject
 }
 
 /// The response text for a handler's outcome. In the modern era a
-/// successful result carries `resultType`; a handler that produced an
-/// `input_required` result wrote it first, so it is left alone.
+/// successful result carries `resultType` and, where it has no `_meta` of
+/// its own, the server's identity in `_meta` (`server_meta` is that member,
+/// ready to insert). A handler that produced another kind of result
+/// (`input_required`, `task`) wrote `resultType` first; that one is left
+/// alone.
 fn response_text(
     id: &RequestId,
     result: HandlerResult,
     revision: Option<ProtocolVersion>,
+    server_meta: Option<&str>,
 ) -> String {
     match result {
         Ok(raw) if revision.is_some_and(ProtocolVersion::has_result_type) => {
-            jsonrpc::write_response(id, &with_result_type(raw))
+            jsonrpc::write_response(id, &complete_result(raw, server_meta))
         }
         Ok(raw) => jsonrpc::write_response(id, &raw),
         Err(error) => jsonrpc::write_error(Some(id), &error),
     }
 }
 
-fn with_result_type(raw: Box<RawValue>) -> Box<RawValue> {
+/// Adds `"resultType":"complete"` (and `server_meta` where the result has
+/// no `_meta`) at the front of a result object, without re-parsing it.
+fn complete_result(raw: Box<RawValue>, server_meta: Option<&str>) -> Box<RawValue> {
     let text = raw.get();
     let body = text.trim_start();
     if !body.starts_with('{') || body[1..].trim_start().starts_with("\"resultType\"") {
         return raw;
     }
     let rest = body[1..].trim_start();
-    let joined = if rest.starts_with('}') {
-        String::from("{\"resultType\":\"complete\"}")
-    } else {
-        format!("{{\"resultType\":\"complete\",{rest}")
-    };
+    let mut joined = String::with_capacity(text.len() + 32 + server_meta.map_or(0, str::len));
+    joined.push_str("{\"resultType\":\"complete\"");
+    if let Some(meta) = server_meta.filter(|_| !text.contains("\"_meta\"")) {
+        joined.push(',');
+        joined.push_str(meta);
+    }
+    if !rest.starts_with('}') {
+        joined.push(',');
+    }
+    joined.push_str(rest);
     RawValue::from_string(joined).unwrap_or(raw)
+}
+
+/// The `_meta` member that names the server on modern-era results.
+fn server_meta_member(identity: &ServerIdentity) -> Option<String> {
+    let mut meta = mcp_schema::Meta::new();
+    meta.insert(
+        mcp_schema::META_SERVER_INFO.into(),
+        serde_json::to_value(&identity.info).ok()?,
+    );
+    Some(format!("\"_meta\":{}", serde_json::to_string(&meta).ok()?))
 }
 
 #[cfg(test)]
@@ -791,6 +822,17 @@ mod tests {
     #[test]
     fn result_type_is_added_once() {
         let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
+        let with_result_type = |r| complete_result(r, None);
+        let meta = r#""_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}"#;
+        assert_eq!(
+            complete_result(raw(r#"{"a":1}"#), Some(meta)).get(),
+            format!(r#"{{"resultType":"complete",{meta},"a":1}}"#)
+        );
+        assert_eq!(
+            complete_result(raw(r#"{"_meta":{"k":1}}"#), Some(meta)).get(),
+            r#"{"resultType":"complete","_meta":{"k":1}}"#,
+            "a result with its own _meta keeps it"
+        );
         assert_eq!(
             with_result_type(raw("{}")).get(),
             r#"{"resultType":"complete"}"#

@@ -31,6 +31,7 @@
 //! # let _ = server;
 //! ```
 
+mod compat;
 pub mod completion;
 mod context;
 mod cursor;

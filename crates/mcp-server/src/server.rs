@@ -14,7 +14,7 @@ use mcp_core::{
 use mcp_schema::jsonrpc::{self, RequestId};
 use mcp_schema::{
     CacheScope, CallToolRequestParams, CallToolResult, CompleteRequestParams, CompletionReference,
-    ErrorObject, GetPromptRequestParams, Implementation, InputRequiredResult,
+    ContentBlock, ErrorObject, GetPromptRequestParams, Implementation, InputRequiredResult,
     ListChangedCapability, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, LoggingLevel, Meta, NotificationParams, PaginatedRequestParams,
     ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, ResourceRequestParams,
@@ -25,7 +25,9 @@ use mcp_schema::{
 };
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
+use crate::compat;
 use crate::completion;
 use crate::context::{Context, HandlerError, InputRound};
 use crate::cursor::{Signer, page};
@@ -437,22 +439,8 @@ impl Server {
         let revision = ctx.revision;
         match request.method.as_str() {
             methods::TOOLS_LIST => {
-                let cursor = jsonrpc::from_params::<PaginatedRequestParams>(params)?.cursor;
-                let (generation, tools) = {
-                    let c = self.read_catalog();
-                    (
-                        c.generation,
-                        c.tools.iter().map(|t| t.tool.clone()).collect::<Vec<_>>(),
-                    )
-                };
-                let (mut tools, next) = page(
-                    &self.inner.signer,
-                    "tools",
-                    generation,
-                    &tools,
-                    cursor.as_deref(),
-                    self.inner.page_size,
-                )?;
+                let (mut tools, next) =
+                    self.list("tools", params, |c| &c.tools, |t| t.tool.clone())?;
                 if !revision.has_structured_output() {
                     tools.iter_mut().for_each(|t| t.output_schema = None);
                 }
@@ -466,24 +454,11 @@ impl Server {
             }
             methods::TOOLS_CALL => self.call_tool(jsonrpc::from_params(params)?, ctx).await,
             methods::RESOURCES_LIST => {
-                let cursor = jsonrpc::from_params::<PaginatedRequestParams>(params)?.cursor;
-                let (generation, items) = {
-                    let c = self.read_catalog();
-                    (
-                        c.generation,
-                        c.resources
-                            .iter()
-                            .map(|r| r.resource.clone())
-                            .collect::<Vec<_>>(),
-                    )
-                };
-                let (resources, next) = page(
-                    &self.inner.signer,
+                let (resources, next) = self.list(
                     "resources",
-                    generation,
-                    &items,
-                    cursor.as_deref(),
-                    self.inner.page_size,
+                    params,
+                    |c| &c.resources,
+                    |r| r.resource.clone(),
                 )?;
                 let mut result = ListResourcesResult {
                     resources,
@@ -494,24 +469,11 @@ impl Server {
                 to_result(&result)
             }
             methods::RESOURCES_TEMPLATES_LIST => {
-                let cursor = jsonrpc::from_params::<PaginatedRequestParams>(params)?.cursor;
-                let (generation, items) = {
-                    let c = self.read_catalog();
-                    (
-                        c.generation,
-                        c.templates
-                            .iter()
-                            .map(|t| t.template.clone())
-                            .collect::<Vec<_>>(),
-                    )
-                };
-                let (resource_templates, next) = page(
-                    &self.inner.signer,
+                let (resource_templates, next) = self.list(
                     "templates",
-                    generation,
-                    &items,
-                    cursor.as_deref(),
-                    self.inner.page_size,
+                    params,
+                    |c| &c.templates,
+                    |t| t.template.clone(),
                 )?;
                 let mut result = ListResourceTemplatesResult {
                     resource_templates,
@@ -536,25 +498,8 @@ impl Server {
                 to_result(&serde_json::json!({}))
             }
             methods::PROMPTS_LIST => {
-                let cursor = jsonrpc::from_params::<PaginatedRequestParams>(params)?.cursor;
-                let (generation, items) = {
-                    let c = self.read_catalog();
-                    (
-                        c.generation,
-                        c.prompts
-                            .iter()
-                            .map(|p| p.prompt.clone())
-                            .collect::<Vec<_>>(),
-                    )
-                };
-                let (prompts, next) = page(
-                    &self.inner.signer,
-                    "prompts",
-                    generation,
-                    &items,
-                    cursor.as_deref(),
-                    self.inner.page_size,
-                )?;
+                let (prompts, next) =
+                    self.list("prompts", params, |c| &c.prompts, |p| p.prompt.clone())?;
                 let mut result = ListPromptsResult {
                     prompts,
                     next_cursor: next,
@@ -582,6 +527,31 @@ impl Server {
             | methods::TASKS_UPDATE => self.task_request(&request.method, params, ctx).await,
             other => Err(ErrorObject::method_not_found(other)),
         }
+    }
+
+    /// One page of a catalog list: the page is picked under the read lock,
+    /// and only its items are described.
+    fn list<D, T>(
+        &self,
+        kind: &str,
+        params: Option<&RawValue>,
+        items: impl Fn(&Catalog) -> &Vec<Arc<D>>,
+        describe: impl Fn(&D) -> T,
+    ) -> Result<(Vec<T>, Option<String>), ErrorObject> {
+        let cursor = jsonrpc::from_params::<PaginatedRequestParams>(params)?.cursor;
+        let (chunk, next) = {
+            let catalog = self.read_catalog();
+            let signer = &self.inner.signer;
+            page(
+                signer,
+                kind,
+                catalog.generation,
+                items(&catalog),
+                cursor.as_deref(),
+                self.inner.page_size,
+            )?
+        };
+        Ok((chunk.iter().map(|item| describe(item)).collect(), next))
     }
 
     fn cache_hints(&self, revision: ProtocolVersion) -> (Option<u64>, Option<CacheScope>) {
@@ -674,6 +644,7 @@ impl Server {
             if !revision.has_structured_output() {
                 result.structured_content = None;
             }
+            compat::downgrade_all(&mut result.content, revision);
             result
         });
         self.finish(outcome, &ctx, &purpose, |message| {
@@ -752,7 +723,14 @@ impl Server {
             params.request_state.as_deref(),
             params.input_responses,
         )?;
-        let outcome = (prompt.handler)(args, ctx.clone()).await;
+        let revision = ctx.revision();
+        let outcome = (prompt.handler)(args, ctx.clone()).await.map(|mut result| {
+            for message in &mut result.messages {
+                let content = std::mem::replace(&mut message.content, ContentBlock::text(""));
+                message.content = compat::downgrade(content, revision);
+            }
+            result
+        });
         self.finish(outcome, &ctx, &purpose, |message| {
             Err(ErrorObject::internal(message))
         })

@@ -250,6 +250,19 @@ fn result(response: &Value) -> &Value {
         .unwrap_or_else(|| panic!("expected a result, got {response}"))
 }
 
+/// A modern empty acknowledgement: `resultType` complete, the server's
+/// identity in `_meta`, nothing else.
+fn assert_empty_ack(response: &Value) {
+    let mut ack = result(response).clone();
+    let meta = ack.as_object_mut().and_then(|o| o.remove("_meta"));
+    assert_eq!(ack, json!({"resultType": "complete"}), "{response}");
+    assert_eq!(
+        meta.unwrap_or_default()["io.modelcontextprotocol/serverInfo"]["name"],
+        "tasks-test",
+        "{response}"
+    );
+}
+
 fn error_code(response: &Value) -> i64 {
     response["error"]["code"]
         .as_i64()
@@ -649,7 +662,7 @@ async fn modern_task_lifecycle() {
     let task = poll_until(&mut h, &id, "working").await;
     assert!(task.get("result").is_none() && task.get("error").is_none());
     let cancel = modern(&mut h, "tasks/cancel", json!({"taskId": id})).await;
-    assert_eq!(result(&cancel), &json!({"resultType": "complete"}));
+    assert_empty_ack(&cancel);
     poll_until(&mut h, &id, "cancelled").await;
     let (_, again) = h
         .exchange("tasks/cancel", with_meta(json!({"taskId": id}), true))
@@ -775,7 +788,7 @@ async fn modern_task_asks_for_input_and_resumes() {
         }}),
     )
     .await;
-    assert_eq!(result(&ack), &json!({"resultType": "complete"}));
+    assert_empty_ack(&ack);
     let task = poll_until(&mut h, &id, "completed").await;
     assert_eq!(
         task["result"]["content"][0]["text"], "Hello, Grace!",

@@ -1041,7 +1041,11 @@ mod tests {
         let ack = client
             .request("tasks/cancel", json!({"taskId": long["taskId"]}))
             .await;
-        assert_eq!(ack["result"], json!({"resultType": "complete"}));
+        assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+        assert_eq!(
+            ack["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "mcp-everything",
+            "{ack}"
+        );
         client.poll(&long["taskId"], "cancelled").await;
 
         let failing = client.call("failing_job", json!({})).await;
