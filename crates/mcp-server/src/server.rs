@@ -309,69 +309,80 @@ impl Server {
         self.inner.catalog.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn change_catalog<R>(&self, kind: ListKind, change: impl FnOnce(&mut Catalog) -> R) -> R {
-        let result = {
+    /// Applies `change`; when it reports a change, cursors handed out before
+    /// go stale and clients are told the list changed.
+    fn change_catalog(&self, kind: ListKind, change: impl FnOnce(&mut Catalog) -> bool) -> bool {
+        let changed = {
             let mut catalog = self
                 .inner
                 .catalog
                 .write()
                 .unwrap_or_else(|p| p.into_inner());
-            catalog.generation += 1;
-            change(&mut catalog)
+            let changed = change(&mut catalog);
+            if changed {
+                catalog.generation += 1;
+            }
+            changed
         };
-        self.list_changed(kind);
-        result
+        if changed {
+            self.list_changed(kind);
+        }
+        changed
     }
 
     /// Adds (or replaces, by name) a tool; clients are told the list changed.
     pub fn add_tool(&self, tool: ToolDef) {
         self.change_catalog(ListKind::Tools, |c| {
-            c.tools.retain(|t| t.tool.name != tool.tool.name);
-            c.tools.push(Arc::new(tool));
-        })
+            upsert(&mut c.tools, tool, |t| &t.tool.name)
+        });
     }
 
     /// Removes a tool; returns whether it existed.
     pub fn remove_tool(&self, name: &str) -> bool {
         self.change_catalog(ListKind::Tools, |c| {
-            let before = c.tools.len();
-            c.tools.retain(|t| t.tool.name != name);
-            c.tools.len() != before
+            remove(&mut c.tools, name, |t| &t.tool.name)
         })
     }
 
     /// Adds (or replaces, by URI) a resource.
     pub fn add_resource(&self, resource: ResourceDef) {
         self.change_catalog(ListKind::Resources, |c| {
-            c.resources
-                .retain(|r| r.resource.uri != resource.resource.uri);
-            c.resources.push(Arc::new(resource));
-        })
+            upsert(&mut c.resources, resource, |r| &r.resource.uri)
+        });
     }
 
     /// Removes a resource; returns whether it existed.
     pub fn remove_resource(&self, uri: &str) -> bool {
         self.change_catalog(ListKind::Resources, |c| {
-            let before = c.resources.len();
-            c.resources.retain(|r| r.resource.uri != uri);
-            c.resources.len() != before
+            remove(&mut c.resources, uri, |r| &r.resource.uri)
+        })
+    }
+
+    /// Adds (or replaces, by URI template) a resource template.
+    pub fn add_template(&self, template: TemplateDef) {
+        self.change_catalog(ListKind::Resources, |c| {
+            upsert(&mut c.templates, template, |t| &t.template.uri_template)
+        });
+    }
+
+    /// Removes a resource template; returns whether it existed.
+    pub fn remove_template(&self, uri_template: &str) -> bool {
+        self.change_catalog(ListKind::Resources, |c| {
+            remove(&mut c.templates, uri_template, |t| &t.template.uri_template)
         })
     }
 
     /// Adds (or replaces, by name) a prompt.
     pub fn add_prompt(&self, prompt: PromptDef) {
         self.change_catalog(ListKind::Prompts, |c| {
-            c.prompts.retain(|p| p.prompt.name != prompt.prompt.name);
-            c.prompts.push(Arc::new(prompt));
-        })
+            upsert(&mut c.prompts, prompt, |p| &p.prompt.name)
+        });
     }
 
     /// Removes a prompt; returns whether it existed.
     pub fn remove_prompt(&self, name: &str) -> bool {
         self.change_catalog(ListKind::Prompts, |c| {
-            let before = c.prompts.len();
-            c.prompts.retain(|p| p.prompt.name != name);
-            c.prompts.len() != before
+            remove(&mut c.prompts, name, |p| &p.prompt.name)
         })
     }
 
@@ -817,6 +828,23 @@ impl Drop for Unregister {
     fn drop(&mut self) {
         lock(&self.server.inner.listeners).remove(&self.key);
     }
+}
+
+/// Puts `item` in place of the one with the same key, or at the end.
+/// Always a change.
+fn upsert<T>(items: &mut Vec<Arc<T>>, item: T, key: impl Fn(&T) -> &String) -> bool {
+    match items.iter().position(|i| key(i) == key(&item)) {
+        Some(at) => items[at] = Arc::new(item),
+        None => items.push(Arc::new(item)),
+    }
+    true
+}
+
+/// Removes the item with key `name`; whether there was one.
+fn remove<T>(items: &mut Vec<Arc<T>>, name: &str, key: impl Fn(&T) -> &String) -> bool {
+    let before = items.len();
+    items.retain(|i| key(i) != name);
+    items.len() != before
 }
 
 fn subscription_meta(id: &RequestId) -> Meta {
