@@ -344,6 +344,12 @@ impl Peer {
             tokio::select! {
                 reply = &mut reply_rx => {
                     guard.armed = false;
+                    // Progress sent before the response is delivered before it.
+                    if let (Some(callback), Some(rx)) = (&options.on_progress, progress_rx.as_mut()) {
+                        while let Ok(progress) = rx.try_recv() {
+                            callback(progress);
+                        }
+                    }
                     return match reply {
                         Ok(Ok(result)) => Ok(result),
                         Ok(Err(error)) => Err(RequestError::Rpc(error)),
