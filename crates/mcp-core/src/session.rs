@@ -258,6 +258,9 @@ enum Reply {
 struct BatchReply {
     remaining: AtomicUsize,
     responses: Mutex<Vec<String>>,
+    /// The first request of the batch: the array of responses is tied to
+    /// it, so a transport routes the array where that request came from.
+    first: Option<RequestId>,
 }
 
 impl Engine {
@@ -324,9 +327,14 @@ impl Engine {
             .iter()
             .filter(|m| matches!(m, Ok(Message::Request(_)) | Err(_)))
             .count();
+        let first = items.iter().find_map(|m| match m {
+            Ok(Message::Request(r)) => Some(r.id.clone()),
+            _ => None,
+        });
         let batch = Arc::new(BatchReply {
             remaining: AtomicUsize::new(expected),
             responses: Mutex::new(Vec::new()),
+            first,
         });
         for item in items {
             match item {
@@ -643,7 +651,10 @@ async fn deliver_to(peer: &Peer, reply: &Reply, text: String, id: Option<&Reques
             };
             if let Some(responses) = ready.filter(|r| !r.is_empty()) {
                 let array = format!("[{}]", responses.join(","));
-                let _ = peer.related_to(None).send(array, FrameKind::Response).await;
+                let _ = peer
+                    .related_to(batch.first.clone())
+                    .send(array, FrameKind::Response)
+                    .await;
             }
         }
     }

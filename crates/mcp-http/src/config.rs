@@ -1,0 +1,123 @@
+//! Settings of the Streamable HTTP endpoint.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::event_store::{EventStore, MemoryEventStore};
+use crate::guard::OriginPolicy;
+
+/// How responses to requests are sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ResponseMode {
+    /// Plain JSON when the handler sends nothing before its result, an SSE
+    /// stream otherwise.
+    #[default]
+    Auto,
+    /// Always an SSE stream.
+    AlwaysSse,
+}
+
+/// Settings of the Streamable HTTP endpoint.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct HttpConfig {
+    /// The path of the MCP endpoint.
+    pub path: String,
+    /// A legacy session unused for this long is ended.
+    pub session_idle_timeout: Duration,
+    /// At most this many live legacy sessions; more get 503.
+    pub max_sessions: usize,
+    /// Request bodies larger than this get 413.
+    pub max_body_bytes: usize,
+    /// JSON or SSE responses.
+    pub response_mode: ResponseMode,
+    /// Idle SSE streams get a comment this often.
+    pub keep_alive: Duration,
+    /// The `retry` hint of priming events: how soon a client reconnects.
+    pub retry: Duration,
+    /// Which Host and Origin headers are accepted.
+    pub origin_policy: Arc<OriginPolicy>,
+    /// Where SSE events are kept for resumption.
+    pub event_store: Arc<dyn EventStore>,
+}
+
+impl HttpConfig {
+    /// Defaults for an endpoint bound to a loopback `port`: path `/mcp`,
+    /// 30 min idle timeout, 10,000 sessions, 4 MiB bodies, automatic
+    /// response mode, 15 s keep-alive, 1 s retry, loopback hosts only, a
+    /// bounded in-memory event store.
+    pub fn loopback(port: u16) -> Self {
+        HttpConfig {
+            path: "/mcp".to_owned(),
+            session_idle_timeout: Duration::from_secs(30 * 60),
+            max_sessions: 10_000,
+            max_body_bytes: 4 * 1024 * 1024,
+            response_mode: ResponseMode::Auto,
+            keep_alive: Duration::from_secs(15),
+            retry: Duration::from_secs(1),
+            origin_policy: Arc::new(OriginPolicy::loopback(port)),
+            event_store: Arc::new(MemoryEventStore::new(Default::default())),
+        }
+    }
+
+    /// Sets the endpoint path.
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// Sets the idle timeout of legacy sessions.
+    pub fn session_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.session_idle_timeout = timeout;
+        self
+    }
+
+    /// Sets the cap on live legacy sessions.
+    pub fn max_sessions(mut self, max: usize) -> Self {
+        self.max_sessions = max;
+        self
+    }
+
+    /// Sets the largest accepted request body.
+    pub fn max_body_bytes(mut self, max: usize) -> Self {
+        self.max_body_bytes = max;
+        self
+    }
+
+    /// Sets how responses are sent.
+    pub fn response_mode(mut self, mode: ResponseMode) -> Self {
+        self.response_mode = mode;
+        self
+    }
+
+    /// Sets the keep-alive interval of idle SSE streams.
+    pub fn keep_alive(mut self, interval: Duration) -> Self {
+        self.keep_alive = interval;
+        self
+    }
+
+    /// Sets which Host and Origin headers are accepted.
+    pub fn origin_policy(mut self, policy: OriginPolicy) -> Self {
+        self.origin_policy = Arc::new(policy);
+        self
+    }
+
+    /// Sets where SSE events are kept for resumption.
+    pub fn event_store(mut self, store: Arc<dyn EventStore>) -> Self {
+        self.event_store = store;
+        self
+    }
+}
+
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("path", &self.path)
+            .field("session_idle_timeout", &self.session_idle_timeout)
+            .field("max_sessions", &self.max_sessions)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("response_mode", &self.response_mode)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,662 @@
+//! The Streamable HTTP endpoint: POST, GET and DELETE on one path, for
+//! legacy sessions (`Mcp-Session-Id`) and stateless 2026-07-28 requests.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures::Stream;
+use mcp_core::{FrameKind, InboundFrame, Service, SessionConfig, Transport};
+use mcp_schema::jsonrpc::{self, ErrorObject, Frame, Message, RequestId};
+use mcp_schema::{ProtocolVersion, error_codes, methods};
+use serde::Deserialize;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{HttpConfig, ResponseMode};
+use crate::session::{Delivery, ResumeOutcome, SessionLimit, SessionManager, StreamGuard};
+use crate::sse;
+
+/// The session id header.
+pub const SESSION_ID: &str = "mcp-session-id";
+/// The protocol version header.
+pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+/// The 2026-07-28 method header.
+pub const METHOD: &str = "mcp-method";
+/// The 2026-07-28 name header (tool, prompt or resource of the request).
+pub const NAME: &str = "mcp-name";
+/// The resumption header.
+pub const LAST_EVENT_ID: &str = "last-event-id";
+
+/// An MCP endpoint over Streamable HTTP, ready to be mounted in an axum
+/// router.
+pub struct McpEndpoint {
+    service: Arc<dyn Service>,
+    session_config: SessionConfig,
+    config: HttpConfig,
+    sessions: Arc<SessionManager>,
+    shutdown: CancellationToken,
+}
+
+impl std::fmt::Debug for McpEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpEndpoint")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpEndpoint {
+    /// An endpoint serving `service` with these engine and HTTP settings.
+    pub fn new(
+        service: Arc<dyn Service>,
+        session_config: SessionConfig,
+        config: HttpConfig,
+    ) -> Arc<Self> {
+        let sessions = SessionManager::new(
+            config.max_sessions,
+            config.session_idle_timeout,
+            Arc::clone(&config.event_store),
+        );
+        Arc::new(McpEndpoint {
+            service,
+            session_config,
+            config,
+            sessions,
+            shutdown: CancellationToken::new(),
+        })
+    }
+
+    /// The axum router: the endpoint at its path, behind the Host/Origin
+    /// guard and the body limit.
+    pub fn router(self: &Arc<Self>) -> axum::Router {
+        let policy = Arc::clone(&self.config.origin_policy);
+        axum::Router::new()
+            .route(
+                &self.config.path,
+                post(handle_post).get(handle_get).delete(handle_delete),
+            )
+            .layer(DefaultBodyLimit::max(self.config.max_body_bytes))
+            .layer(axum::middleware::from_fn_with_state(
+                policy,
+                crate::guard::middleware,
+            ))
+            .with_state(Arc::clone(self))
+    }
+
+    /// How many legacy sessions are live.
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Ends every stream and session: open SSE streams close (clients may
+    /// resume elsewhere), engines stop.
+    pub async fn shutdown(&self) {
+        self.shutdown.cancel();
+        self.sessions.close_all().await;
+    }
+
+    /// Resolves when [`McpEndpoint::shutdown`] was called.
+    pub async fn shutting_down(&self) {
+        self.shutdown.cancelled().await
+    }
+}
+
+/// A JSON-RPC error as an HTTP response.
+fn error_response(status: StatusCode, id: Option<&RequestId>, error: &ErrorObject) -> Response {
+    let body = jsonrpc::write_error(id, error);
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn bad_request(message: impl std::fmt::Display) -> Response {
+    error_response(
+        StatusCode::BAD_REQUEST,
+        None,
+        &ErrorObject::new(error_codes::INVALID_REQUEST, message.to_string()),
+    )
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Whether the Accept header admits `mime` (or everything).
+fn accepts(headers: &HeaderMap, mime: &str) -> bool {
+    let Some(accept) = header_str(headers, header::ACCEPT.as_str()) else {
+        return false;
+    };
+    accept
+        .split(',')
+        .map(|part| part.split(';').next().unwrap_or("").trim())
+        .any(|m| {
+            m.eq_ignore_ascii_case(mime)
+                || m == "*/*"
+                || (m.ends_with("/*") && mime.starts_with(&m[..m.len() - 1]))
+        })
+}
+
+/// The ids of the requests in a frame.
+fn request_ids(frame: &Frame) -> Vec<RequestId> {
+    let one = |m: &Message| match m {
+        Message::Request(r) => Some(r.id.clone()),
+        _ => None,
+    };
+    match frame {
+        Frame::Single(m) => one(m).into_iter().collect(),
+        Frame::Batch(items) => items
+            .iter()
+            .filter_map(|i| i.as_ref().ok().and_then(one))
+            .collect(),
+    }
+}
+
+fn is_initialize(frame: &Frame) -> bool {
+    matches!(frame, Frame::Single(Message::Request(r)) if r.method == methods::INITIALIZE)
+}
+
+async fn handle_post(
+    State(endpoint): State<Arc<McpEndpoint>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let json_content = header_str(&headers, header::CONTENT_TYPE.as_str()).is_some_and(|ct| {
+        ct.split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .eq_ignore_ascii_case("application/json")
+    });
+    if !json_content {
+        let error = ErrorObject::invalid_request("Content-Type must be application/json");
+        return error_response(StatusCode::UNSUPPORTED_MEDIA_TYPE, None, &error);
+    }
+    if !(accepts(&headers, "application/json") && accepts(&headers, "text/event-stream")) {
+        let error =
+            ErrorObject::invalid_request("Accept must list application/json and text/event-stream");
+        return error_response(StatusCode::NOT_ACCEPTABLE, None, &error);
+    }
+    let Ok(text) = String::from_utf8(body.to_vec()) else {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            None,
+            &ErrorObject::parse_error("body is not UTF-8"),
+        );
+    };
+    let frame = match Message::parse_frame(&text) {
+        Ok(frame) => frame,
+        Err(e) => return error_response(StatusCode::BAD_REQUEST, e.id.as_ref(), &e.error),
+    };
+    match header_str(&headers, SESSION_ID) {
+        Some(id) => post_to_session(&endpoint, id, &headers, frame, text).await,
+        None if is_initialize(&frame) => post_initialize(&endpoint, frame, text).await,
+        None => post_stateless(&endpoint, &headers, frame, text).await,
+    }
+}
+
+/// A new legacy session.
+async fn post_initialize(endpoint: &Arc<McpEndpoint>, frame: Frame, text: String) -> Response {
+    let session = match endpoint.sessions.create(
+        Arc::clone(&endpoint.service),
+        endpoint.session_config.clone(),
+    ) {
+        Ok(session) => session,
+        Err(SessionLimit::Full) => {
+            let error = ErrorObject::internal("too many sessions; try again later");
+            return error_response(StatusCode::SERVICE_UNAVAILABLE, None, &error);
+        }
+    };
+    let receiver = session.open_stream(request_ids(&frame));
+    if !session.feed(text).await {
+        return error_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            None,
+            &ErrorObject::internal("session ended"),
+        );
+    }
+    let mut response = respond(endpoint, receiver, None, Era::Legacy).await;
+    if let Ok(value) = HeaderValue::from_str(&session.id) {
+        response.headers_mut().insert(SESSION_ID, value);
+    }
+    let failed = !response.status().is_success();
+    if failed {
+        endpoint.sessions.remove(&session.id).await;
+    }
+    response
+}
+
+/// A message for an existing legacy session.
+async fn post_to_session(
+    endpoint: &Arc<McpEndpoint>,
+    id: &str,
+    headers: &HeaderMap,
+    frame: Frame,
+    text: String,
+) -> Response {
+    let Some(session) = endpoint.sessions.get(id) else {
+        let error = ErrorObject::invalid_request(
+            "unknown or expired session; start a new one with initialize",
+        );
+        return error_response(StatusCode::NOT_FOUND, None, &error);
+    };
+    if let Some(version) = header_str(headers, PROTOCOL_VERSION)
+        && version.parse::<ProtocolVersion>().is_err()
+    {
+        return bad_request(format!("unsupported MCP-Protocol-Version {version:?}"));
+    }
+    session.touch();
+    let ids = request_ids(&frame);
+    if ids.is_empty() {
+        // Notifications and responses only.
+        if matches!(frame, Frame::Batch(_))
+            && !session
+                .revision()
+                .is_some_and(ProtocolVersion::supports_batching)
+        {
+            return bad_request(
+                "JSON-RPC batches are not part of this session's protocol revision",
+            );
+        }
+        return if session.feed(text).await {
+            StatusCode::ACCEPTED.into_response()
+        } else {
+            error_response(
+                StatusCode::NOT_FOUND,
+                None,
+                &ErrorObject::invalid_request("session ended"),
+            )
+        };
+    }
+    let guard = session.stream_opened();
+    let receiver = session.open_stream(ids);
+    if !session.feed(text).await {
+        return error_response(
+            StatusCode::NOT_FOUND,
+            None,
+            &ErrorObject::invalid_request("session ended"),
+        );
+    }
+    respond(endpoint, receiver, Some(guard), Era::Legacy).await
+}
+
+/// The part of 2026-07-28 request params the HTTP layer checks against the
+/// headers.
+#[derive(Deserialize, Default)]
+struct HeaderProbe {
+    #[serde(rename = "_meta", default)]
+    meta: Option<MetaProbe>,
+    #[serde(default)]
+    name: Option<serde_json::Value>,
+    #[serde(default)]
+    uri: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize, Default)]
+struct MetaProbe {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default)]
+    protocol_version: Option<serde_json::Value>,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", default)]
+    client_capabilities: Option<serde_json::Value>,
+}
+
+/// 2026-07-28: the headers must agree with the body. Requests whose
+/// per-request `_meta` is incomplete are left to the engine, which answers
+/// them with -32602 first, as the specification orders the checks.
+fn check_headers(headers: &HeaderMap, frame: &Frame) -> Result<(), ErrorObject> {
+    let Frame::Single(Message::Request(request)) = frame else {
+        return Ok(());
+    };
+    let probe: HeaderProbe = request
+        .params
+        .as_deref()
+        .and_then(|p| serde_json::from_str(p.get()).ok())
+        .unwrap_or_default();
+    let Some(meta) = probe.meta else {
+        return Ok(());
+    };
+    let (Some(version), Some(_)) = (meta.protocol_version, meta.client_capabilities) else {
+        return Ok(());
+    };
+    let mismatch = |what: String| {
+        Err(ErrorObject::new(
+            error_codes::HEADER_MISMATCH,
+            format!("Header mismatch: {what}"),
+        ))
+    };
+    let body_version = version.as_str().unwrap_or_default();
+    match header_str(headers, PROTOCOL_VERSION) {
+        Some(h) if h == body_version => {}
+        Some(h) => {
+            return mismatch(format!(
+                "MCP-Protocol-Version {h:?} does not match _meta {body_version:?}"
+            ));
+        }
+        None => return mismatch("MCP-Protocol-Version header is missing".into()),
+    }
+    match header_str(headers, METHOD) {
+        Some(h) if h == request.method => {}
+        Some(h) => {
+            return mismatch(format!(
+                "Mcp-Method {h:?} does not match body method {:?}",
+                request.method
+            ));
+        }
+        None => return mismatch("Mcp-Method header is missing".into()),
+    }
+    let named = match request.method.as_str() {
+        methods::TOOLS_CALL | methods::PROMPTS_GET => probe.name,
+        methods::RESOURCES_READ => probe.uri,
+        _ => None,
+    };
+    if let Some(name) = named.as_ref().and_then(|n| n.as_str()) {
+        match header_str(headers, NAME) {
+            Some(h) if h == name => {}
+            Some(h) => {
+                return mismatch(format!("Mcp-Name {h:?} does not match body value {name:?}"));
+            }
+            None => return mismatch("Mcp-Name header is missing".into()),
+        }
+    }
+    Ok(())
+}
+
+/// A stateless (2026-07-28) request: a short-lived engine session for this
+/// one message.
+async fn post_stateless(
+    endpoint: &Arc<McpEndpoint>,
+    headers: &HeaderMap,
+    frame: Frame,
+    text: String,
+) -> Response {
+    if let Err(error) = check_headers(headers, &frame) {
+        let id = request_ids(&frame).into_iter().next();
+        return error_response(StatusCode::BAD_REQUEST, id.as_ref(), &error);
+    }
+    let ids = request_ids(&frame);
+    let (in_tx, in_rx) = mpsc::channel(4);
+    let (out_tx, mut out_rx) = mpsc::channel(mcp_core::DEFAULT_CHANNEL_CAPACITY);
+    let mut config = endpoint.session_config.clone();
+    config.shutdown_grace = Duration::ZERO;
+    let running = mcp_core::serve(
+        Transport {
+            inbound: in_rx,
+            outbound: out_tx,
+            flushed: None,
+        },
+        Arc::clone(&endpoint.service),
+        config,
+    );
+    if in_tx.send(InboundFrame::Text(text)).await.is_err() {
+        return error_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            None,
+            &ErrorObject::internal("engine ended"),
+        );
+    }
+    if ids.is_empty() {
+        drop(in_tx);
+        running.wait().await;
+        return StatusCode::ACCEPTED.into_response();
+    }
+    // Bridge the engine's frames into deliveries; the engine (and the
+    // request) lives as long as the response stream.
+    let (sink, receiver) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let _keep_open = in_tx;
+        while let Some(frame) = out_rx.recv().await {
+            let last = frame.kind == FrameKind::Response;
+            if sink
+                .send(Delivery {
+                    text: Arc::from(frame.text),
+                    event_id: None,
+                    last,
+                })
+                .is_err()
+                || last
+            {
+                break;
+            }
+        }
+        // Dropping the inbound sender ends the engine session.
+    });
+    respond(endpoint, receiver, None, Era::Modern).await
+}
+
+/// Which era a response belongs to, for its status code.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Era {
+    Legacy,
+    Modern,
+}
+
+/// The HTTP status of a JSON response carrying `text`.
+fn status_of(text: &str, era: Era) -> StatusCode {
+    #[derive(Deserialize)]
+    struct ErrorProbe {
+        #[serde(default)]
+        id: Option<serde_json::Value>,
+        error: Option<ErrorObject>,
+    }
+    if !text.contains("\"error\"") {
+        return StatusCode::OK;
+    }
+    let Ok(ErrorProbe {
+        id,
+        error: Some(error),
+    }) = serde_json::from_str::<ErrorProbe>(text)
+    else {
+        return StatusCode::OK;
+    };
+    let no_id = id.is_none_or(|v| v.is_null());
+    match (era, error.code) {
+        (_, error_codes::PARSE_ERROR | error_codes::INVALID_REQUEST) if no_id => {
+            StatusCode::BAD_REQUEST
+        }
+        (Era::Modern, error_codes::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+        (
+            Era::Modern,
+            error_codes::INVALID_PARAMS
+            | error_codes::INVALID_REQUEST
+            | error_codes::PARSE_ERROR
+            | error_codes::HEADER_MISMATCH
+            | error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY
+            | error_codes::UNSUPPORTED_PROTOCOL_VERSION,
+        ) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+/// Answers a POST from its deliveries: plain JSON when the first message is
+/// the response (and the endpoint allows it), an SSE stream otherwise.
+async fn respond(
+    endpoint: &Arc<McpEndpoint>,
+    mut receiver: mpsc::UnboundedReceiver<Delivery>,
+    guard: Option<StreamGuard>,
+    era: Era,
+) -> Response {
+    let mut priming = None;
+    let first = loop {
+        match receiver.recv().await {
+            Some(d) if d.text.is_empty() => priming = Some(d),
+            Some(d) => break d,
+            None => {
+                let error = ErrorObject::internal("the session ended before answering");
+                return error_response(StatusCode::INTERNAL_SERVER_ERROR, None, &error);
+            }
+        }
+    };
+    if first.last && endpoint.config.response_mode == ResponseMode::Auto {
+        let status = status_of(&first.text, era);
+        return (
+            status,
+            [(header::CONTENT_TYPE, "application/json")],
+            first.text.to_string(),
+        )
+            .into_response();
+    }
+    let opening: Vec<Delivery> = priming.into_iter().chain(std::iter::once(first)).collect();
+    sse_response(endpoint, opening, receiver, guard)
+}
+
+/// An SSE response: `opening` deliveries in one write, then the rest as
+/// they come, keep-alive comments while idle, and the end when the last
+/// delivery is written or the server shuts down.
+fn sse_response(
+    endpoint: &Arc<McpEndpoint>,
+    opening: Vec<Delivery>,
+    receiver: mpsc::UnboundedReceiver<Delivery>,
+    guard: Option<StreamGuard>,
+) -> Response {
+    let retry = endpoint.config.retry;
+    let first_chunk = sse::concat(
+        &opening
+            .iter()
+            .map(|d| frame_event(d, retry))
+            .collect::<Vec<_>>(),
+    );
+    let ended = opening.iter().any(|d| d.last);
+    let body = Body::from_stream(sse_stream(
+        (!first_chunk.is_empty()).then_some(first_chunk),
+        ended,
+        receiver,
+        StreamTiming {
+            keep_alive: endpoint.config.keep_alive,
+            retry,
+        },
+        endpoint.shutdown.clone(),
+        guard,
+    ));
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(body)
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// One delivery as SSE bytes: a priming event for an empty text.
+fn frame_event(delivery: &Delivery, retry: Duration) -> Bytes {
+    match (&delivery.event_id, delivery.text.is_empty()) {
+        (Some(id), true) => sse::priming(id, Some(retry)),
+        (id, _) => sse::event(id.as_deref(), &delivery.text),
+    }
+}
+
+/// The timing of an SSE stream.
+#[derive(Clone, Copy)]
+struct StreamTiming {
+    keep_alive: Duration,
+    retry: Duration,
+}
+
+struct StreamState {
+    first: Option<Bytes>,
+    retry: Duration,
+    ended: bool,
+    receiver: mpsc::UnboundedReceiver<Delivery>,
+    keep_alive: tokio::time::Interval,
+    shutdown: CancellationToken,
+    _guard: Option<StreamGuard>,
+}
+
+fn sse_stream(
+    first: Option<Bytes>,
+    ended: bool,
+    receiver: mpsc::UnboundedReceiver<Delivery>,
+    timing: StreamTiming,
+    shutdown: CancellationToken,
+    guard: Option<StreamGuard>,
+) -> impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
+    let keep_alive = timing.keep_alive;
+    let mut interval =
+        tokio::time::interval_at(tokio::time::Instant::now() + keep_alive, keep_alive);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let state = StreamState {
+        first,
+        retry: timing.retry,
+        ended,
+        receiver,
+        keep_alive: interval,
+        shutdown,
+        _guard: guard,
+    };
+    futures::stream::unfold(state, |mut state| async move {
+        if let Some(first) = state.first.take() {
+            return Some((Ok(first), state));
+        }
+        if state.ended {
+            return None;
+        }
+        tokio::select! {
+            delivery = state.receiver.recv() => {
+                let delivery = delivery?;
+                // Write everything already waiting in one chunk.
+                let mut chunks = vec![frame_event(&delivery, state.retry)];
+                state.ended = delivery.last;
+                while !state.ended {
+                    match state.receiver.try_recv() {
+                        Ok(next) => {
+                            state.ended = next.last;
+                            chunks.push(frame_event(&next, state.retry));
+                        }
+                        Err(_) => break,
+                    }
+                }
+                state.keep_alive.reset();
+                Some((Ok(sse::concat(&chunks)), state))
+            }
+            _ = state.keep_alive.tick() => Some((Ok(sse::comment("keep-alive")), state)),
+            _ = state.shutdown.cancelled() => None,
+        }
+    })
+}
+
+async fn handle_get(State(endpoint): State<Arc<McpEndpoint>>, headers: HeaderMap) -> Response {
+    if !accepts(&headers, "text/event-stream") {
+        let error = ErrorObject::invalid_request("Accept must list text/event-stream");
+        return error_response(StatusCode::NOT_ACCEPTABLE, None, &error);
+    }
+    let Some(id) = header_str(&headers, SESSION_ID) else {
+        // No standalone stream outside a legacy session: 2026-07-28 clients
+        // use subscriptions/listen.
+        return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
+    };
+    let Some(session) = endpoint.sessions.get(id) else {
+        let error = ErrorObject::invalid_request("unknown or expired session");
+        return error_response(StatusCode::NOT_FOUND, None, &error);
+    };
+    session.touch();
+    let guard = session.stream_opened();
+    if let Some(last_event_id) = header_str(&headers, LAST_EVENT_ID) {
+        let (outcome, receiver) = session.resume(last_event_id.to_owned()).await;
+        if outcome == ResumeOutcome::Unknown {
+            let error = ErrorObject::invalid_request("unknown or expired Last-Event-ID");
+            return error_response(StatusCode::NOT_FOUND, None, &error);
+        }
+        return sse_response(&endpoint, Vec::new(), receiver, Some(guard));
+    }
+    match session.open_standalone().await {
+        Some(receiver) => sse_response(&endpoint, Vec::new(), receiver, Some(guard)),
+        None => {
+            let error =
+                ErrorObject::invalid_request("this session already has a standalone stream");
+            error_response(StatusCode::CONFLICT, None, &error)
+        }
+    }
+}
+
+async fn handle_delete(State(endpoint): State<Arc<McpEndpoint>>, headers: HeaderMap) -> Response {
+    let Some(id) = header_str(&headers, SESSION_ID) else {
+        return bad_request("Mcp-Session-Id header is required");
+    };
+    if endpoint.sessions.remove(id).await {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        let error = ErrorObject::invalid_request("unknown or expired session");
+        error_response(StatusCode::NOT_FOUND, None, &error)
+    }
+}

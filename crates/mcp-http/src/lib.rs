@@ -1,0 +1,30 @@
+//! MCP over HTTP: the Streamable HTTP server endpoint (both eras), its
+//! sessions and resumable SSE streams, and DNS-rebinding protection.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! # async fn run() -> std::io::Result<()> {
+//! let server = mcp_servers::everything::server();
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let config = mcp_http::HttpConfig::loopback(listener.local_addr()?.port());
+//! let endpoint = mcp_http::McpEndpoint::new(Arc::new(server.clone()), server.session_config(), config);
+//! mcp_http::serve(listener, endpoint, std::future::pending()).await
+//! # }
+//! ```
+
+mod config;
+mod endpoint;
+pub mod event_store;
+pub mod guard;
+mod serve;
+mod session;
+pub mod sse;
+
+pub use config::{HttpConfig, ResponseMode};
+pub use endpoint::{LAST_EVENT_ID, METHOD, McpEndpoint, NAME, PROTOCOL_VERSION, SESSION_ID};
+pub use event_store::{
+    EventId, EventStore, EventStoreLimits, EventStoreStats, MemoryEventStore, Replay, ReplayError,
+    StreamId,
+};
+pub use guard::{GuardError, OriginPolicy};
+pub use serve::serve;
