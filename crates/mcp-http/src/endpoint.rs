@@ -219,12 +219,13 @@ async fn post_initialize(endpoint: &Arc<McpEndpoint>, frame: Frame, text: String
         );
     }
     let mut response = respond(endpoint, receiver, None, Era::Legacy).await;
+    if session.revision().is_none() {
+        // initialize failed (bad params): no session was established.
+        endpoint.sessions.remove(&session.id).await;
+        return response;
+    }
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_ID, value);
-    }
-    let failed = !response.status().is_success();
-    if failed {
-        endpoint.sessions.remove(&session.id).await;
     }
     response
 }
@@ -407,21 +408,22 @@ async fn post_stateless(
     let (sink, receiver) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         let _keep_open = in_tx;
-        while let Some(frame) = out_rx.recv().await {
-            let last = frame.kind == FrameKind::Response;
-            if sink
-                .send(Delivery {
-                    text: Arc::from(frame.text),
-                    event_id: None,
-                    last,
-                })
-                .is_err()
-                || last
-            {
-                break;
+        loop {
+            tokio::select! {
+                frame = out_rx.recv() => {
+                    let Some(frame) = frame else { break };
+                    let last = frame.kind == FrameKind::Response;
+                    if sink.send(Delivery { text: Arc::from(frame.text), event_id: None, last }).is_err() || last {
+                        break;
+                    }
+                }
+                // The client closed the response: in 2026-07-28 that cancels
+                // the request.
+                _ = sink.closed() => break,
             }
         }
-        // Dropping the inbound sender ends the engine session.
+        // Dropping the inbound sender ends the engine session, which
+        // cancels whatever still runs.
     });
     respond(endpoint, receiver, None, Era::Modern).await
 }
@@ -534,6 +536,8 @@ fn sse_response(
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "text/event-stream")
         .header(header::CACHE_CONTROL, "no-cache")
+        // Reverse proxies must not hold events back.
+        .header("x-accel-buffering", "no")
         .body(body)
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
