@@ -489,7 +489,14 @@ impl Engine {
         params: Option<&RawValue>,
         meta: RequestMetaObject,
     ) -> Result<Admission, ErrorObject> {
-        if method == methods::INITIALIZE {
+        // A request that names a modern revision in `_meta` is served
+        // statelessly; `initialize` does not exist there.
+        let modern = meta
+            .protocol_version
+            .as_deref()
+            .and_then(|v| v.parse::<ProtocolVersion>().ok())
+            .is_some_and(|v| !v.is_legacy());
+        if method == methods::INITIALIZE && !modern {
             return self
                 .initialize(identity, params)
                 .map(|r| Admission::Answer(Ok(r), None));

@@ -155,6 +155,13 @@ fn request_ids(frame: &Frame) -> Vec<RequestId> {
     }
 }
 
+/// Whether the MCP-Protocol-Version header names a stateless-era revision.
+fn names_modern_version(headers: &HeaderMap) -> bool {
+    header_str(headers, PROTOCOL_VERSION)
+        .and_then(|v| v.parse::<ProtocolVersion>().ok())
+        .is_some_and(|v| !v.is_legacy())
+}
+
 fn is_initialize(frame: &Frame) -> bool {
     matches!(frame, Frame::Single(Message::Request(r)) if r.method == methods::INITIALIZE)
 }
@@ -193,7 +200,9 @@ async fn handle_post(
     };
     match header_str(&headers, SESSION_ID) {
         Some(id) => post_to_session(&endpoint, id, &headers, frame, text).await,
-        None if is_initialize(&frame) => post_initialize(&endpoint, frame, text).await,
+        None if is_initialize(&frame) && !names_modern_version(&headers) => {
+            post_initialize(&endpoint, frame, text).await
+        }
         None => post_stateless(&endpoint, &headers, frame, text).await,
     }
 }
