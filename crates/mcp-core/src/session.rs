@@ -637,11 +637,15 @@ impl Engine {
 async fn deliver_to(peer: &Peer, reply: &Reply, text: String, id: Option<&RequestId>) {
     match reply {
         Reply::Direct => {
-            if !text.is_empty() {
-                let _ = peer
-                    .related_to(id.cloned())
-                    .send(text, FrameKind::Response)
-                    .await;
+            // An empty text: the request was cancelled; the transport hears
+            // that its exchange is over, and writes nothing.
+            let kind = if text.is_empty() {
+                FrameKind::Ended
+            } else {
+                FrameKind::Response
+            };
+            if !text.is_empty() || id.is_some() {
+                let _ = peer.related_to(id.cloned()).send(text, kind).await;
             }
         }
         Reply::Batch(batch) => {

@@ -138,6 +138,10 @@ async fn write_lines<W: AsyncWrite + Unpin>(writer: W, mut rx: mpsc::Receiver<Ou
 }
 
 async fn write_frame<W: AsyncWrite + Unpin>(writer: &mut W, text: &str) -> std::io::Result<()> {
+    if text.is_empty() {
+        // A request ended without a response: nothing to write.
+        return Ok(());
+    }
     debug_assert!(!text.contains('\n'), "a frame must be one line");
     writer.write_all(text.as_bytes()).await?;
     writer.write_all(b"\n").await

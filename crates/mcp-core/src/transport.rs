@@ -19,6 +19,10 @@ pub enum FrameKind {
     Notification,
     /// A response (or a batch of responses) to the peer.
     Response,
+    /// No text: the related request ended without a response (it was
+    /// cancelled), so a transport can close what it kept open for it.
+    /// Nothing is written.
+    Ended,
 }
 
 /// One frame to write: compact JSON text without a trailing newline.

@@ -94,11 +94,20 @@ impl McpEndpoint {
         self.sessions.len()
     }
 
-    /// Ends every stream and session: open SSE streams close (clients may
-    /// resume elsewhere), engines stop.
-    pub async fn shutdown(&self) {
+    /// The event store's figures: events and bytes held, events evicted.
+    pub fn event_store_stats(&self) -> crate::event_store::EventStoreStats {
+        self.config.event_store.stats()
+    }
+
+    /// Starts shutting down: open SSE streams end (their events stay
+    /// stored, so clients can resume elsewhere); requests in flight go on.
+    pub fn shutdown(&self) {
         self.shutdown.cancel();
-        self.sessions.close_all().await;
+    }
+
+    /// Ends every legacy session's engine; the last step of a shutdown.
+    pub fn close_sessions(&self) {
+        self.sessions.close_all();
     }
 
     /// Resolves when [`McpEndpoint::shutdown`] was called.
@@ -259,18 +268,16 @@ async fn post_to_session(
         return bad_request(format!("unsupported MCP-Protocol-Version {version:?}"));
     }
     session.touch();
+    if matches!(frame, Frame::Batch(_))
+        && !session
+            .revision()
+            .is_some_and(ProtocolVersion::supports_batching)
+    {
+        return bad_request("JSON-RPC batches are not part of this session's protocol revision");
+    }
     let ids = request_ids(&frame);
     if ids.is_empty() {
         // Notifications and responses only.
-        if matches!(frame, Frame::Batch(_))
-            && !session
-                .revision()
-                .is_some_and(ProtocolVersion::supports_batching)
-        {
-            return bad_request(
-                "JSON-RPC batches are not part of this session's protocol revision",
-            );
-        }
         return if session.feed(text).await {
             StatusCode::ACCEPTED.into_response()
         } else {
@@ -421,6 +428,9 @@ async fn post_stateless(
             tokio::select! {
                 frame = out_rx.recv() => {
                     let Some(frame) = frame else { break };
+                    if frame.kind == FrameKind::Ended {
+                        break;
+                    }
                     let last = frame.kind == FrameKind::Response;
                     if sink.send(Delivery { text: Arc::from(frame.text), event_id: None, last }).is_err() || last {
                         break;
@@ -494,10 +504,9 @@ async fn respond(
         match receiver.recv().await {
             Some(d) if d.text.is_empty() => priming = Some(d),
             Some(d) => break d,
-            None => {
-                let error = ErrorObject::internal("the session ended before answering");
-                return error_response(StatusCode::INTERNAL_SERVER_ERROR, None, &error);
-            }
+            // The request ended without a response (cancelled, or the
+            // session closed): a stream that ends with no message says so.
+            None => return sse_response(endpoint, priming.into_iter().collect(), receiver, None),
         }
     };
     if first.last && endpoint.config.response_mode == ResponseMode::Auto {

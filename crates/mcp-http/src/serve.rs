@@ -2,16 +2,22 @@
 //! graceful shutdown.
 
 use std::future::Future;
+use std::future::IntoFuture;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 
 use crate::endpoint::McpEndpoint;
 
+/// How long a shutdown waits for requests in flight.
+pub const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
+
 /// Serves `endpoint` on `listener` until `shutdown` resolves; then stops
-/// accepting, closes open streams (clients may resume elsewhere) and lets
-/// requests in flight finish.
+/// accepting, ends open SSE streams (clients may resume elsewhere), lets
+/// requests in flight finish for up to [`SHUTDOWN_DEADLINE`], and stops the
+/// sessions.
 pub async fn serve(
     listener: TcpListener,
     endpoint: Arc<McpEndpoint>,
@@ -25,11 +31,27 @@ pub async fn serve(
         }
     });
     let app = endpoint.router();
+    let (began_tx, began_rx) = tokio::sync::oneshot::channel::<()>();
     let closing = Arc::clone(&endpoint);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            closing.shutdown().await;
-        })
-        .await
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        shutdown.await;
+        closing.shutdown();
+        let _ = began_tx.send(());
+    });
+    let deadline = async {
+        if began_rx.await.is_ok() {
+            tokio::time::sleep(SHUTDOWN_DEADLINE).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    let result = tokio::select! {
+        result = server.into_future() => result,
+        _ = deadline => {
+            tracing::warn!("requests still in flight after the shutdown deadline; stopping anyway");
+            Ok(())
+        }
+    };
+    endpoint.close_sessions();
+    result
 }

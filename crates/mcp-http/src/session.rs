@@ -334,6 +334,9 @@ impl Router {
     }
 
     async fn deliver(&mut self, frame: OutboundFrame) {
+        if frame.kind == FrameKind::Ended {
+            return self.request_ended(frame.related.as_ref());
+        }
         let stream = frame
             .related
             .as_ref()
@@ -359,6 +362,17 @@ impl Router {
         if last {
             self.streams.remove(&stream);
             self.by_request.retain(|_, s| *s != stream);
+        }
+    }
+
+    /// A request ended without a response (cancelled): its stream ends
+    /// once no other request of it is pending.
+    fn request_ended(&mut self, id: Option<&RequestId>) {
+        let Some(stream) = id.and_then(|id| self.by_request.remove(id)) else {
+            return;
+        };
+        if !self.by_request.values().any(|s| *s == stream) {
+            self.streams.remove(&stream);
         }
     }
 }
@@ -462,11 +476,12 @@ impl SessionManager {
         }
     }
 
-    /// Ends every session (server shutdown).
-    pub(crate) async fn close_all(&self) {
+    /// Ends every session (server shutdown). Stored events stay, so that a
+    /// store shared with other instances still lets clients resume there.
+    pub(crate) fn close_all(&self) {
         let all: Vec<Arc<HttpSession>> = self.map().drain().map(|(_, s)| s).collect();
         for session in all {
-            session.close().await;
+            session.peer.close();
         }
     }
 }
