@@ -139,7 +139,8 @@ async fn write_lines<W: AsyncWrite + Unpin>(writer: W, mut rx: mpsc::Receiver<Ou
 
 async fn write_frame<W: AsyncWrite + Unpin>(writer: &mut W, text: &str) -> std::io::Result<()> {
     if text.is_empty() {
-        // A request ended without a response: nothing to write.
+        // A request ended without a response (FrameKind::Ended): nothing
+        // to write.
         return Ok(());
     }
     debug_assert!(!text.contains('\n'), "a frame must be one line");

@@ -94,6 +94,9 @@ fn forward(mut rx: mpsc::Receiver<OutboundFrame>) -> mpsc::Receiver<InboundFrame
     let (tx, out) = mpsc::channel(DEFAULT_CHANNEL_CAPACITY);
     tokio::spawn(async move {
         while let Some(frame) = rx.recv().await {
+            if frame.kind == FrameKind::Ended {
+                continue;
+            }
             if tx.send(InboundFrame::Text(frame.text)).await.is_err() {
                 break;
             }
