@@ -310,6 +310,8 @@ struct HeaderProbe {
     name: Option<serde_json::Value>,
     #[serde(default)]
     uri: Option<serde_json::Value>,
+    #[serde(rename = "taskId", default)]
+    task_id: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize, Default)]
@@ -366,6 +368,7 @@ fn check_headers(headers: &HeaderMap, frame: &Frame) -> Result<(), ErrorObject> 
     }
     let named = match request.method.as_str() {
         methods::TOOLS_CALL | methods::PROMPTS_GET => probe.name,
+        methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => probe.task_id,
         methods::RESOURCES_READ => probe.uri,
         _ => None,
     };

@@ -732,6 +732,14 @@ impl Server {
                 result_type: None,
                 task: task.task(),
             }),
+            // 2026-07-28: cancelling is an eventually consistent request,
+            // acknowledged even when the task has already finished.
+            methods::TASKS_CANCEL if modern => {
+                if task.cancel().is_ok() {
+                    self.task_changed(&task);
+                }
+                to_result(&serde_json::json!({}))
+            }
             methods::TASKS_CANCEL => {
                 task.cancel().map_err(|status| {
                     let status = serde_json::to_value(status).unwrap_or(Value::Null);
@@ -742,9 +750,7 @@ impl Server {
                     ))
                 })?;
                 self.task_changed(&task);
-                if modern {
-                    to_result(&serde_json::json!({}))
-                } else {
+                {
                     to_result(&TaskResult {
                         meta: None,
                         result_type: None,

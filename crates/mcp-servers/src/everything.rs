@@ -770,12 +770,12 @@ fn task_tools() -> Vec<ToolDef> {
         .task_support(TaskSupport::Optional),
         ToolDef::new(
             "failing_job",
-            "A job that fails with a tool error (isError: true; may run as a task)",
+            "A job that fails with a tool error (isError: true); runs only as a task",
             |_: NoArguments, _| async move {
                 Ok::<_, HandlerError>(CallToolResult::error("The job failed: nothing to process"))
             },
         )
-        .task_support(TaskSupport::Optional),
+        .task_support(TaskSupport::Required),
         ToolDef::new(
             "protocol_error_job",
             "A job that fails with a JSON-RPC error (may run as a task)",
