@@ -178,8 +178,16 @@ fn is_initialize(frame: &Frame) -> bool {
 async fn handle_post(
     State(endpoint): State<Arc<McpEndpoint>>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        // Too large (413) or unreadable: the same status, with a JSON-RPC body.
+        Err(rejection) => {
+            let error = ErrorObject::invalid_request(rejection.body_text());
+            return error_response(rejection.status(), None, &error);
+        }
+    };
     let json_content = header_str(&headers, header::CONTENT_TYPE.as_str()).is_some_and(|ct| {
         ct.split(';')
             .next()

@@ -581,6 +581,10 @@ async fn bad_input_and_status_codes() {
     big["params"]["clientInfo"]["name"] = json!("x".repeat(2000));
     let reply = server.send(server.post(), &big).await;
     assert_eq!(reply.status, StatusCode::PAYLOAD_TOO_LARGE, "{reply:?}");
+    assert_eq!(
+        reply.messages[0]["error"]["code"], -32600,
+        "a JSON-RPC error says why: {reply:?}"
+    );
 
     // foreign Host -> 403
     let reply = server
