@@ -7,11 +7,17 @@
 //! requests whose `Host` and `Origin` it knows is safe from that.
 //! [`OriginPolicy::check`] is the check; [`middleware`] wraps it for axum:
 //!
-//! ```ignore
+//! ```
+//! use std::sync::Arc;
+//! use mcp_http::{guard, OriginPolicy};
+//!
+//! let port = 8080;
+//! let router: axum::Router = axum::Router::new();
 //! let app = router.layer(axum::middleware::from_fn_with_state(
 //!     Arc::new(OriginPolicy::loopback(port)),
 //!     guard::middleware,
 //! ));
+//! # let _ = app;
 //! ```
 
 use std::sync::Arc;
