@@ -30,8 +30,8 @@ use mcp_schema::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, CreateTaskResult, DetailedTask,
     ErrorObject, ExtCreateTaskResult, ExtGetTaskResult, ExtTask, InputRequests, InputResponses,
     JsonObject, ListTasksResult, MissingRequiredClientCapabilityData, PaginatedRequestParams,
-    ResultType, Task, TaskIdParams, TaskMetadata, TaskResult, TaskStatus, TaskSupport,
-    UpdateTaskRequestParams, error_codes, methods,
+    ResultType, Task, TaskIdParams, TaskMetadata, TaskResult, TaskStatus, TaskSupport, error_codes,
+    methods,
 };
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -276,6 +276,11 @@ impl TaskEntry {
     /// Takes the answers to outstanding questions (others are ignored);
     /// once none is outstanding the task works again. Returns whether the
     /// task changed.
+    /// Whether the task waits for an answer under `key`.
+    pub(crate) fn waits_for(&self, key: &str) -> bool {
+        lock(&self.state).pending.contains_key(key)
+    }
+
     pub(crate) fn answer(&self, responses: InputResponses) -> bool {
         self.update(|s| {
             if s.status != TaskStatus::InputRequired {
@@ -710,11 +715,29 @@ impl Server {
             return self.list_tasks(owner, cursor.as_deref());
         }
         if method == methods::TASKS_UPDATE {
-            let update: UpdateTaskRequestParams = jsonrpc::from_params(params)?;
+            // Answers under keys the task does not wait for are ignored
+            // unread, as the extension asks; the awaited ones must be valid.
+            #[derive(serde::Deserialize)]
+            #[serde(rename_all = "camelCase")]
+            struct Update {
+                task_id: String,
+                #[serde(default)]
+                input_responses: JsonObject,
+            }
+            let update: Update = jsonrpc::from_params(params)?;
             let task = store
                 .get(&update.task_id, owner)
                 .ok_or_else(|| task_not_found(&update.task_id))?;
-            if task.answer(update.input_responses) {
+            let mut answers = mcp_schema::InputResponses::new();
+            for (key, value) in update.input_responses {
+                if task.waits_for(&key) {
+                    let answer = serde_json::from_value(value).map_err(|e| {
+                        ErrorObject::invalid_params(format!("inputResponses[{key:?}]: {e}"))
+                    })?;
+                    answers.insert(key, answer);
+                }
+            }
+            if task.answer(answers) {
                 self.task_changed(&task);
             }
             return to_result(&serde_json::json!({}));

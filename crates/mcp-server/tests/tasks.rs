@@ -778,12 +778,26 @@ async fn modern_task_asks_for_input_and_resumes() {
     assert_eq!(question["method"], "elicitation/create", "{task}");
     assert_eq!(question["params"]["message"], "Your name?");
 
-    // Unknown keys are ignored; the answer resumes the task.
+    // A malformed answer to what the task waits for is refused.
+    let (_, bad) = h
+        .exchange(
+            "tasks/update",
+            with_meta(
+                json!({"taskId": id, "inputResponses": {"name": 12345}}),
+                true,
+            ),
+        )
+        .await;
+    assert_eq!(error_code(&bad), -32602, "{bad}");
+
+    // Unknown keys are ignored unread, whatever they hold; the answer
+    // resumes the task.
     let ack = modern(
         &mut h,
         "tasks/update",
         json!({"taskId": id, "inputResponses": {
             "unrelated": {"action": "decline"},
+            "junk": 42,
             "name": {"action": "accept", "content": {"name": "Grace"}}
         }}),
     )

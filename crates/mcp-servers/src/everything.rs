@@ -786,7 +786,45 @@ fn task_tools() -> Vec<ToolDef> {
             },
         )
         .task_support(TaskSupport::Optional),
+        ToolDef::new(
+            "confirm_delete",
+            "Asks the user to confirm deleting a file (may run as a task that waits for input)",
+            |args: FilenameArgs, ctx: Context| async move {
+                let schema = json!({"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]});
+                let answer = ctx.elicit("confirm", form(&format!("Delete {}?", args.filename), schema)).await?;
+                let confirmed = accepted(&answer, "confirm").is_some_and(|v| v == "true");
+                text_result(if confirmed {
+                    format!("Deleted {}", args.filename)
+                } else {
+                    format!("Kept {}", args.filename)
+                })
+            },
+        )
+        .task_support(TaskSupport::Optional),
+        ToolDef::new(
+            "multi_input",
+            "Asks two questions at once (may run as a task that waits for input)",
+            |_: NoArguments, ctx: Context| async move {
+                let (first, second) = tokio::join!(
+                    ctx.elicit("first", name_form("First value?", "value")),
+                    ctx.elicit("second", name_form("Second value?", "value")),
+                );
+                let (first, second) = (first?, second?);
+                text_result(format!(
+                    "{} and {}",
+                    accepted(&first, "value").unwrap_or_default(),
+                    accepted(&second, "value").unwrap_or_default()
+                ))
+            },
+        )
+        .task_support(TaskSupport::Optional),
     ]
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct FilenameArgs {
+    /// The file to delete.
+    filename: String,
 }
 
 fn format_number(value: f64) -> String {
@@ -1015,8 +1053,15 @@ mod tests {
             .collect();
         assert_eq!(names[0], "test_simple_text");
         assert_eq!(
-            names[names.len() - 4..],
-            ["greet", "slow_compute", "failing_job", "protocol_error_job"]
+            names[names.len() - 6..],
+            [
+                "greet",
+                "slow_compute",
+                "failing_job",
+                "protocol_error_job",
+                "confirm_delete",
+                "multi_input"
+            ]
         );
 
         let greet = client.call("greet", json!({"name": "Ada"})).await;
