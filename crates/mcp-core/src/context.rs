@@ -3,7 +3,6 @@
 //! the peer.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use mcp_schema::jsonrpc::RequestId;
 use mcp_schema::{
@@ -149,10 +148,5 @@ impl Progress {
                 .unwrap_or_else(|p| p.into_inner())
                 .finished = true;
         }
-    }
-
-    /// The minimum spacing of sustained updates.
-    pub fn min_interval() -> Duration {
-        Duration::from_secs_f64(1.0 / PROGRESS_RATE)
     }
 }

@@ -204,7 +204,8 @@ async fn handle_post(
             ErrorObject::invalid_request("Accept must list application/json and text/event-stream");
         return error_response(StatusCode::NOT_ACCEPTABLE, None, &error);
     }
-    let Ok(text) = String::from_utf8(body.to_vec()) else {
+    // Takes the buffer over without a copy when the body is its only owner.
+    let Ok(text) = String::from_utf8(Vec::from(body)) else {
         return error_response(
             StatusCode::BAD_REQUEST,
             None,

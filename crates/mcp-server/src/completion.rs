@@ -4,8 +4,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use mcp_schema::{CompleteResult, MAX_COMPLETION_VALUES};
-
 /// Suggests values for `(typed so far, other arguments)`.
 pub type Completer = Arc<dyn Fn(&str, &BTreeMap<String, String>) -> Vec<String> + Send + Sync>;
 
@@ -25,11 +23,4 @@ where
             .cloned()
             .collect()
     })
-}
-
-/// The result for a full list of suggestions: at most 100 values, with the
-/// total and whether more exist.
-pub fn result(values: Vec<String>) -> CompleteResult {
-    debug_assert_eq!(MAX_COMPLETION_VALUES, 100);
-    CompleteResult::from_values(values)
 }

@@ -13,22 +13,22 @@ use mcp_core::{
 };
 use mcp_schema::jsonrpc::{self, RequestId};
 use mcp_schema::{
-    CacheScope, CallToolRequestParams, CallToolResult, CompleteRequestParams, CompletionReference,
-    ContentBlock, ErrorObject, GetPromptRequestParams, Implementation, InputRequiredResult,
-    ListChangedCapability, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, LoggingLevel, Meta, NotificationParams, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, ResourceRequestParams,
-    ResourceUpdatedNotificationParams, ResourcesCapability, ServerCapabilities,
-    SetLevelRequestParams, SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams,
-    SubscriptionsListenRequestParams, TaskNotificationParams, TaskRequestsCapability,
-    TaskStatusNotificationParams, TaskToolsRequests, TasksCapability, methods,
+    CacheScope, CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
+    CompletionReference, ContentBlock, ErrorObject, GetPromptRequestParams, Implementation,
+    InputRequiredResult, ListChangedCapability, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, LoggingLevel, Meta, NotificationParams,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult,
+    ResourceRequestParams, ResourceUpdatedNotificationParams, ResourcesCapability,
+    ServerCapabilities, SetLevelRequestParams, SubscriptionFilter,
+    SubscriptionsAcknowledgedNotificationParams, SubscriptionsListenRequestParams,
+    TaskNotificationParams, TaskRequestsCapability, TaskStatusNotificationParams,
+    TaskToolsRequests, TasksCapability, methods,
 };
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::compat;
-use crate::completion;
 use crate::context::{Context, HandlerError, InputRound};
 use crate::cursor::{Signer, page};
 use crate::prompt::PromptDef;
@@ -776,7 +776,7 @@ impl Server {
         let values = completer
             .map(|c| c(&params.argument.value, &context))
             .unwrap_or_default();
-        to_result(&completion::result(values))
+        to_result(&CompleteResult::from_values(values))
     }
 
     async fn listen(
