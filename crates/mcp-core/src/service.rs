@@ -3,8 +3,10 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use mcp_schema::ErrorObject;
+use mcp_schema::header_params::HeaderParam;
 use mcp_schema::jsonrpc::Notification;
 use serde_json::value::RawValue;
 
@@ -58,5 +60,13 @@ pub trait Service: Send + Sync + 'static {
     /// The session ended.
     fn session_closed(&self, peer: &Peer) {
         let _ = peer;
+    }
+
+    /// The arguments of tool `name` that clients mirror into
+    /// `Mcp-Param-*` headers (`x-mcp-header`), for transports that check
+    /// them against the body. `None`: no such tool, or nothing mirrored.
+    fn tool_header_params(&self, name: &str) -> Option<Arc<[HeaderParam]>> {
+        let _ = name;
+        None
     }
 }

@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{HttpConfig, ResponseMode};
+use crate::headers::check_headers;
 use crate::session::{Delivery, ResumeOutcome, SessionLimit, SessionManager, StreamGuard};
 use crate::sse;
 
@@ -130,7 +131,7 @@ fn bad_request(message: impl std::fmt::Display) -> Response {
     )
 }
 
-fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub(crate) fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
@@ -309,90 +310,6 @@ async fn post_to_session(
     respond(endpoint, receiver, Some(guard), Era::Legacy).await
 }
 
-/// The part of 2026-07-28 request params the HTTP layer checks against the
-/// headers.
-#[derive(Deserialize, Default)]
-struct HeaderProbe {
-    #[serde(rename = "_meta", default)]
-    meta: Option<MetaProbe>,
-    #[serde(default)]
-    name: Option<serde_json::Value>,
-    #[serde(default)]
-    uri: Option<serde_json::Value>,
-    #[serde(rename = "taskId", default)]
-    task_id: Option<serde_json::Value>,
-}
-
-#[derive(Deserialize, Default)]
-struct MetaProbe {
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default)]
-    protocol_version: Option<serde_json::Value>,
-    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", default)]
-    client_capabilities: Option<serde_json::Value>,
-}
-
-/// 2026-07-28: the headers must agree with the body. Requests whose
-/// per-request `_meta` is incomplete are left to the engine, which answers
-/// them with -32602 first, as the specification orders the checks.
-fn check_headers(headers: &HeaderMap, frame: &Frame) -> Result<(), ErrorObject> {
-    let Frame::Single(Message::Request(request)) = frame else {
-        return Ok(());
-    };
-    let probe: HeaderProbe = request
-        .params
-        .as_deref()
-        .and_then(|p| serde_json::from_str(p.get()).ok())
-        .unwrap_or_default();
-    let Some(meta) = probe.meta else {
-        return Ok(());
-    };
-    let (Some(version), Some(_)) = (meta.protocol_version, meta.client_capabilities) else {
-        return Ok(());
-    };
-    let mismatch = |what: String| {
-        Err(ErrorObject::new(
-            error_codes::HEADER_MISMATCH,
-            format!("Header mismatch: {what}"),
-        ))
-    };
-    let body_version = version.as_str().unwrap_or_default();
-    match header_str(headers, PROTOCOL_VERSION) {
-        Some(h) if h == body_version => {}
-        Some(h) => {
-            return mismatch(format!(
-                "MCP-Protocol-Version {h:?} does not match _meta {body_version:?}"
-            ));
-        }
-        None => return mismatch("MCP-Protocol-Version header is missing".into()),
-    }
-    match header_str(headers, METHOD) {
-        Some(h) if h == request.method => {}
-        Some(h) => {
-            return mismatch(format!(
-                "Mcp-Method {h:?} does not match body method {:?}",
-                request.method
-            ));
-        }
-        None => return mismatch("Mcp-Method header is missing".into()),
-    }
-    let named = match request.method.as_str() {
-        methods::TOOLS_CALL | methods::PROMPTS_GET => probe.name,
-        methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => probe.task_id,
-        methods::RESOURCES_READ => probe.uri,
-        _ => None,
-    };
-    if let Some(name) = named.as_ref().and_then(|n| n.as_str()) {
-        match header_str(headers, NAME) {
-            Some(h) if h == name => {}
-            Some(h) => {
-                return mismatch(format!("Mcp-Name {h:?} does not match body value {name:?}"));
-            }
-            None => return mismatch("Mcp-Name header is missing".into()),
-        }
-    }
-    Ok(())
-}
-
 /// A stateless (2026-07-28) request: a short-lived engine session for this
 /// one message.
 async fn post_stateless(
@@ -401,7 +318,7 @@ async fn post_stateless(
     frame: Frame,
     text: String,
 ) -> Response {
-    if let Err(error) = check_headers(headers, &frame) {
+    if let Err(error) = check_headers(headers, &frame, endpoint.service.as_ref()) {
         let id = request_ids(&frame).into_iter().next();
         return error_response(StatusCode::BAD_REQUEST, id.as_ref(), &error);
     }

@@ -16,6 +16,7 @@ mod config;
 mod endpoint;
 pub mod event_store;
 pub mod guard;
+mod headers;
 mod serve;
 mod session;
 pub mod sse;

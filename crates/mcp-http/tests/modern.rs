@@ -206,6 +206,134 @@ async fn header_mismatch() {
     }
 }
 
+/// Extra headers of one request.
+type Headers = &'static [(&'static str, &'static str)];
+
+/// `region_query` mirrors `region` into `Mcp-Param-Region` and `shard`
+/// into `Mcp-Param-Shard`: the headers must agree with the arguments.
+#[tokio::test]
+async fn tool_parameter_headers() {
+    let server = TestServer::start(|c| c).await;
+    let tools = ok(&server, "tools/list", json!({})).await;
+    let listed = tools["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "region_query"))
+        .expect("region_query is listed");
+    assert_eq!(
+        listed["inputSchema"]["properties"]["region"]["x-mcp-header"],
+        "Region"
+    );
+    let call = |arguments: Value, headers: &[(&'static str, &'static str)]| {
+        let id = json!(server.id());
+        let params = json!({"name": "region_query", "arguments": arguments});
+        let (mut map, body) = modern_parts(id.clone(), "tools/call", params, json!({}));
+        for (name, value) in headers {
+            map.insert(*name, HeaderValue::from_static(value));
+        }
+        let request = server.post().headers(map);
+        let server = &server;
+        async move { (id, server.send(request, &body).await) }
+    };
+    let accepted: [(Value, Headers, &str); 5] = [
+        (
+            json!({"region": "eu-west"}),
+            &[("mcp-param-region", "eu-west")],
+            "region eu-west: ",
+        ),
+        // Base64 is decoded; header names are case-insensitive.
+        (
+            json!({"region": "Hello, 世界"}),
+            &[("MCP-PARAM-REGION", "=?base64?SGVsbG8sIOS4lueVjA==?=")],
+            "region Hello, 世界: ",
+        ),
+        // A value that only looks half like Base64 is literal.
+        (
+            json!({"region": "=?base64?SGVsbG8="}),
+            &[("mcp-param-region", "=?base64?SGVsbG8=")],
+            "region =?base64?SGVsbG8=: ",
+        ),
+        // Integers compare as numbers.
+        (
+            json!({"region": "eu", "shard": 42}),
+            &[("mcp-param-region", "eu"), ("mcp-param-shard", "42.0")],
+            "region eu, shard 42: ",
+        ),
+        // A null argument needs no header.
+        (
+            json!({"region": "eu", "shard": null}),
+            &[("mcp-param-region", "eu")],
+            "region eu: ",
+        ),
+    ];
+    for (arguments, headers, text) in accepted {
+        let (_, reply) = call(arguments.clone(), headers).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::OK,
+            "{arguments} {headers:?}: {reply:?}"
+        );
+        assert_eq!(
+            reply.body["result"]["content"][0]["text"], text,
+            "{reply:?}"
+        );
+    }
+    let refused: [(Value, Headers, &str); 6] = [
+        (json!({"region": "eu"}), &[], "missing"),
+        (
+            json!({"region": "eu"}),
+            &[("mcp-param-region", "us")],
+            "does not match",
+        ),
+        (
+            json!({"region": "Hello"}),
+            &[("mcp-param-region", "=?base64?SGVsbG8?=")],
+            "Base64",
+        ),
+        (
+            json!({"region": "Hello"}),
+            &[("mcp-param-region", "=?base64?SGVs!!!bG8=?=")],
+            "Base64",
+        ),
+        (
+            json!({"region": "eu", "shard": 7}),
+            &[("mcp-param-region", "eu"), ("mcp-param-shard", "8")],
+            "Mcp-Param-Shard",
+        ),
+        // A header for an argument the body does not have.
+        (
+            json!({"region": "eu"}),
+            &[("mcp-param-region", "eu"), ("mcp-param-shard", "1")],
+            "absent",
+        ),
+    ];
+    for (arguments, headers, message) in refused {
+        let (id, reply) = call(arguments.clone(), headers).await;
+        let error = expect_error(&reply, StatusCode::BAD_REQUEST, -32020, &id);
+        assert!(
+            error["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(message)),
+            "{arguments} {headers:?}: {error}"
+        );
+    }
+    // Non-ASCII bytes in a header value are refused, not mangled.
+    let id = json!(server.id());
+    let params = json!({"name": "region_query", "arguments": {"region": "café"}});
+    let (mut map, body) = modern_parts(id.clone(), "tools/call", params, json!({}));
+    map.insert(
+        "mcp-param-region",
+        HeaderValue::from_bytes("café".as_bytes()).expect("obs-text is a valid header value"),
+    );
+    let reply = server.send(server.post().headers(map), &body).await;
+    let error = expect_error(&reply, StatusCode::BAD_REQUEST, -32020, &id);
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("invalid characters")),
+        "{error}"
+    );
+}
+
 #[tokio::test]
 async fn missing_meta() {
     let server = TestServer::start(|c| c).await;

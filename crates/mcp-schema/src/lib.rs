@@ -7,6 +7,7 @@
 //!   some revisions have are `Option`s).
 //! - [`methods`] and [`meta`]: method names and reserved `_meta` keys.
 //! - [`envelope`]: typed JSON-RPC envelopes for building whole messages.
+//! - [`header_params`]: tool arguments mirrored into HTTP headers.
 //! - `validation` (feature `validation`): checks JSON against the official
 //!   schema of a revision.
 //!
@@ -26,6 +27,7 @@ pub mod elicitation;
 pub mod envelope;
 pub mod error_codes;
 pub mod errors;
+pub mod header_params;
 pub mod input;
 pub mod jsonrpc;
 pub mod lifecycle;

@@ -35,6 +35,10 @@ pub enum HandlerError {
     /// The client must answer the input requests recorded on the context
     /// first (modern era). Produced by [`Context::elicit`] and friends.
     InputRequired,
+    /// The call should go on as a task from here (a
+    /// [`deferred_task`](crate::ToolDef::deferred_task) tool). Produced by
+    /// [`Context::continue_as_task`].
+    ContinueAsTask,
 }
 
 impl HandlerError {
@@ -67,6 +71,7 @@ impl std::fmt::Display for HandlerError {
             HandlerError::Failed(m) => f.write_str(m),
             HandlerError::Protocol(e) => write!(f, "{e}"),
             HandlerError::InputRequired => f.write_str("input required from the client"),
+            HandlerError::ContinueAsTask => f.write_str("the call continues as a task"),
         }
     }
 }
@@ -80,6 +85,7 @@ pub struct Context {
     pub request: RequestContext,
     server: Server,
     round: Arc<InputRound>,
+    task_deferred: bool,
 }
 
 /// The modern-era exchange of one request: answers received so far, what
@@ -198,6 +204,30 @@ impl Context {
             request,
             server,
             round: Arc::new(round),
+            task_deferred: false,
+        }
+    }
+
+    /// Marks a call whose task has been deferred until the handler calls
+    /// [`Context::continue_as_task`].
+    pub(crate) fn with_task_deferred(mut self) -> Self {
+        self.task_deferred = true;
+        self
+    }
+
+    /// For a [`deferred_task`](crate::ToolDef::deferred_task) tool: the
+    /// point where the call becomes a task. When the call is still an
+    /// ordinary request that could run as a task, this returns
+    /// [`HandlerError::ContinueAsTask`] (pass it on with `?`): the client
+    /// gets the task's handle at once and the handler runs again inside the
+    /// task, with every answer gathered so far, where this returns `Ok`.
+    /// Everywhere else (already a task, or a client without tasks) it
+    /// returns `Ok` and the handler simply goes on.
+    pub fn continue_as_task(&self) -> Result<(), HandlerError> {
+        if self.task_deferred {
+            Err(HandlerError::ContinueAsTask)
+        } else {
+            Ok(())
         }
     }
 

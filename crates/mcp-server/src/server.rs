@@ -11,6 +11,7 @@ use mcp_core::{
     BoxFuture, HandlerResult, IncomingRequest, Peer, RequestContext, Role, ServerIdentity, Service,
     SessionConfig, Transport,
 };
+use mcp_schema::header_params::HeaderParam;
 use mcp_schema::jsonrpc::{self, RequestId};
 use mcp_schema::{
     CacheScope, CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
@@ -611,6 +612,9 @@ impl Server {
             Err(HandlerError::InputRequired) => Err(ErrorObject::internal(
                 "handler asked for input without a question",
             )),
+            Err(HandlerError::ContinueAsTask) => Err(ErrorObject::internal(
+                "only a deferred-task tool can continue as a task",
+            )),
             Err(HandlerError::Protocol(e)) => Err(e),
             Err(HandlerError::Failed(message)) => on_failure(message),
         }
@@ -641,17 +645,33 @@ impl Server {
                 Err(ErrorObject::invalid_params(message))
             };
         }
-        if let CallMode::Task(ttl) = mode {
-            return self.start_task(tool, args, &params, ttl, ctx);
-        }
+        // A deferred task starts as an ordinary request (2026-07-28 only:
+        // in 2025-11-25 the client asked for a task and gets one at once).
+        let deferred = match mode {
+            CallMode::Task(ttl) if tool.deferred_task && !revision.has_core_tasks() => Some(ttl),
+            CallMode::Task(ttl) => return self.start_task(tool, args, &params, ttl, ctx),
+            CallMode::Direct => None,
+        };
         let purpose = format!("tools/call:{}", params.name);
-        let ctx = self.context(
+        let mut ctx = self.context(
             ctx,
             &purpose,
             params.request_state.as_deref(),
             params.input_responses,
         )?;
-        let outcome = (tool.handler)(args, ctx.clone()).await.map(|mut result| {
+        let task_args = deferred.map(|_| args.clone());
+        if deferred.is_some() {
+            ctx = ctx.with_task_deferred();
+        }
+        let outcome = (tool.handler)(args, ctx.clone()).await;
+        if let (Err(HandlerError::ContinueAsTask), Some(ttl), Some(args)) =
+            (&outcome, deferred, task_args)
+        {
+            let (_, state, responses) = ctx.round().suspend();
+            let round = InputRound::resume(responses, state);
+            return self.launch_task(tool, args, ttl, ctx.request, round);
+        }
+        let outcome = outcome.map(|mut result| {
             if !revision.has_structured_output() {
                 result.structured_content = None;
             }
@@ -889,5 +909,13 @@ impl Service for Server {
         if let Some(owner) = TaskOwner::of_session(peer) {
             self.inner.tasks.forget_owner(owner);
         }
+    }
+
+    fn tool_header_params(&self, name: &str) -> Option<Arc<[HeaderParam]>> {
+        self.read_catalog()
+            .tools
+            .iter()
+            .find(|t| t.tool.name == name)
+            .and_then(|t| t.header_params.clone())
     }
 }

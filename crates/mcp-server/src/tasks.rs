@@ -651,7 +651,6 @@ impl Server {
         ttl: Option<Duration>,
         ctx: RequestContext,
     ) -> HandlerResult {
-        let modern = !ctx.revision.is_legacy();
         let round = if ctx.revision.uses_input_required() {
             let purpose = format!("tools/call:{}", params.name);
             InputRound::open(
@@ -663,6 +662,20 @@ impl Server {
         } else {
             InputRound::default()
         };
+        self.launch_task(tool, args, ttl, ctx, round)
+    }
+
+    /// Creates the task, runs the tool in it from `round` on, and answers
+    /// with the task's handle.
+    pub(crate) fn launch_task(
+        &self,
+        tool: Arc<ToolDef>,
+        args: JsonObject,
+        ttl: Option<Duration>,
+        ctx: RequestContext,
+        round: InputRound,
+    ) -> HandlerResult {
+        let modern = !ctx.revision.is_legacy();
         let owner = TaskOwner::of(&ctx);
         let notify = (!modern).then(|| ctx.peer.related_to(None));
         let entry = self.task_store().create(owner, modern, ttl, notify)?;
@@ -891,7 +904,7 @@ async fn run_task(
                 round = InputRound::resume(responses, state);
                 continue;
             }
-            Err(HandlerError::InputRequired) => {
+            Err(HandlerError::InputRequired | HandlerError::ContinueAsTask) => {
                 let error = ErrorObject::internal("handler asked for input without a question");
                 let message = error.message.clone();
                 (TaskStatus::Failed, Outcome::Error(error), Some(message))

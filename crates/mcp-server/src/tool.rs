@@ -6,6 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use mcp_core::BoxFuture;
+use mcp_schema::header_params::{HeaderParam, header_params};
 use mcp_schema::{CallToolResult, JsonObject, TaskSupport, Tool, ToolAnnotations, ToolExecution};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -28,6 +29,8 @@ pub struct ToolDef {
     pub(crate) tool: Tool,
     pub(crate) validator: Option<Arc<jsonschema::Validator>>,
     pub(crate) handler: Arc<ToolFn>,
+    pub(crate) header_params: Option<Arc<[HeaderParam]>>,
+    pub(crate) deferred_task: bool,
 }
 
 impl std::fmt::Debug for ToolDef {
@@ -143,10 +146,20 @@ impl ToolDef {
                 None
             }
         };
+        let header_params = match header_params(&schema) {
+            Ok(params) if params.is_empty() => None,
+            Ok(params) => Some(params.into()),
+            Err(e) => {
+                tracing::warn!(tool = %tool.name, "{e}; clients on HTTP will refuse this tool");
+                None
+            }
+        };
         ToolDef {
             tool,
             validator,
             handler: Arc::new(move |args, ctx| Box::pin(handler(args, ctx))),
+            header_params,
+            deferred_task: false,
         }
     }
 
@@ -171,6 +184,15 @@ impl ToolDef {
         self.tool.execution = Some(ToolExecution {
             task_support: Some(support),
         });
+        self
+    }
+
+    /// Lets a call that would run as a task (2026-07-28, client declared
+    /// the tasks extension) start as an ordinary request instead: it
+    /// gathers input in `input_required` rounds and becomes a task only
+    /// when the handler calls [`Context::continue_as_task`].
+    pub fn deferred_task(mut self) -> Self {
+        self.deferred_task = true;
         self
     }
 

@@ -41,6 +41,7 @@ pub fn server() -> Server {
         .chain(input_required_tools())
         .chain(showcase_tools())
         .chain(task_tools())
+        .chain([region_query()])
     {
         builder = builder.tool(tool);
     }
@@ -818,7 +819,49 @@ fn task_tools() -> Vec<ToolDef> {
             },
         )
         .task_support(TaskSupport::Optional),
+        ToolDef::new(
+            "test_tool_with_task",
+            "Asks for your name, then continues as a task that greets you (2026-07-28: the question comes first, synchronously)",
+            |_: NoArguments, ctx: Context| async move {
+                let answer = ctx.elicit("user_name", name_form("What is your name?", "name")).await?;
+                ctx.continue_as_task()?;
+                let name = accepted(&answer, "name").unwrap_or_else(|| "stranger".to_owned());
+                text_result(format!("Hello, {name}!"))
+            },
+        )
+        .task_support(TaskSupport::Required)
+        .deferred_task(),
     ]
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct RegionArgs {
+    /// Where the query runs; mirrored into the `Mcp-Param-Region` header.
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
+    /// Which shard; mirrored into the `Mcp-Param-Shard` header.
+    #[serde(default)]
+    #[schemars(extend("x-mcp-header" = "Shard"))]
+    shard: Option<i64>,
+    /// The query.
+    #[serde(default)]
+    query: Option<String>,
+}
+
+/// A tool with header-mirrored arguments (2026-07-28 `x-mcp-header`).
+fn region_query() -> ToolDef {
+    ToolDef::new(
+        "region_query",
+        "Runs a query in a region (region and shard travel in Mcp-Param-* headers over HTTP)",
+        |args: RegionArgs, _| async move {
+            let shard = args
+                .shard
+                .map(|s| format!(", shard {s}"))
+                .unwrap_or_default();
+            let query = args.query.unwrap_or_default();
+            text_result(format!("region {}{shard}: {query}", args.region))
+        },
+    )
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -998,7 +1041,7 @@ mod tests {
             params["_meta"] = json!({
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28",
                 "io.modelcontextprotocol/clientCapabilities":
-                    {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+                    {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
             });
             let id = self.next_id;
             self.next_id += 1;
@@ -1053,14 +1096,16 @@ mod tests {
             .collect();
         assert_eq!(names[0], "test_simple_text");
         assert_eq!(
-            names[names.len() - 6..],
+            names[names.len() - 8..],
             [
                 "greet",
                 "slow_compute",
                 "failing_job",
                 "protocol_error_job",
                 "confirm_delete",
-                "multi_input"
+                "multi_input",
+                "test_tool_with_task",
+                "region_query"
             ]
         );
 
@@ -1100,5 +1145,41 @@ mod tests {
         let broken = client.call("protocol_error_job", json!({})).await;
         let failed = client.poll(&broken["taskId"], "failed").await;
         assert!(failed["error"]["code"].is_i64() && failed.get("result").is_none());
+    }
+
+    /// A deferred task: the question is asked synchronously, the task only
+    /// starts once it is answered, and its result uses the answer.
+    #[tokio::test]
+    async fn input_before_task() {
+        let (mut client, _session) = Client::start();
+        let asked = client.call("test_tool_with_task", json!({})).await;
+        assert_eq!(asked["resultType"], "input_required", "{asked}");
+        assert!(asked.get("taskId").is_none(), "{asked}");
+        assert_eq!(
+            asked["inputRequests"]["user_name"]["method"], "elicitation/create",
+            "{asked}"
+        );
+        let answer = json!({"action": "accept", "content": {"name": "Alice"}});
+        let params = json!({
+            "name": "test_tool_with_task",
+            "arguments": {},
+            "inputResponses": {"user_name": answer},
+            "requestState": asked["requestState"],
+        });
+        let created = client.request("tools/call", params.clone()).await["result"].clone();
+        assert_eq!(created["resultType"], "task", "{created}");
+        assert!(created.get("requestState").is_none(), "{created}");
+        assert!(created.get("inputRequests").is_none(), "{created}");
+        let done = client.poll(&created["taskId"], "completed").await;
+        assert_eq!(
+            done["result"]["content"][0]["text"], "Hello, Alice!",
+            "{done}"
+        );
+
+        // A tampered state is refused before any task exists.
+        let mut forged = params;
+        forged["requestState"] = json!("forged");
+        let refused = client.request("tools/call", forged).await;
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
     }
 }

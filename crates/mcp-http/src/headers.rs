@@ -1,0 +1,152 @@
+//! 2026-07-28: the request metadata headers (`MCP-Protocol-Version`,
+//! `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`) must agree with the body; a
+//! disagreement is answered 400 with -32020 (`HeaderMismatch`).
+
+use axum::http::HeaderMap;
+use mcp_core::Service;
+use mcp_schema::header_params::decode_header_value;
+use mcp_schema::jsonrpc::{ErrorObject, Frame, Message};
+use mcp_schema::{JsonObject, error_codes, methods};
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::endpoint::{METHOD, NAME, PROTOCOL_VERSION, header_str};
+
+/// The part of 2026-07-28 request params checked against the headers.
+#[derive(Deserialize, Default)]
+struct HeaderProbe {
+    #[serde(rename = "_meta", default)]
+    meta: Option<MetaProbe>,
+    #[serde(default)]
+    name: Option<Value>,
+    #[serde(default)]
+    uri: Option<Value>,
+    #[serde(rename = "taskId", default)]
+    task_id: Option<Value>,
+    /// Kept raw: parsed only for a tool with header-mirrored arguments.
+    #[serde(default)]
+    arguments: Option<Box<RawValue>>,
+}
+
+#[derive(Deserialize, Default)]
+struct MetaProbe {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default)]
+    protocol_version: Option<Value>,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", default)]
+    client_capabilities: Option<Value>,
+}
+
+fn mismatch(what: impl std::fmt::Display) -> ErrorObject {
+    ErrorObject::new(
+        error_codes::HEADER_MISMATCH,
+        format!("Header mismatch: {what}"),
+    )
+}
+
+/// Checks a 2026-07-28 request's headers against its body. Requests whose
+/// per-request `_meta` is incomplete are left to the engine, which answers
+/// them with -32602 first, as the specification orders the checks.
+pub(crate) fn check_headers(
+    headers: &HeaderMap,
+    frame: &Frame,
+    service: &dyn Service,
+) -> Result<(), ErrorObject> {
+    let Frame::Single(Message::Request(request)) = frame else {
+        return Ok(());
+    };
+    let probe: HeaderProbe = request
+        .params
+        .as_deref()
+        .and_then(|p| serde_json::from_str(p.get()).ok())
+        .unwrap_or_default();
+    let Some(meta) = probe.meta else {
+        return Ok(());
+    };
+    let (Some(version), Some(_)) = (meta.protocol_version, meta.client_capabilities) else {
+        return Ok(());
+    };
+    let body_version = version.as_str().unwrap_or_default();
+    match header_str(headers, PROTOCOL_VERSION) {
+        Some(h) if h == body_version => {}
+        Some(h) => {
+            return Err(mismatch(format!(
+                "MCP-Protocol-Version {h:?} does not match _meta {body_version:?}"
+            )));
+        }
+        None => return Err(mismatch("MCP-Protocol-Version header is missing")),
+    }
+    match header_str(headers, METHOD) {
+        Some(h) if h == request.method => {}
+        Some(h) => {
+            return Err(mismatch(format!(
+                "Mcp-Method {h:?} does not match body method {:?}",
+                request.method
+            )));
+        }
+        None => return Err(mismatch("Mcp-Method header is missing")),
+    }
+    let named = match request.method.as_str() {
+        methods::TOOLS_CALL | methods::PROMPTS_GET => probe.name.as_ref(),
+        methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => {
+            probe.task_id.as_ref()
+        }
+        methods::RESOURCES_READ => probe.uri.as_ref(),
+        _ => None,
+    };
+    if let Some(name) = named.and_then(Value::as_str) {
+        check_name(headers, name)?;
+        if request.method == methods::TOOLS_CALL {
+            check_params(headers, service, name, probe.arguments.as_deref())?;
+        }
+    }
+    Ok(())
+}
+
+/// `Mcp-Name` against the body's name, URI or task id (decoded first when
+/// it is Base64).
+fn check_name(headers: &HeaderMap, name: &str) -> Result<(), ErrorObject> {
+    let Some(raw) = headers.get(NAME) else {
+        return Err(mismatch("Mcp-Name header is missing"));
+    };
+    let header = raw
+        .to_str()
+        .map_err(|_| mismatch("Mcp-Name contains invalid characters"))
+        .and_then(|h| decode_header_value(h).map_err(|e| mismatch(format!("Mcp-Name: {e}"))))?;
+    if header != name {
+        return Err(mismatch(format!(
+            "Mcp-Name {:?} does not match body value {name:?}",
+            header.as_ref()
+        )));
+    }
+    Ok(())
+}
+
+/// The tool's `Mcp-Param-*` headers against its arguments.
+fn check_params(
+    headers: &HeaderMap,
+    service: &dyn Service,
+    tool: &str,
+    arguments: Option<&RawValue>,
+) -> Result<(), ErrorObject> {
+    let Some(params) = service.tool_header_params(tool) else {
+        return Ok(());
+    };
+    // Arguments that are not an object are the engine's to refuse.
+    let arguments: JsonObject = arguments
+        .and_then(|raw| serde_json::from_str(raw.get()).ok())
+        .unwrap_or_default();
+    for param in params.iter() {
+        let header = match headers.get(param.header_name()) {
+            None => None,
+            Some(value) => Some(value.to_str().map_err(|_| {
+                mismatch(format!(
+                    "{} contains invalid characters",
+                    param.header_name()
+                ))
+            })?),
+        };
+        param.check(header, &arguments).map_err(mismatch)?;
+    }
+    Ok(())
+}
