@@ -155,6 +155,23 @@ pub struct Negotiated {
 }
 
 impl Negotiated {
+    /// What a client learned about a server of `revision` (from
+    /// `initialize` or `server/discover`).
+    pub fn for_client(
+        revision: ProtocolVersion,
+        client: &ClientIdentity,
+        server_info: Option<Implementation>,
+        server_capabilities: ServerCapabilities,
+    ) -> Self {
+        Negotiated {
+            revision: Some(revision),
+            client_info: Some(client.info.clone()),
+            client_capabilities: client.capabilities.clone(),
+            server_info,
+            server_capabilities,
+        }
+    }
+
     /// The outcome of a legacy handshake, seen from the client.
     pub fn from_initialize(
         revision: ProtocolVersion,
@@ -813,6 +830,11 @@ fn complete_result(raw: Box<RawValue>, server_meta: Option<&str>) -> Box<RawValu
     if !body.starts_with('{') || body[1..].trim_start().starts_with("\"resultType\"") {
         return raw;
     }
+    // Elsewhere in the object? Only a text that mentions the key needs the
+    // (slower) look at its top-level members.
+    if text.contains("\"resultType\"") && has_result_type(text) {
+        return raw;
+    }
     let rest = body[1..].trim_start();
     let mut joined = String::with_capacity(text.len() + 32 + server_meta.map_or(0, str::len));
     joined.push_str("{\"resultType\":\"complete\"");
@@ -825,6 +847,16 @@ fn complete_result(raw: Box<RawValue>, server_meta: Option<&str>) -> Box<RawValu
     }
     joined.push_str(rest);
     RawValue::from_string(joined).unwrap_or(raw)
+}
+
+/// Whether a result object has a top-level `resultType` member.
+fn has_result_type(text: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        #[serde(rename = "resultType", default)]
+        result_type: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_str::<Probe>(text).is_ok_and(|p| p.result_type.is_some())
 }
 
 /// The `_meta` member that names the server on modern-era results.
@@ -844,6 +876,14 @@ mod tests {
     #[test]
     fn result_type_is_added_once() {
         let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
+        // Present after other members: kept as it is.
+        let task = r#"{"_meta":{},"resultType":"task","taskId":"t"}"#;
+        assert_eq!(complete_result(raw(task), None).get(), task);
+        // Only mentioned inside a value: still added.
+        assert_eq!(
+            complete_result(raw(r#"{"text":"\"resultType\""}"#), None).get(),
+            r#"{"resultType":"complete","text":"\"resultType\""}"#
+        );
         let with_result_type = |r| complete_result(r, None);
         let meta = r#""_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}"#;
         assert_eq!(

@@ -1,0 +1,44 @@
+//! The MCP client: one connection to one server over any transport.
+//!
+//! - [`ClientBuilder`]: the client's identity, the handlers for what a
+//!   server may ask (sampling, elicitation, roots), the era, then
+//!   [`connect`](ClientBuilder::connect) over an `mcp_core::Transport`
+//!   (stdio child, Streamable HTTP, WebSocket, in memory).
+//! - [`Client`]: a typed call for every server feature, list helpers that
+//!   walk every page and honour the server's cache hints, per-call timeouts,
+//!   progress callbacks and cancellation (drop the future).
+//!
+//! Both eras look the same to the caller: with a legacy server the client
+//! runs `initialize` and answers the server's requests; with a 2026-07-28
+//! server it sends the per-request `_meta` and answers `input_required`
+//! results with the same handlers, round after round, until the result.
+//!
+//! ```
+//! # async fn run() -> Result<(), mcp_client::ClientError> {
+//! use std::sync::Arc;
+//! use serde_json::json;
+//!
+//! let server = mcp_servers::everything::server();
+//! let (server_side, client_side) = mcp_core::Transport::pair();
+//! let _running = mcp_core::serve(server_side, Arc::new(server.clone()), server.session_config());
+//!
+//! let client = mcp_client::Client::builder("example", "1.0").connect(client_side).await?;
+//! let result = client.call_tool("echo", json!({"text": "hi"})).await?;
+//! assert_eq!(result.content.len(), 1);
+//! client.close().await;
+//! # Ok(())
+//! # }
+//! # tokio::runtime::Runtime::new().unwrap().block_on(run()).unwrap();
+//! ```
+
+#![warn(missing_docs)]
+
+mod cache;
+mod client;
+mod error;
+mod handlers;
+mod listing;
+
+pub use client::{Client, ClientBuilder, EraChoice};
+pub use error::ClientError;
+pub use mcp_core::RequestOptions;
