@@ -1,9 +1,17 @@
 //! The `mcp` command: run, host, call and benchmark MCP servers.
 
+mod call;
+mod serve;
+mod target;
+mod terminal;
+
 use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
 
-/// Model Context Protocol tools: serve ready-made MCP servers.
+use call::ServerArgs;
+
+/// Model Context Protocol tools: serve ready-made MCP servers, call any
+/// MCP server.
 #[derive(Parser, Debug)]
 #[command(name = "mcp", version, about, long_about = None)]
 struct Cli {
@@ -34,6 +42,32 @@ enum Command {
         #[arg(long, value_name = "HOST_OR_ORIGIN")]
         allow: Vec<String>,
     },
+    /// Sends one request and prints its JSON result on stdout (errors on
+    /// stderr, non-zero exit). `tools/call NAME '{...}'` is accepted too.
+    Call {
+        #[command(flatten)]
+        server: ServerArgs,
+        /// The method, e.g. tools/list or resources/read.
+        method: String,
+        /// The params as one JSON object (for tools/call: the tool's name,
+        /// then its arguments as JSON).
+        params: Vec<String>,
+    },
+    /// Lists a server's tools as a table (`*` marks required arguments).
+    Tools {
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Calls one tool with key=value arguments (typed by the tool's
+    /// schema; JSON for numbers, booleans, objects) and prints its text.
+    Tool {
+        #[command(flatten)]
+        server: ServerArgs,
+        /// The tool's name.
+        name: String,
+        /// Its arguments, as key=value.
+        arguments: Vec<String>,
+    },
 }
 
 /// The built-in servers.
@@ -41,59 +75,6 @@ enum Command {
 enum BuiltIn {
     /// Every protocol feature, the conformance fixtures, `echo` and a calculator.
     Everything,
-}
-
-/// Serves `server` over Streamable HTTP until Ctrl-C or SIGTERM.
-async fn serve_http(
-    server: mcp_server::Server,
-    addr: std::net::SocketAddr,
-    allow: &[String],
-) -> Result<()> {
-    use anyhow::Context as _;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}"))?;
-    let local = listener.local_addr()?;
-    let mut policy = mcp_http::OriginPolicy::loopback(local.port());
-    for entry in allow {
-        policy = if entry == "*" {
-            mcp_http::OriginPolicy::any()
-        } else if entry.contains("://") {
-            policy.allow_origin(entry)
-        } else {
-            policy.allow_host(entry)
-        };
-    }
-    let config = mcp_http::HttpConfig::loopback(local.port()).origin_policy(policy);
-    let endpoint = mcp_http::McpEndpoint::new(
-        std::sync::Arc::new(server.clone()),
-        server.session_config(),
-        config,
-    );
-    println!("MCP endpoint: http://{local}/mcp");
-    mcp_http::serve(listener, endpoint, shutdown_signal()).await?;
-    Ok(())
-}
-
-/// Resolves on Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(term) => term,
-                Err(_) => return std::future::pending().await,
-            };
-        tokio::select! {
-            _ = interrupt => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = interrupt.await;
-    }
 }
 
 fn init_logging(filter: Option<&str>) {
@@ -109,9 +90,20 @@ fn init_logging(filter: Option<&str>) {
 }
 
 #[tokio::main]
-async fn main() -> Result<()> {
+async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     init_logging(cli.log.as_deref());
+    match run(cli).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("Error: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs one command.
+async fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Serve {
             server: BuiltIn::Everything,
@@ -126,8 +118,19 @@ async fn main() -> Result<()> {
             http: Some(addr),
             allow,
         } => {
-            serve_http(mcp_servers::everything::server(), addr, &allow).await?;
+            serve::serve_http(mcp_servers::everything::server(), addr, &allow).await?;
         }
+        Command::Call {
+            server,
+            method,
+            params,
+        } => call::call(&server, &method, &params).await?,
+        Command::Tools { server } => call::tools(&server).await?,
+        Command::Tool {
+            server,
+            name,
+            arguments,
+        } => call::tool(&server, &name, &arguments).await?,
     }
     Ok(())
 }

@@ -1,0 +1,326 @@
+//! `mcp call`, `mcp tools` and `mcp tool`: one request to a server, for
+//! scripts (JSON on stdout) and for people (tables and plain text).
+
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use mcp_client::{ClientError, EraChoice, RequestOptions};
+use mcp_schema::{CallToolResult, ProtocolVersion, Tool};
+use serde_json::{Map, Value};
+
+use crate::target::{Connection, Target};
+use crate::terminal::{Terminal, progress_bar};
+
+/// What every client command shares: the server, the era, the timeout.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServerArgs {
+    /// The server: an http(s):// or ws(s):// URL, or a command line run
+    /// as a child over stdio (e.g. "mcp serve everything").
+    #[arg(long, short = 's', value_name = "URL_OR_COMMAND")]
+    pub server: String,
+    /// The protocol era: auto (server/discover, else initialize), legacy,
+    /// modern, or a revision such as 2025-06-18.
+    #[arg(long, default_value = "auto", value_parser = parse_era)]
+    pub era: EraChoice,
+    /// Seconds to wait for the answer (progress extends the wait).
+    #[arg(long, default_value_t = 60.0)]
+    pub timeout: f64,
+}
+
+/// Reads `--era`.
+pub fn parse_era(text: &str) -> Result<EraChoice, String> {
+    match text {
+        "auto" => Ok(EraChoice::Auto),
+        "legacy" => Ok(EraChoice::Pinned(ProtocolVersion::LATEST_LEGACY)),
+        "modern" => Ok(EraChoice::Pinned(ProtocolVersion::LATEST)),
+        revision => revision
+            .parse::<ProtocolVersion>()
+            .map(EraChoice::Pinned)
+            .map_err(|_| {
+                format!(
+                    "unknown era {revision:?}: auto, legacy, modern or one of {}",
+                    ProtocolVersion::supported_strings().join(", ")
+                )
+            }),
+    }
+}
+
+impl ServerArgs {
+    async fn connect(&self, terminal: &Terminal) -> Result<Connection> {
+        let target = Target::parse(&self.server)?;
+        Connection::open(&target, self.era, terminal).await
+    }
+
+    fn options(&self) -> Result<RequestOptions> {
+        if !self.timeout.is_finite() || self.timeout <= 0.0 {
+            bail!("--timeout must be a positive number of seconds");
+        }
+        let mut options = RequestOptions::new().timeout(Duration::from_secs_f64(self.timeout));
+        if let Some(bar) = progress_bar() {
+            options = options.on_progress(bar);
+        }
+        Ok(options)
+    }
+}
+
+/// Runs `f` with a connection, closing it whatever happens.
+async fn with_connection<T>(
+    args: &ServerArgs,
+    f: impl AsyncFnOnce(&Connection) -> Result<T>,
+) -> Result<T> {
+    let terminal = Terminal::new();
+    let connection = args.connect(&terminal).await?;
+    let outcome = f(&connection).await;
+    connection.close().await;
+    outcome
+}
+
+fn json_arg(text: &str, what: &str) -> Result<Value> {
+    serde_json::from_str(text).with_context(|| format!("{what} is not JSON: {text}"))
+}
+
+fn explain(error: ClientError) -> anyhow::Error {
+    match error.rpc() {
+        Some(rpc) => anyhow!(
+            "the server answered with error {}: {}{}",
+            rpc.code,
+            rpc.message,
+            rpc.data
+                .as_ref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default()
+        ),
+        None => anyhow!(error),
+    }
+}
+
+/// `mcp call`: prints the raw JSON result.
+pub async fn call(args: &ServerArgs, method: &str, rest: &[String]) -> Result<()> {
+    let params = match (method, rest) {
+        (_, []) => Value::Object(Map::new()),
+        ("tools/call", [name, more @ ..]) if !name.trim_start().starts_with('{') => {
+            let arguments = match more {
+                [] => Value::Object(Map::new()),
+                [arguments] => json_arg(arguments, "the tool's arguments")?,
+                _ => bail!("tools/call takes a tool name and one JSON object of arguments"),
+            };
+            serde_json::json!({ "name": name, "arguments": arguments })
+        }
+        (_, [params]) => json_arg(params, "params")?,
+        _ => bail!("{method} takes one JSON object of params"),
+    };
+    let options = args.options()?;
+    let result = with_connection(args, async |c: &Connection| {
+        c.client
+            .request_raw(method, params, options)
+            .await
+            .map_err(explain)
+    })
+    .await?;
+    let value: Value = serde_json::from_str(result.get())?;
+    println!("{}", serde_json::to_string_pretty(&value)?);
+    Ok(())
+}
+
+/// `mcp tools`: the server's tools as a table.
+pub async fn tools(args: &ServerArgs) -> Result<()> {
+    let tools = with_connection(args, async |c: &Connection| {
+        c.client.list_all_tools().await.map_err(explain)
+    })
+    .await?;
+    print!("{}", tool_table(&tools));
+    Ok(())
+}
+
+/// The argument names of a tool, required ones marked with `*`.
+fn argument_names(tool: &Tool) -> String {
+    let schema = &tool.input_schema;
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| {
+            p.keys()
+                .map(|k| {
+                    if required.contains(&k.as_str()) {
+                        format!("{k}*")
+                    } else {
+                        k.clone()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
+fn tool_table(tools: &[Tool]) -> String {
+    let rows: Vec<(String, String, String)> = tools
+        .iter()
+        .map(|t| {
+            let description = t
+                .description
+                .as_deref()
+                .or(t.title.as_deref())
+                .unwrap_or("")
+                .lines()
+                .next()
+                .unwrap_or("");
+            (t.name.clone(), argument_names(t), shorten(description, 80))
+        })
+        .collect();
+    let width = |f: fn(&(String, String, String)) -> &String, title: &str| {
+        rows.iter()
+            .map(|r| f(r).chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(title.len())
+    };
+    let (w_name, w_args) = (width(|r| &r.0, "NAME"), width(|r| &r.1, "ARGUMENTS"));
+    let mut out = format!("{:w_name$}  {:w_args$}  DESCRIPTION\n", "NAME", "ARGUMENTS");
+    for (name, arguments, description) in rows {
+        out.push_str(format!("{name:w_name$}  {arguments:w_args$}  {description}").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut short: String = text.chars().take(max - 1).collect();
+    short.push('…');
+    short
+}
+
+/// Builds a tool's arguments from `key=value` words, typed by its schema.
+fn tool_arguments(tool: &Tool, pairs: &[String]) -> Result<Value> {
+    let properties = tool
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object);
+    let mut arguments = Map::new();
+    for pair in pairs {
+        let (key, text) = pair
+            .split_once('=')
+            .ok_or_else(|| anyhow!("{pair:?} is not key=value"))?;
+        let ty = properties
+            .and_then(|p| p.get(key))
+            .and_then(|s| s.get("type"))
+            .and_then(Value::as_str);
+        let value = match ty {
+            Some("string") => Value::String(text.to_owned()),
+            Some(_) => json_arg(text, &format!("{key} (a {})", ty.unwrap_or("value")))?,
+            // Not in the schema: JSON if it reads as JSON, else text.
+            None => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())),
+        };
+        arguments.insert(key.to_owned(), value);
+    }
+    Ok(Value::Object(arguments))
+}
+
+/// `mcp tool`: calls one tool with `key=value` arguments and prints its
+/// text; a tool error goes to stderr with a non-zero exit.
+pub async fn tool(args: &ServerArgs, name: &str, pairs: &[String]) -> Result<()> {
+    let options = args.options()?;
+    let result = with_connection(args, async |c: &Connection| {
+        let tools = c.client.list_all_tools().await.map_err(explain)?;
+        let Some(tool) = tools.iter().find(|t| t.name == name) else {
+            let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+            bail!(
+                "the server has no tool {name:?}; it has: {}",
+                names.join(", ")
+            );
+        };
+        let arguments = tool_arguments(tool, pairs)?;
+        c.client
+            .call_tool_with(name, arguments, options)
+            .await
+            .map_err(explain)
+    })
+    .await?;
+    let text = result_text(&result);
+    if result.is_error == Some(true) {
+        bail!("the tool failed: {text}");
+    }
+    println!("{text}");
+    Ok(())
+}
+
+/// A tool result for people: its text blocks, other blocks as JSON, or
+/// the structured content when there is nothing else.
+fn result_text(result: &CallToolResult) -> String {
+    let mut parts: Vec<String> = result
+        .content
+        .iter()
+        .map(|c| match c.as_text() {
+            Some(text) => text.to_owned(),
+            None => serde_json::to_string(c).unwrap_or_default(),
+        })
+        .collect();
+    if parts.is_empty()
+        && let Some(structured) = &result.structured_content
+    {
+        parts.push(serde_json::to_string_pretty(structured).unwrap_or_default());
+    }
+    parts.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(schema: Value) -> Tool {
+        serde_json::from_value(
+            json!({"name": "t", "description": "Does things", "inputSchema": schema}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn key_value_arguments_follow_the_schema() {
+        let t = tool(json!({"type": "object", "properties": {
+            "text": {"type": "string"}, "count": {"type": "integer"}, "flag": {"type": "boolean"}},
+            "required": ["text"]}));
+        let pairs = [
+            "text=42",
+            "count=7",
+            "flag=true",
+            "extra={\"a\":1}",
+            "other=plain",
+        ]
+        .map(String::from);
+        assert_eq!(
+            tool_arguments(&t, &pairs).unwrap(),
+            json!({"text": "42", "count": 7, "flag": true, "extra": {"a": 1}, "other": "plain"})
+        );
+        assert!(tool_arguments(&t, &["count=many".to_owned()]).is_err());
+        assert!(tool_arguments(&t, &["novalue".to_owned()]).is_err());
+        assert_eq!(argument_names(&t), "count flag text*");
+    }
+
+    #[test]
+    fn eras_by_name() {
+        assert_eq!(parse_era("auto"), Ok(EraChoice::Auto));
+        assert_eq!(
+            parse_era("2025-06-18"),
+            Ok(EraChoice::Pinned(ProtocolVersion::V2025_06_18))
+        );
+        assert!(parse_era("1999-01-01").is_err());
+    }
+
+    #[test]
+    fn the_table_lines_up() {
+        let table = tool_table(&[tool(json!({"type": "object"}))]);
+        assert_eq!(
+            table,
+            "NAME  ARGUMENTS  DESCRIPTION\nt                Does things\n"
+        );
+    }
+}

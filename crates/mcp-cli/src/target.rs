@@ -1,0 +1,118 @@
+//! Where a command finds its server: a URL (HTTP or WebSocket) or a
+//! command line run as a child over stdio.
+
+use anyhow::{Context as _, Result, bail};
+use mcp_client::{Client, EraChoice};
+use mcp_core::Transport;
+use mcp_core::child::ChildProcess;
+
+use crate::terminal::Terminal;
+
+/// A server to talk to, as the user named it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// Streamable HTTP (or the legacy HTTP+SSE pair behind the same URL).
+    Http(String),
+    /// WebSocket.
+    WebSocket(String),
+    /// A program and its arguments, spoken to over stdio.
+    Command(Vec<String>),
+}
+
+impl Target {
+    /// Reads `--server`: `http(s)://` and `ws(s)://` URLs pick the network
+    /// transport; anything else is a command line (split like a shell would).
+    pub fn parse(spec: &str) -> Result<Target> {
+        let lower = spec.trim().to_ascii_lowercase();
+        if lower.starts_with("http://") || lower.starts_with("https://") {
+            return Ok(Target::Http(spec.trim().to_owned()));
+        }
+        if lower.starts_with("ws://") || lower.starts_with("wss://") {
+            return Ok(Target::WebSocket(spec.trim().to_owned()));
+        }
+        let words =
+            shlex::split(spec).with_context(|| format!("cannot split {spec:?} into words"))?;
+        if words.is_empty() {
+            bail!("--server is empty");
+        }
+        Ok(Target::Command(words))
+    }
+}
+
+/// A connected client, and the child process behind it if there is one.
+pub struct Connection {
+    /// The client.
+    pub client: Client,
+    child: Option<ChildProcess>,
+}
+
+impl Connection {
+    /// Connects to `target`; the terminal answers what the server asks.
+    pub async fn open(target: &Target, era: EraChoice, terminal: &Terminal) -> Result<Connection> {
+        let (transport, child) = transport(target).await?;
+        let sampling = terminal.clone();
+        let elicitation = terminal.clone();
+        let client = Client::builder("mcp", env!("CARGO_PKG_VERSION"))
+            .on_sampling(move |p| {
+                let terminal = sampling.clone();
+                async move { terminal.sample(p).await }
+            })
+            .on_elicitation(move |p| {
+                let terminal = elicitation.clone();
+                async move { terminal.elicit(p).await }
+            })
+            .elicitation_url(true)
+            .era(era)
+            .connect(transport)
+            .await
+            .context("cannot start the MCP session")?;
+        Ok(Connection { client, child })
+    }
+
+    /// Ends the session and stops the child the way the specification asks.
+    pub async fn close(self) {
+        self.client.close().await;
+        if let Some(child) = self.child {
+            let _ = child.shutdown().await;
+        }
+    }
+}
+
+async fn transport(target: &Target) -> Result<(Transport, Option<ChildProcess>)> {
+    match target {
+        Target::Command(words) => {
+            let mut command = tokio::process::Command::new(&words[0]);
+            command.args(&words[1..]);
+            let (child, transport) = ChildProcess::spawn(command)
+                .with_context(|| format!("cannot run {:?}", words[0]))?;
+            Ok((transport, Some(child)))
+        }
+        Target::Http(url) => bail!("{url}: HTTP servers are not supported by this build yet"),
+        Target::WebSocket(url) => {
+            bail!("{url}: WebSocket servers are not supported by this build yet")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_and_command_lines() {
+        assert_eq!(
+            Target::parse("http://127.0.0.1:8080/mcp").unwrap(),
+            Target::Http("http://127.0.0.1:8080/mcp".into())
+        );
+        assert_eq!(
+            Target::parse("WSS://example.com/ws").unwrap(),
+            Target::WebSocket("WSS://example.com/ws".into())
+        );
+        assert_eq!(
+            Target::parse("mcp serve 'every thing'").unwrap(),
+            Target::Command(vec!["mcp".into(), "serve".into(), "every thing".into()])
+        );
+        assert!(Target::parse("  ").is_err());
+        assert!(Target::parse("unterminated 'quote").is_err());
+    }
+}

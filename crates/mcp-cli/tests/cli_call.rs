@@ -1,0 +1,123 @@
+//! `mcp call`, `mcp tools` and `mcp tool` run as real processes against
+//! `mcp serve everything`, itself a child of theirs over stdio.
+
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::Value;
+
+const MCP: &str = env!("CARGO_BIN_EXE_mcp");
+
+/// Runs `mcp ARGS` with stdin closed (not a terminal), bounded in time.
+async fn mcp(args: &[&str]) -> Output {
+    let child = tokio::process::Command::new(MCP)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    tokio::time::timeout(Duration::from_secs(30), child)
+        .await
+        .expect("mcp finished in time")
+        .expect("mcp ran")
+}
+
+fn server() -> String {
+    format!("{MCP} serve everything")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[tokio::test]
+async fn call_prints_the_json_result() {
+    let server = server();
+    for era in ["auto", "legacy", "2025-03-26", "modern"] {
+        let output = mcp(&[
+            "call",
+            "--server",
+            &server,
+            "--era",
+            era,
+            "tools/call",
+            "echo",
+            r#"{"text":"hi"}"#,
+        ])
+        .await;
+        assert!(output.status.success(), "{era}: {}", stderr(&output));
+        let result: Value = serde_json::from_str(&stdout(&output)).expect("JSON on stdout");
+        assert_eq!(result["content"][0]["text"], "hi", "{era}");
+    }
+
+    let output = mcp(&[
+        "call",
+        "-s",
+        &server,
+        "resources/read",
+        r#"{"uri":"test://static-text"}"#,
+    ])
+    .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let result: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(result["contents"][0]["uri"], "test://static-text");
+}
+
+#[tokio::test]
+async fn errors_go_to_stderr_with_a_failing_exit() {
+    let server = server();
+    let output = mcp(&["call", "-s", &server, "no/such/method"]).await;
+    assert!(!output.status.success());
+    assert!(stdout(&output).is_empty(), "{}", stdout(&output));
+    assert!(stderr(&output).contains("-32601"), "{}", stderr(&output));
+
+    let output = mcp(&["call", "-s", &server, "tools/list", "not json"]).await;
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("not JSON"), "{}", stderr(&output));
+
+    let output = mcp(&["call", "-s", "/nonexistent/server", "tools/list"]).await;
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("cannot run"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test]
+async fn tools_prints_a_table() {
+    let output = mcp(&["tools", "-s", &server()]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let table = stdout(&output);
+    let mut lines = table.lines();
+    assert!(lines.next().unwrap().starts_with("NAME"), "{table}");
+    let echo = table
+        .lines()
+        .find(|l| l.starts_with("echo "))
+        .expect("echo is listed");
+    assert!(echo.contains("text*"), "{echo}");
+}
+
+#[tokio::test]
+async fn tool_takes_key_value_arguments() {
+    let server = server();
+    let output = mcp(&["tool", "-s", &server, "add", "a=2", "b=3.5"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("5.5"), "{}", stdout(&output));
+
+    let output = mcp(&["tool", "-s", &server, "no_such_tool"]).await;
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("has no tool"),
+        "{}",
+        stderr(&output)
+    );
+
+    // Asking the user needs a terminal; the server hears a clear refusal.
+    let output = mcp(&["tool", "-s", &server, "test_elicitation", "message=Who?"]).await;
+    let said = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(said.contains("not one"), "{said}");
+}
