@@ -75,6 +75,19 @@ async fn with_connection<T>(
     outcome
 }
 
+/// Writes to stdout; a reader that went away (`| head`) is not an error.
+fn print_out(text: &str) -> Result<()> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
 fn json_arg(text: &str, what: &str) -> Result<Value> {
     serde_json::from_str(text).with_context(|| format!("{what} is not JSON: {text}"))
 }
@@ -118,8 +131,7 @@ pub async fn call(args: &ServerArgs, method: &str, rest: &[String]) -> Result<()
     })
     .await?;
     let value: Value = serde_json::from_str(result.get())?;
-    println!("{}", serde_json::to_string_pretty(&value)?);
-    Ok(())
+    print_out(&format!("{}\n", serde_json::to_string_pretty(&value)?))
 }
 
 /// `mcp tools`: the server's tools as a table.
@@ -128,8 +140,7 @@ pub async fn tools(args: &ServerArgs) -> Result<()> {
         c.client.list_all_tools().await.map_err(explain)
     })
     .await?;
-    print!("{}", tool_table(&tools));
-    Ok(())
+    print_out(&tool_table(&tools))
 }
 
 /// The argument names of a tool, required ones marked with `*`.
@@ -248,8 +259,7 @@ pub async fn tool(args: &ServerArgs, name: &str, pairs: &[String]) -> Result<()>
     if result.is_error == Some(true) {
         bail!("the tool failed: {text}");
     }
-    println!("{text}");
-    Ok(())
+    print_out(&format!("{text}\n"))
 }
 
 /// A tool result for people: its text blocks, other blocks as JSON, or
