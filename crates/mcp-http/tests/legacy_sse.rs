@@ -47,7 +47,10 @@ impl Legacy {
             .unwrap_or_else(|| panic!("endpoint URL {:?}", endpoint.data))
             .to_owned();
         assert!(is_visible_ascii(&id), "session id {id:?}");
-        assert!(id.len() >= 16, "session id {id:?} is too short to be random");
+        assert!(
+            id.len() >= 16,
+            "session id {id:?} is too short to be random"
+        );
         Legacy {
             stream,
             post_url: format!("http://127.0.0.1:{}{}", server.port, endpoint.data),
@@ -91,10 +94,7 @@ impl Legacy {
             if pick(&message) {
                 return message;
             }
-            assert!(
-                message.get("id").is_none(),
-                "unexpected message {message}"
-            );
+            assert!(message.get("id").is_none(), "unexpected message {message}");
         }
     }
 
@@ -281,8 +281,14 @@ async fn bad_input_gets_its_status_and_disturbs_nothing() {
     let r = post(session.post_url.clone(), "text/plain", ping.clone()).await;
     check(r, StatusCode::UNSUPPORTED_MEDIA_TYPE, None).await;
     // Too large.
-    let big = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x".repeat(4096)}});
-    let r = post(session.post_url.clone(), "application/json", big.to_string()).await;
+    let big =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x".repeat(4096)}});
+    let r = post(
+        session.post_url.clone(),
+        "application/json",
+        big.to_string(),
+    )
+    .await;
     check(r, StatusCode::PAYLOAD_TOO_LARGE, None).await;
     // A foreign Origin, on both paths.
     let r = within(
