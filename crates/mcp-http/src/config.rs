@@ -18,7 +18,8 @@ pub enum ResponseMode {
     AlwaysSse,
 }
 
-/// Settings of the Streamable HTTP endpoint.
+/// Settings of the HTTP endpoint: Streamable HTTP, and beside it the legacy
+/// HTTP+SSE and WebSocket transports.
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct HttpConfig {
@@ -26,7 +27,9 @@ pub struct HttpConfig {
     pub path: String,
     /// A legacy session unused for this long is ended.
     pub session_idle_timeout: Duration,
-    /// At most this many live legacy sessions; more get 503.
+    /// At most this many live sessions of each transport (Streamable HTTP
+    /// legacy-era sessions, legacy HTTP+SSE sessions, WebSocket
+    /// connections, each counted on its own); more get 503.
     pub max_sessions: usize,
     /// Request bodies larger than this get 413.
     pub max_body_bytes: usize,
