@@ -393,3 +393,22 @@ async fn legacy_sse_can_be_turned_off() {
     .expect("GET");
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn shutdown_ends_the_streams() {
+    let mut server = TestServer::start(|c| c).await;
+    let mut session = Legacy::open(&server).await;
+    session.initialize(json!({})).await;
+    server
+        .shutdown(Duration::from_secs(5))
+        .await
+        .expect("serve() returns");
+    let end = session
+        .stream
+        .next_within(Duration::from_secs(2))
+        .await
+        .expect("the stream ends at shutdown");
+    assert_eq!(end, None);
+    assert_eq!(session.stream.error, None, "a clean end");
+    assert_eq!(server.endpoint.legacy_sse_session_count(), 0);
+}

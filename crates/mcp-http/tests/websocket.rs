@@ -342,3 +342,27 @@ async fn websocket_can_be_turned_off() {
         other => panic!("expected 404, got {:?}", other.map(|_| ())),
     }
 }
+
+#[tokio::test]
+async fn the_session_cap_applies() {
+    let server = TestServer::start(|c| c.max_sessions(1)).await;
+    let (peer, running) = engine(&server).await;
+    initialize(&peer).await;
+    match within(
+        "a second connection",
+        ws::connect(&ws_url(&server), WsOptions::new()),
+    )
+    .await
+    {
+        Err(WsError::Refused { status, .. }) => assert_eq!(status, 503),
+        other => panic!("expected 503, got {other:?}"),
+    }
+    peer.close();
+    within("the first session to end", running.wait()).await;
+    settles("the server session to end", 0, || {
+        server.endpoint.websocket_session_count()
+    })
+    .await;
+    let (again, _running) = engine(&server).await;
+    initialize(&again).await;
+}
