@@ -18,7 +18,8 @@ pub enum ResponseMode {
     AlwaysSse,
 }
 
-/// Settings of the Streamable HTTP endpoint.
+/// Settings of the HTTP endpoint: Streamable HTTP, and beside it the legacy
+/// HTTP+SSE and WebSocket transports.
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct HttpConfig {
@@ -26,7 +27,9 @@ pub struct HttpConfig {
     pub path: String,
     /// A legacy session unused for this long is ended.
     pub session_idle_timeout: Duration,
-    /// At most this many live legacy sessions; more get 503.
+    /// At most this many live sessions of each transport (Streamable HTTP
+    /// legacy-era sessions, legacy HTTP+SSE sessions, WebSocket
+    /// connections, each counted on its own); more get 503.
     pub max_sessions: usize,
     /// Request bodies larger than this get 413.
     pub max_body_bytes: usize,
@@ -40,13 +43,21 @@ pub struct HttpConfig {
     pub origin_policy: Arc<OriginPolicy>,
     /// Where SSE events are kept for resumption.
     pub event_store: Arc<dyn EventStore>,
+    /// The GET path of the legacy HTTP+SSE transport (2024-11-05), or
+    /// `None` to leave it off.
+    pub legacy_sse_path: Option<String>,
+    /// The POST path of the legacy HTTP+SSE transport's messages.
+    pub legacy_message_path: String,
+    /// The WebSocket path, or `None` to leave WebSocket off.
+    pub websocket_path: Option<String>,
 }
 
 impl HttpConfig {
     /// Defaults for an endpoint bound to a loopback `port`: path `/mcp`,
     /// 30 min idle timeout, 10,000 sessions, 4 MiB bodies, automatic
     /// response mode, 15 s keep-alive, 1 s retry, loopback hosts only, a
-    /// bounded in-memory event store.
+    /// bounded in-memory event store, the legacy HTTP+SSE transport at
+    /// `/sse` and `/message`, WebSocket at `/ws`.
     pub fn loopback(port: u16) -> Self {
         HttpConfig {
             path: "/mcp".to_owned(),
@@ -58,6 +69,9 @@ impl HttpConfig {
             retry: Duration::from_secs(1),
             origin_policy: Arc::new(OriginPolicy::loopback(port)),
             event_store: Arc::new(MemoryEventStore::new(Default::default())),
+            legacy_sse_path: Some("/sse".to_owned()),
+            legacy_message_path: "/message".to_owned(),
+            websocket_path: Some("/ws".to_owned()),
         }
     }
 
@@ -108,6 +122,36 @@ impl HttpConfig {
         self.event_store = store;
         self
     }
+
+    /// Serves the legacy HTTP+SSE transport: the event stream on GET
+    /// `sse_path`, messages on POST `message_path`.
+    pub fn legacy_sse(
+        mut self,
+        sse_path: impl Into<String>,
+        message_path: impl Into<String>,
+    ) -> Self {
+        self.legacy_sse_path = Some(sse_path.into());
+        self.legacy_message_path = message_path.into();
+        self
+    }
+
+    /// Leaves the legacy HTTP+SSE transport off.
+    pub fn without_legacy_sse(mut self) -> Self {
+        self.legacy_sse_path = None;
+        self
+    }
+
+    /// Serves WebSocket connections on `path`.
+    pub fn websocket(mut self, path: impl Into<String>) -> Self {
+        self.websocket_path = Some(path.into());
+        self
+    }
+
+    /// Leaves WebSocket off.
+    pub fn without_websocket(mut self) -> Self {
+        self.websocket_path = None;
+        self
+    }
 }
 
 impl std::fmt::Debug for HttpConfig {
@@ -118,6 +162,9 @@ impl std::fmt::Debug for HttpConfig {
             .field("max_sessions", &self.max_sessions)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("response_mode", &self.response_mode)
+            .field("legacy_sse_path", &self.legacy_sse_path)
+            .field("legacy_message_path", &self.legacy_message_path)
+            .field("websocket_path", &self.websocket_path)
             .finish_non_exhaustive()
     }
 }

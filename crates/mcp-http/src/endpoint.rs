@@ -9,7 +9,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use futures::Stream;
 use mcp_core::{FrameKind, InboundFrame, Service, SessionConfig, Transport};
 use mcp_schema::jsonrpc::{self, ErrorObject, Frame, Message, RequestId};
@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{HttpConfig, ResponseMode};
 use crate::headers::check_headers;
+use crate::legacy_sse::LegacySessions;
 use crate::session::{Delivery, ResumeOutcome, SessionLimit, SessionManager, StreamGuard};
 use crate::sse;
 
@@ -37,10 +38,12 @@ pub const LAST_EVENT_ID: &str = "last-event-id";
 /// An MCP endpoint over Streamable HTTP, ready to be mounted in an axum
 /// router.
 pub struct McpEndpoint {
-    service: Arc<dyn Service>,
-    session_config: SessionConfig,
-    config: HttpConfig,
+    pub(crate) service: Arc<dyn Service>,
+    pub(crate) session_config: SessionConfig,
+    pub(crate) config: HttpConfig,
     sessions: Arc<SessionManager>,
+    pub(crate) legacy_sse: Arc<LegacySessions>,
+    pub(crate) websockets: Arc<crate::ws::Connections>,
     shutdown: CancellationToken,
 }
 
@@ -69,19 +72,52 @@ impl McpEndpoint {
             session_config,
             config,
             sessions,
+            legacy_sse: Arc::default(),
+            websockets: Arc::default(),
             shutdown: CancellationToken::new(),
         })
     }
 
-    /// The axum router: the endpoint at its path, behind the Host/Origin
-    /// guard and the body limit.
+    /// The axum router: the endpoint at its path, and (unless turned off)
+    /// the legacy HTTP+SSE paths and the WebSocket path, all behind the
+    /// Host/Origin guard and the body limit.
     pub fn router(self: &Arc<Self>) -> axum::Router {
         let policy = Arc::clone(&self.config.origin_policy);
-        axum::Router::new()
-            .route(
-                &self.config.path,
-                post(handle_post).get(handle_get).delete(handle_delete),
-            )
+        let mut router = axum::Router::new().route(
+            &self.config.path,
+            post(handle_post).get(handle_get).delete(handle_delete),
+        );
+        let mut taken = vec![self.config.path.as_str()];
+        if let Some(sse_path) = &self.config.legacy_sse_path {
+            let message_path = &self.config.legacy_message_path;
+            if !taken.contains(&sse_path.as_str())
+                && !taken.contains(&message_path.as_str())
+                && sse_path != message_path
+            {
+                router = router
+                    .route(sse_path, get(crate::legacy_sse::handle_sse))
+                    .route(message_path, post(crate::legacy_sse::handle_message));
+                taken.push(sse_path);
+                taken.push(message_path);
+            } else {
+                tracing::warn!(
+                    sse_path,
+                    message_path,
+                    "legacy SSE paths clash with another path; not mounted"
+                );
+            }
+        }
+        if let Some(ws_path) = &self.config.websocket_path {
+            if taken.contains(&ws_path.as_str()) {
+                tracing::warn!(
+                    ws_path,
+                    "WebSocket path clashes with another path; not mounted"
+                );
+            } else {
+                router = router.route(ws_path, get(crate::ws::handle_upgrade));
+            }
+        }
+        router
             .layer(DefaultBodyLimit::max(self.config.max_body_bytes))
             .layer(axum::middleware::from_fn_with_state(
                 policy,
@@ -95,6 +131,16 @@ impl McpEndpoint {
         self.sessions.len()
     }
 
+    /// How many legacy HTTP+SSE sessions are live.
+    pub fn legacy_sse_session_count(&self) -> usize {
+        self.legacy_sse.len()
+    }
+
+    /// How many WebSocket sessions are live.
+    pub fn websocket_session_count(&self) -> usize {
+        self.websockets.len()
+    }
+
     /// The event store's figures: events and bytes held, events evicted.
     pub fn event_store_stats(&self) -> crate::event_store::EventStoreStats {
         self.config.event_store.stats()
@@ -106,9 +152,17 @@ impl McpEndpoint {
         self.shutdown.cancel();
     }
 
-    /// Ends every legacy session's engine; the last step of a shutdown.
+    /// Ends every session's engine (Streamable HTTP, legacy HTTP+SSE and
+    /// WebSocket); the last step of a shutdown.
     pub fn close_sessions(&self) {
         self.sessions.close_all();
+        self.legacy_sse.close_all();
+        self.websockets.close_all();
+    }
+
+    /// Cancelled when the shutdown begins.
+    pub(crate) fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
     }
 
     /// Resolves when [`McpEndpoint::shutdown`] was called.
@@ -118,7 +172,11 @@ impl McpEndpoint {
 }
 
 /// A JSON-RPC error as an HTTP response.
-fn error_response(status: StatusCode, id: Option<&RequestId>, error: &ErrorObject) -> Response {
+pub(crate) fn error_response(
+    status: StatusCode,
+    id: Option<&RequestId>,
+    error: &ErrorObject,
+) -> Response {
     let body = jsonrpc::write_error(id, error);
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }

@@ -1,5 +1,7 @@
 //! MCP over HTTP: the Streamable HTTP server endpoint (both eras), its
 //! sessions and resumable SSE streams, and DNS-rebinding protection.
+//! Beside it, the legacy HTTP+SSE transport of 2024-11-05
+//! ([`legacy_sse`]) and MCP over WebSocket, server and client ([`ws`]).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -17,9 +19,11 @@ mod endpoint;
 pub mod event_store;
 pub mod guard;
 mod headers;
+pub mod legacy_sse;
 mod serve;
 mod session;
 pub mod sse;
+pub mod ws;
 
 pub use config::{HttpConfig, ResponseMode};
 pub use endpoint::{LAST_EVENT_ID, METHOD, McpEndpoint, NAME, PROTOCOL_VERSION, SESSION_ID};

@@ -488,7 +488,7 @@ impl SessionManager {
 
 /// 128 random bits, URL-safe base64: visible ASCII only, as the
 /// specification asks of session ids.
-fn new_session_id() -> String {
+pub(crate) fn new_session_id() -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(rand::random::<[u8; 16]>())
 }

@@ -1,0 +1,317 @@
+//! The legacy HTTP+SSE transport of protocol revision 2024-11-05.
+//!
+//! A client opens an event stream with GET on the SSE path; that starts a
+//! session whose first event, `endpoint`, carries the URL to POST messages
+//! to (`<message path>?sessionId=<id>`). Every message of the server
+//! follows as a `message` event on that one stream; each POSTed message is
+//! answered `202 Accepted`. The session lives as long as the stream: when
+//! the client disconnects, the engine session ends and its state is freed.
+//!
+//! Servers that want to keep serving older clients host these two paths
+//! beside the Streamable HTTP endpoint, as the specification's backwards
+//! compatibility section describes; [`crate::McpEndpoint::router`] does so
+//! unless [`crate::HttpConfig::without_legacy_sse`] turns it off.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::Stream;
+use mcp_core::{FrameKind, InboundFrame, OutboundFrame, Peer, Transport};
+use mcp_schema::jsonrpc::{ErrorObject, Message};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::endpoint::{McpEndpoint, error_response, header_str};
+use crate::sse;
+
+/// The query parameter naming the session on the message path.
+pub const SESSION_ID_PARAM: &str = "sessionId";
+
+/// One live legacy SSE session.
+struct LegacySession {
+    inbound: mpsc::Sender<InboundFrame>,
+    peer: Peer,
+}
+
+/// The live legacy SSE sessions of an endpoint.
+#[derive(Default)]
+pub(crate) struct LegacySessions {
+    map: Mutex<HashMap<Arc<str>, LegacySession>>,
+}
+
+impl LegacySessions {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, LegacySession>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How many sessions are live.
+    pub(crate) fn len(&self) -> usize {
+        self.map().len()
+    }
+
+    fn inbound(&self, id: &str) -> Option<mpsc::Sender<InboundFrame>> {
+        self.map().get(id).map(|s| s.inbound.clone())
+    }
+
+    fn remove(&self, id: &str) {
+        let removed = self.map().remove(id);
+        if let Some(session) = removed {
+            session.peer.close();
+            tracing::debug!(session = %id, "legacy SSE session ended");
+        }
+    }
+
+    /// Ends every session's engine.
+    pub(crate) fn close_all(&self) {
+        let all: Vec<LegacySession> = self.map().drain().map(|(_, s)| s).collect();
+        for session in all {
+            session.peer.close();
+        }
+    }
+}
+
+/// Removes the session when its stream goes away (the client disconnected,
+/// the engine ended or the server shuts down).
+struct SessionGuard {
+    id: Arc<str>,
+    sessions: Arc<LegacySessions>,
+}
+
+impl Drop for SessionGuard {
+    fn drop(&mut self) {
+        self.sessions.remove(&self.id);
+    }
+}
+
+/// A named SSE event: `event: <name>` then the data lines.
+fn named_event(name: &str, data: &str) -> Bytes {
+    sse::concat(&[
+        Bytes::from(format!("event: {name}\n")),
+        sse::event(None, data),
+    ])
+}
+
+/// GET on the SSE path: a new session and its event stream.
+pub(crate) async fn handle_sse(State(endpoint): State<Arc<McpEndpoint>>) -> Response {
+    let sessions = Arc::clone(&endpoint.legacy_sse);
+    if sessions.len() >= endpoint.config.max_sessions {
+        let error = ErrorObject::internal("too many sessions; try again later");
+        return error_response(StatusCode::SERVICE_UNAVAILABLE, None, &error);
+    }
+    let id: Arc<str> = Arc::from(crate::session::new_session_id());
+    let (in_tx, in_rx) = mpsc::channel(mcp_core::DEFAULT_CHANNEL_CAPACITY);
+    let (out_tx, out_rx) = mpsc::channel(mcp_core::DEFAULT_CHANNEL_CAPACITY);
+    let running = mcp_core::serve(
+        Transport {
+            inbound: in_rx,
+            outbound: out_tx,
+            flushed: None,
+        },
+        Arc::clone(&endpoint.service),
+        endpoint.session_config.clone(),
+    );
+    let peer = running.peer().clone();
+    tokio::spawn(running.wait());
+    sessions.map().insert(
+        Arc::clone(&id),
+        LegacySession {
+            inbound: in_tx,
+            peer,
+        },
+    );
+    tracing::debug!(session = %id, "legacy SSE session started");
+    let url = format!(
+        "{}?{SESSION_ID_PARAM}={id}",
+        endpoint.config.legacy_message_path
+    );
+    let state = StreamState {
+        first: Some(named_event("endpoint", &url)),
+        outbound: out_rx,
+        keep_alive: keep_alive_interval(endpoint.config.keep_alive),
+        shutdown: endpoint.shutdown_token(),
+        _guard: SessionGuard { id, sessions },
+    };
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .header("x-accel-buffering", "no")
+        .body(Body::from_stream(event_stream(state)))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+fn keep_alive_interval(every: Duration) -> tokio::time::Interval {
+    let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    interval
+}
+
+struct StreamState {
+    first: Option<Bytes>,
+    outbound: mpsc::Receiver<OutboundFrame>,
+    keep_alive: tokio::time::Interval,
+    shutdown: CancellationToken,
+    _guard: SessionGuard,
+}
+
+/// The session's frames as `message` events, keep-alive comments while
+/// idle; everything already queued goes out in one write.
+fn event_stream(state: StreamState) -> impl Stream<Item = Result<Bytes, Infallible>> + Send {
+    futures::stream::unfold(state, |mut state| async move {
+        if let Some(first) = state.first.take() {
+            return Some((Ok(first), state));
+        }
+        loop {
+            tokio::select! {
+                frame = state.outbound.recv() => {
+                    let frame = frame?;
+                    let mut chunks = Vec::new();
+                    if frame.kind != FrameKind::Ended {
+                        chunks.push(named_event("message", &frame.text));
+                    }
+                    while let Ok(next) = state.outbound.try_recv() {
+                        if next.kind != FrameKind::Ended {
+                            chunks.push(named_event("message", &next.text));
+                        }
+                    }
+                    if chunks.is_empty() {
+                        continue;
+                    }
+                    state.keep_alive.reset();
+                    return Some((Ok(sse::concat(&chunks)), state));
+                }
+                _ = state.keep_alive.tick() => return Some((Ok(sse::comment("keep-alive")), state)),
+                _ = state.shutdown.cancelled() => return None,
+            }
+        }
+    })
+}
+
+/// The `sessionId` of a query string.
+fn session_param(query: Option<&str>) -> Option<String> {
+    query?.split('&').find_map(|pair| {
+        let (key, value) = pair.split_once('=')?;
+        (key == SESSION_ID_PARAM && !value.is_empty()).then(|| percent_decode(value))
+    })
+}
+
+/// Decodes `%XX` escapes and `+`; anything malformed stays as it is.
+fn percent_decode(value: &str) -> String {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3])
+                    .ok()
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(b) => {
+                        out.push(b);
+                        i += 3;
+                    }
+                    None => {
+                        out.push(b'%');
+                        i += 1;
+                    }
+                }
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// POST on the message path: one message (or batch) for a session.
+pub(crate) async fn handle_message(
+    State(endpoint): State<Arc<McpEndpoint>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            let error = ErrorObject::invalid_request(rejection.body_text());
+            return error_response(rejection.status(), None, &error);
+        }
+    };
+    let Some(id) = session_param(query.as_deref()) else {
+        let error = ErrorObject::invalid_request("the sessionId query parameter is required");
+        return error_response(StatusCode::BAD_REQUEST, None, &error);
+    };
+    let json_content = header_str(&headers, header::CONTENT_TYPE.as_str()).is_some_and(|ct| {
+        ct.split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .eq_ignore_ascii_case("application/json")
+    });
+    if !json_content {
+        let error = ErrorObject::invalid_request("Content-Type must be application/json");
+        return error_response(StatusCode::UNSUPPORTED_MEDIA_TYPE, None, &error);
+    }
+    let Some(inbound) = endpoint.legacy_sse.inbound(&id) else {
+        let error = ErrorObject::invalid_request("unknown or ended session");
+        return error_response(StatusCode::NOT_FOUND, None, &error);
+    };
+    let Ok(text) = String::from_utf8(Vec::from(body)) else {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            None,
+            &ErrorObject::parse_error("body is not UTF-8"),
+        );
+    };
+    if let Err(e) = Message::parse_frame(&text) {
+        return error_response(StatusCode::BAD_REQUEST, e.id.as_ref(), &e.error);
+    }
+    tracing::debug!(session = %id, bytes = text.len(), "legacy SSE message");
+    if inbound.send(InboundFrame::Text(text)).await.is_err() {
+        let error = ErrorObject::invalid_request("session ended");
+        return error_response(StatusCode::NOT_FOUND, None, &error);
+    }
+    StatusCode::ACCEPTED.into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_param_is_found_and_decoded() {
+        assert_eq!(session_param(Some("sessionId=abc")).as_deref(), Some("abc"));
+        assert_eq!(
+            session_param(Some("x=1&sessionId=a%2Db+c")).as_deref(),
+            Some("a-b c")
+        );
+        assert_eq!(
+            session_param(Some("sessionId=%zz%")).as_deref(),
+            Some("%zz%")
+        );
+        assert_eq!(session_param(Some("sessionId=")), None);
+        assert_eq!(session_param(Some("session=1")), None);
+        assert_eq!(session_param(None), None);
+    }
+
+    #[test]
+    fn named_events_frame_their_data() {
+        assert_eq!(
+            &named_event("endpoint", "/message?sessionId=x")[..],
+            b"event: endpoint\ndata: /message?sessionId=x\n\n"
+        );
+    }
+}
