@@ -89,7 +89,10 @@ async fn transport(target: &Target) -> Result<(Transport, Option<ChildProcess>)>
         }
         Target::Http(url) => bail!("{url}: HTTP servers are not supported by this build yet"),
         Target::WebSocket(url) => {
-            bail!("{url}: WebSocket servers are not supported by this build yet")
+            let transport = mcp_http::ws::connect(url, mcp_http::ws::WsOptions::new())
+                .await
+                .with_context(|| format!("cannot connect to {url}"))?;
+            Ok((transport, None))
         }
     }
 }

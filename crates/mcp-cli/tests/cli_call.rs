@@ -121,3 +121,48 @@ async fn tool_takes_key_value_arguments() {
     let said = format!("{}{}", stdout(&output), stderr(&output));
     assert!(said.contains("not one"), "{said}");
 }
+
+/// `mcp serve everything --http` on a free loopback port, and its base URL
+/// (`http://127.0.0.1:PORT`).
+async fn http_server() -> (tokio::process::Child, String) {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(MCP)
+        .args(["serve", "everything", "--http", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn the HTTP server");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+        .await
+        .expect("the server printed its URL in time")
+        .expect("stdout")
+        .expect("a line");
+    let url = line
+        .strip_prefix("MCP endpoint: ")
+        .and_then(|u| u.strip_suffix("/mcp"))
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    (child, url)
+}
+
+#[tokio::test]
+async fn urls_pick_the_network_transport() {
+    let (_server, base) = http_server().await;
+    let ws = base.replacen("http://", "ws://", 1) + "/ws";
+    for era in ["auto", "2025-06-18"] {
+        let output = mcp(&[
+            "tool",
+            "-s",
+            &ws,
+            "--era",
+            era,
+            "echo",
+            "text=over websocket",
+        ])
+        .await;
+        assert!(output.status.success(), "{era}: {}", stderr(&output));
+        assert_eq!(stdout(&output), "over websocket\n", "{era}");
+    }
+}

@@ -837,21 +837,21 @@ async fn graceful_shutdown() {
     .expect("POST");
     let mut slow = SseStream::new(response);
     slow.next_message().await.expect("first progress");
-    // ...and one waiting for a plain JSON answer.
+    // ...and one (about 1 s) waiting for a plain JSON answer.
     let pending = tokio::spawn({
         let request = session.headers(server.post()).body(
             json!({"jsonrpc": "2.0", "id": 78, "method": "tools/call", "params": {
-                "name": "slow_task", "arguments": {"steps": 50, "step_ms": 100}}})
+                "name": "slow_task", "arguments": {"steps": 10, "step_ms": 100}}})
             .to_string(),
         );
         async move { request.send().await.map(|r| r.status()) }
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
 
-    let started = Instant::now();
-    let result = server.shutdown(Duration::from_secs(5)).await;
+    // serve() returns once the request in flight has finished, well before
+    // the shutdown deadline.
+    let result = server.shutdown(Duration::from_secs(8)).await;
     assert!(result.is_ok(), "serve() failed: {result:?}");
-    let elapsed = started.elapsed();
 
     // The standalone stream ended.
     let end = standalone
@@ -870,13 +870,12 @@ async fn graceful_shutdown() {
         }
     }
     // The JSON request was answered or cut off, not left hanging.
+    // The JSON request in flight was let finish: answered, not cut off.
     let outcome = tokio::time::timeout(Duration::from_secs(2), pending)
         .await
         .expect("the pending JSON request hangs after shutdown");
-    // (Answered 500 "the session ended before answering", or cut off:
-    // either is fine, hanging is not.)
-    outcome.expect("request task panicked").ok();
-    assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+    let status = outcome.expect("request task panicked").expect("answered");
+    assert_eq!(status, StatusCode::OK);
     // The bodies ended cleanly, not with a transport error.
     assert_eq!(standalone.error, None, "standalone stream");
     assert_eq!(slow.error, None, "slow request stream");
