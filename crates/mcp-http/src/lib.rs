@@ -1,5 +1,7 @@
 //! MCP over HTTP: the Streamable HTTP server endpoint (both eras), its
-//! sessions and resumable SSE streams, and DNS-rebinding protection.
+//! sessions and resumable SSE streams, and DNS-rebinding protection; and
+//! the client side ([`client`]): Streamable HTTP and legacy HTTP+SSE as an
+//! [`mcp_core::Transport`].
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -12,6 +14,7 @@
 //! # }
 //! ```
 
+pub mod client;
 mod config;
 mod endpoint;
 pub mod event_store;
@@ -21,6 +24,10 @@ mod serve;
 mod session;
 pub mod sse;
 
+pub use client::{
+    HttpClientConfig, HttpClientError, HttpClientHandle, HttpClientTransport, HttpTransportKind,
+    WireProtocol,
+};
 pub use config::{HttpConfig, ResponseMode};
 pub use endpoint::{LAST_EVENT_ID, METHOD, McpEndpoint, NAME, PROTOCOL_VERSION, SESSION_ID};
 pub use event_store::{
