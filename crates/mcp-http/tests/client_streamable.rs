@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{MODERN, TestServer, modern_meta, within};
+use common::{TestServer, modern_meta, within};
 use mcp_core::{
     BoxFuture, ClientIdentity, HandlerResult, InboundFrame, IncomingRequest, Negotiated, Peer,
     RequestContext, RequestError, RequestOptions, Role, RunningSession, Service, SessionConfig,
@@ -309,7 +309,103 @@ async fn modern_requests_carry_the_metadata_headers() {
     assert_eq!(text_of(&echoed), "modern");
     assert_eq!(client.handle.session_id(), None);
     assert_eq!(server.endpoint.session_count(), 0);
-    let _ = MODERN;
+}
+
+/// Waits until `what` holds, polling; false after 5 s.
+async fn eventually(what: impl Fn() -> bool) -> bool {
+    for _ in 0..100 {
+        if what() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn cancellation_closes_the_stream_in_the_stateless_era() {
+    let (_server, url, log) = proxied_server(Duration::from_secs(1), None).await;
+    let client = start_client(HttpClientConfig::new(url)).await;
+    let outcome: Result<Value, _> = within(
+        "slow_task",
+        client.peer.request(
+            "tools/call",
+            &modern(json!({"name": "slow_task", "arguments": {"steps": 100, "step_ms": 100}})),
+            RequestOptions::new().timeout(Duration::from_millis(300)),
+        ),
+    )
+    .await;
+    assert!(matches!(outcome, Err(RequestError::Timeout)), "{outcome:?}");
+    assert!(
+        eventually(|| log.closed_by_client.load(Ordering::SeqCst) >= 1).await,
+        "the client closed the request's connection"
+    );
+    assert!(
+        !log.upstream().contains("notifications/cancelled"),
+        "no cancellation notification is posted in 2026-07-28"
+    );
+    // The transport still works.
+    let echoed: Value = within(
+        "echo",
+        client.peer.request(
+            "tools/call",
+            &modern(json!({"name": "echo", "arguments": {"text": "after"}})),
+            RequestOptions::new(),
+        ),
+    )
+    .await
+    .expect("echo");
+    assert_eq!(text_of(&echoed), "after");
+}
+
+#[tokio::test]
+async fn cancellation_is_posted_in_a_legacy_session() {
+    let (_server, url, log) = proxied_server(Duration::from_secs(1), None).await;
+    let client = legacy_client(HttpClientConfig::new(url)).await;
+    let outcome: Result<Value, _> = within(
+        "slow_task",
+        client.peer.request(
+            "tools/call",
+            &json!({"name": "slow_task", "arguments": {"steps": 100, "step_ms": 100}}),
+            RequestOptions::new().timeout(Duration::from_millis(300)),
+        ),
+    )
+    .await;
+    assert!(matches!(outcome, Err(RequestError::Timeout)), "{outcome:?}");
+    assert!(
+        eventually(|| log.upstream().contains("notifications/cancelled")).await,
+        "notifications/cancelled was posted"
+    );
+}
+
+#[tokio::test]
+async fn the_standalone_stream_carries_unrelated_notifications() {
+    let server = TestServer::start(|c| c).await;
+    let client = legacy_client(HttpClientConfig::new(&server.url)).await;
+    let _: Value = within(
+        "subscribe",
+        client.peer.request(
+            "resources/subscribe",
+            &json!({"uri": "test://watched-resource"}),
+            RequestOptions::new(),
+        ),
+    )
+    .await
+    .expect("subscribe");
+    call(&client.peer, "update_watched_resource", json!({}))
+        .await
+        .expect("update");
+    let seen = Arc::clone(&client.seen);
+    assert!(
+        eventually(move || {
+            seen.lock()
+                .unwrap()
+                .iter()
+                .any(|f| f.contains("notifications/resources/updated"))
+        })
+        .await,
+        "the update notification arrived"
+    );
 }
 
 #[tokio::test]
@@ -337,14 +433,32 @@ async fn closing_deletes_the_session() {
     assert_eq!(server.endpoint.session_count(), 0);
 }
 
-/// A TCP proxy to `target` that cuts the first connection whose
-/// server-to-client bytes contain `cut_after`, right after forwarding them.
-fn cutting_proxy(listener: TcpListener, target: u16, cut_after: &'static str) -> Arc<AtomicBool> {
-    let cut = Arc::new(AtomicBool::new(false));
-    let done = Arc::clone(&cut);
+/// What a [`proxy`] saw.
+#[derive(Default)]
+struct ProxyLog {
+    /// Whether a connection was cut.
+    cut: AtomicBool,
+    /// Everything the client sent, over every connection.
+    upstream: Mutex<Vec<u8>>,
+    /// How many connections the client closed.
+    closed_by_client: std::sync::atomic::AtomicUsize,
+}
+
+impl ProxyLog {
+    fn upstream(&self) -> String {
+        String::from_utf8_lossy(&self.upstream.lock().unwrap()).into_owned()
+    }
+}
+
+/// A TCP proxy from `listener` to `target` that records what the client
+/// sends and, given `cut_after`, cuts the first connection whose
+/// server-to-client bytes contain it, right after forwarding them.
+fn proxy(listener: TcpListener, target: u16, cut_after: Option<&'static str>) -> Arc<ProxyLog> {
+    let log = Arc::new(ProxyLog::default());
+    let shared = Arc::clone(&log);
     tokio::spawn(async move {
         while let Ok((client, _)) = listener.accept().await {
-            let done = Arc::clone(&done);
+            let log = Arc::clone(&shared);
             tokio::spawn(async move {
                 let Ok(server) = TcpStream::connect(("127.0.0.1", target)).await else {
                     return;
@@ -353,8 +467,22 @@ fn cutting_proxy(listener: TcpListener, target: u16, cut_after: &'static str) ->
                 let _ = server.set_nodelay(true);
                 let (mut cr, mut cw) = client.into_split();
                 let (mut sr, mut sw) = server.into_split();
+                let up_log = Arc::clone(&log);
                 let up = tokio::spawn(async move {
-                    let _ = tokio::io::copy(&mut cr, &mut sw).await;
+                    let mut buf = vec![0u8; 16 * 1024];
+                    loop {
+                        let n = match cr.read(&mut buf).await {
+                            Ok(0) | Err(_) => {
+                                up_log.closed_by_client.fetch_add(1, Ordering::SeqCst);
+                                break;
+                            }
+                            Ok(n) => n,
+                        };
+                        up_log.upstream.lock().unwrap().extend_from_slice(&buf[..n]);
+                        if sw.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
                 });
                 let mut buf = vec![0u8; 16 * 1024];
                 loop {
@@ -366,7 +494,9 @@ fn cutting_proxy(listener: TcpListener, target: u16, cut_after: &'static str) ->
                         break;
                     }
                     let text = String::from_utf8_lossy(&buf[..n]);
-                    if text.contains(cut_after) && !done.swap(true, Ordering::SeqCst) {
+                    if cut_after.is_some_and(|c| text.contains(c))
+                        && !log.cut.swap(true, Ordering::SeqCst)
+                    {
                         break;
                     }
                 }
@@ -375,22 +505,31 @@ fn cutting_proxy(listener: TcpListener, target: u16, cut_after: &'static str) ->
             });
         }
     });
-    cut
+    log
 }
 
-#[tokio::test]
-async fn a_dropped_stream_is_resumed_without_loss_or_duplicates() {
+/// A server reached through a [`proxy`]; the URL to use.
+async fn proxied_server(
+    retry: Duration,
+    cut_after: Option<&'static str>,
+) -> (TestServer, String, Arc<ProxyLog>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
     let port = listener.local_addr().expect("addr").port();
     let server = TestServer::start(|c| {
         // The server sees the proxy's port in the Host header.
         let mut c: HttpConfig = c.origin_policy(OriginPolicy::loopback(port));
-        c.retry = Duration::from_millis(100);
+        c.retry = retry;
         c
     })
     .await;
-    let cut = cutting_proxy(listener, server.port, "notifications/progress");
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    let log = proxy(listener, server.port, cut_after);
+    (server, format!("http://127.0.0.1:{port}/mcp"), log)
+}
+
+#[tokio::test]
+async fn a_dropped_stream_is_resumed_without_loss_or_duplicates() {
+    let (_server, url, log) =
+        proxied_server(Duration::from_millis(100), Some("notifications/progress")).await;
     let client = legacy_client(HttpClientConfig::new(url)).await;
     let progress = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&progress);
@@ -405,7 +544,13 @@ async fn a_dropped_stream_is_resumed_without_loss_or_duplicates() {
     )
     .await
     .expect("slow_task through a cut stream");
-    assert!(cut.load(Ordering::SeqCst), "the proxy cut a stream");
+    assert!(log.cut.load(Ordering::SeqCst), "the proxy cut a stream");
+    assert!(
+        log.upstream()
+            .to_ascii_lowercase()
+            .contains("last-event-id:"),
+        "the client resumed with Last-Event-ID"
+    );
     assert_eq!(text_of(&result), "finished 5 steps");
     assert_eq!(*progress.lock().unwrap(), vec![1.0, 2.0, 3.0, 4.0, 5.0]);
     let frames = client.seen.lock().unwrap().clone();

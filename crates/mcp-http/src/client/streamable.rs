@@ -4,7 +4,7 @@
 //! session expired) and the stateless 2026-07-28 era (metadata headers,
 //! cancellation by closing the stream).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -15,7 +15,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use reqwest::{Response, StatusCode, Url};
 use serde::Deserialize;
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinSet};
 
 use super::config::{HttpClientConfig, HttpTransportKind};
@@ -130,16 +130,6 @@ struct Cursor {
     retry: Option<Duration>,
 }
 
-/// What became of the first message.
-enum First {
-    /// Still to be sent, over the transport now decided.
-    Send(Outgoing),
-    /// Sent over Streamable HTTP; its reply is to be read.
-    Reply(Outgoing, Response),
-    /// Handled (refused or failed, and the caller told).
-    Done,
-}
-
 /// How reading an SSE stream ended.
 enum Pumped {
     /// The response to the exchange's request arrived.
@@ -155,12 +145,17 @@ impl Inner {
         http: reqwest::Client,
         inbound: mpsc::Sender<InboundFrame>,
     ) -> Inner {
+        let wire = (config.transport == HttpTransportKind::StreamableHttp)
+            .then_some(WireProtocol::StreamableHttp);
         Inner {
             config,
             url,
             http,
             inbound: Mutex::new(Some(inbound)),
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                wire,
+                ..State::default()
+            }),
             tools: ToolHeaders::default(),
             reinit: tokio::sync::Mutex::new(()),
             get_stream: Mutex::new(None),
@@ -662,13 +657,9 @@ impl Inner {
         true
     }
 
-    /// One outgoing message over Streamable HTTP (its reply, when the
-    /// POST was already sent).
-    async fn exchange(self: Arc<Self>, out: Outgoing, reply: Option<Response>) {
+    /// One outgoing message over Streamable HTTP.
+    async fn exchange(self: Arc<Self>, out: Outgoing) {
         let ex = Exchange::of(&out);
-        if let Some(response) = reply {
-            return self.handle_reply(&out, &ex, response).await;
-        }
         let body = Bytes::from(out.text.clone());
         match self.send(&out, &body).await {
             Ok(response) => self.handle_reply(&out, &ex, response).await,
@@ -679,22 +670,20 @@ impl Inner {
         }
     }
 
-    /// The first message when the transport is not decided yet: POSTed
-    /// here, and a refusal the way an old server refuses it switches to
-    /// HTTP+SSE.
-    async fn first_exchange(self: &Arc<Self>, out: Outgoing) -> First {
-        if self.config.transport == HttpTransportKind::StreamableHttp {
-            self.set_wire(WireProtocol::StreamableHttp);
-            return First::Send(out);
-        }
+    /// The first message when the transport is not decided yet. A refusal
+    /// the way an old server refuses it switches to HTTP+SSE. `decided`
+    /// is told once later messages may go (dropped when nothing was
+    /// decided: the next message probes again).
+    async fn first_exchange(self: Arc<Self>, out: Outgoing, decided: oneshot::Sender<()>) {
         let ex = Exchange::of(&out);
         let body = Bytes::from(out.text.clone());
         let response = match self.send(&out, &body).await {
             Ok(r) => r,
             Err(e) => {
+                drop(decided);
                 self.fail(&ex, true, &format!("HTTP request failed: {e}"))
                     .await;
-                return First::Done;
+                return;
             }
         };
         let status = response.status();
@@ -703,24 +692,56 @@ impl Inner {
             StatusCode::BAD_REQUEST | StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED
         ) {
             self.set_wire(WireProtocol::StreamableHttp);
-            return First::Reply(out, response);
+            let _ = decided.send(());
+            return self.handle_reply(&out, &ex, response).await;
         }
         let text = response.text().await.unwrap_or_default();
         if !is_modern_jsonrpc_error(&text) {
-            match legacy_sse::open(self).await {
+            match legacy_sse::open(&self).await {
                 Ok(()) => {
                     tracing::info!("the server speaks HTTP+SSE (2024-11-05)");
-                    return First::Send(out);
+                    legacy_sse::post(Arc::clone(&self), out).await;
+                    let _ = decided.send(());
+                    return;
                 }
                 Err(e) => tracing::debug!(error = %e, "no HTTP+SSE fallback"),
             }
         }
         self.set_wire(WireProtocol::StreamableHttp);
+        let _ = decided.send(());
         match &ex.id {
             Some(id) => self.deliver(error_for_reply(id, status, &text)).await,
             None => tracing::warn!(method = ?ex.method, %status, "message refused"),
         }
-        First::Done
+    }
+
+    /// Sends `out` on a task of its own; while the transport is undecided
+    /// (the first message), the receiver that says when it is decided.
+    fn dispatch(
+        self: &Arc<Self>,
+        tasks: &mut JoinSet<()>,
+        out: Outgoing,
+    ) -> Option<oneshot::Receiver<()>> {
+        let key = out.id_key();
+        let modern = out.modern_version.is_some();
+        let (task, decided) = match self.wire() {
+            Some(WireProtocol::LegacySse) => {
+                tasks.spawn(legacy_sse::post(Arc::clone(self), out));
+                return None;
+            }
+            Some(WireProtocol::StreamableHttp) => {
+                (tasks.spawn(Arc::clone(self).exchange(out)), None)
+            }
+            None => {
+                let (tx, rx) = oneshot::channel();
+                let task = tasks.spawn(Arc::clone(self).first_exchange(out, tx));
+                (task, Some(rx))
+            }
+        };
+        if let Some(key) = key {
+            self.track(key, modern, task);
+        }
+        decided
     }
 
     /// Handles `notifications/cancelled` for a request still in flight:
@@ -795,39 +816,54 @@ impl Inner {
 }
 
 /// The transport's main task: takes the engine's frames and sends each
-/// on its own task, until the engine drops its sender.
+/// on its own task, until the engine drops its sender. Until the first
+/// exchange decided the wire protocol, later frames wait in order.
 pub(crate) async fn drive(inner: Arc<Inner>, mut outbound: mpsc::Receiver<OutboundFrame>) {
     let mut tasks = JoinSet::new();
-    while let Some(frame) = outbound.recv().await {
+    let mut queue: VecDeque<Outgoing> = VecDeque::new();
+    let mut deciding: Option<oneshot::Receiver<()>> = None;
+    loop {
+        let frame = tokio::select! {
+            frame = outbound.recv() => match frame {
+                Some(frame) => frame,
+                None => break,
+            },
+            _ = decided(&mut deciding), if deciding.is_some() => {
+                deciding = None;
+                while deciding.is_none()
+                    && let Some(out) = queue.pop_front()
+                {
+                    deciding = inner.dispatch(&mut tasks, out);
+                }
+                continue;
+            }
+        };
         if frame.kind == FrameKind::Ended {
             continue;
         }
         while tasks.try_join_next().is_some() {}
-        let mut out = Outgoing::parse(frame);
+        let out = Outgoing::parse(frame);
         if out.is_notification("notifications/cancelled") && !inner.cancel_in_flight(&out) {
             continue;
         }
-        let mut reply = None;
-        if inner.wire().is_none() {
-            match inner.first_exchange(out).await {
-                First::Send(rest) => out = rest,
-                First::Reply(rest, response) => {
-                    out = rest;
-                    reply = Some(response);
-                }
-                First::Done => continue,
-            }
-        }
-        if inner.wire() == Some(WireProtocol::LegacySse) {
-            tasks.spawn(legacy_sse::post(Arc::clone(&inner), out));
+        if deciding.is_some() {
+            queue.push_back(out);
             continue;
         }
-        let key = out.id_key();
-        let modern = out.modern_version.is_some();
-        let task = tasks.spawn(Arc::clone(&inner).exchange(out, reply));
-        if let Some(key) = key {
-            inner.track(key, modern, task);
-        }
+        deciding = inner.dispatch(&mut tasks, out);
+    }
+    if let Some(rx) = deciding {
+        let _ = tokio::time::timeout(CLOSE_GRACE, rx).await;
+    }
+    for out in queue {
+        inner.dispatch(&mut tasks, out);
     }
     inner.close(tasks).await;
+}
+
+/// Resolves when the first exchange decided (or gave up).
+async fn decided(deciding: &mut Option<oneshot::Receiver<()>>) {
+    if let Some(rx) = deciding {
+        let _ = rx.await;
+    }
 }
