@@ -640,3 +640,58 @@ async fn http_failures_become_errors_for_the_caller() {
     let message = initialize_error(config).await;
     assert!(message.contains("HTTP request failed"), "{message}");
 }
+
+#[tokio::test]
+async fn a_dropped_standalone_stream_is_resumed() {
+    let (_server, url, log) = proxied_server(
+        Duration::from_millis(100),
+        Some("notifications/resources/updated"),
+    )
+    .await;
+    let client = legacy_client(HttpClientConfig::new(url)).await;
+    let _: Value = within(
+        "subscribe",
+        client.peer.request(
+            "resources/subscribe",
+            &json!({"uri": "test://watched-resource"}),
+            RequestOptions::new(),
+        ),
+    )
+    .await
+    .expect("subscribe");
+    let updates = |seen: &Arc<Mutex<Vec<String>>>| {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .filter(|f| f.contains("notifications/resources/updated"))
+            .count()
+    };
+    call(&client.peer, "update_watched_resource", json!({}))
+        .await
+        .expect("first update");
+    let seen = Arc::clone(&client.seen);
+    assert!(
+        eventually(move || updates(&seen) == 1).await,
+        "first update"
+    );
+    assert!(
+        log.cut.load(Ordering::SeqCst),
+        "the standalone stream was cut"
+    );
+    call(&client.peer, "update_watched_resource", json!({}))
+        .await
+        .expect("second update");
+    let seen = Arc::clone(&client.seen);
+    assert!(
+        eventually(move || updates(&seen) == 2).await,
+        "second update"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(updates(&client.seen), 2, "nothing arrived twice");
+    assert!(
+        log.upstream()
+            .to_ascii_lowercase()
+            .contains("last-event-id:"),
+        "the stream was resumed with Last-Event-ID"
+    );
+}

@@ -30,8 +30,9 @@ use crate::sse::SseParser;
 /// Both media types a Streamable HTTP client accepts.
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 
-/// How long closing waits for messages already handed over to be sent.
-const CLOSE_GRACE: Duration = Duration::from_secs(5);
+/// How long closing waits for messages already handed over to be sent,
+/// and then for the DELETE that ends the session.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 /// The reconnection delay when the server gave no `retry`.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
@@ -744,9 +745,9 @@ impl Inner {
         decided
     }
 
-    /// Handles `notifications/cancelled` for a request still in flight:
-    /// stateless requests are cancelled by closing their stream (and the
-    /// notification is not sent); legacy ones stop being read after it.
+    /// Handles `notifications/cancelled`: a stateless request still in
+    /// flight is cancelled by closing its stream (the notification is not
+    /// sent); a legacy one stops being read after the notification is sent.
     /// Whether the notification is to be sent.
     fn cancel_in_flight(&self, out: &Outgoing) -> bool {
         let key = out
@@ -761,7 +762,11 @@ impl Inner {
                 task.abort();
                 !modern
             }
-            _ => true,
+            // Outside a session, the stateless era has no such notification.
+            _ => {
+                let state = lock(&self.state);
+                state.session_id.is_some() || state.modern_version.is_none()
+            }
         }
     }
 
