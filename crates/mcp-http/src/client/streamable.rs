@@ -281,8 +281,16 @@ impl Inner {
         if response.status() != StatusCode::NOT_FOUND {
             return Ok(response);
         }
-        drop(response);
         tracing::info!(session = %stale, "session expired; initializing a new one");
+        if out.kind == FrameKind::Response {
+            // An answer to a request of the old session means nothing to
+            // the new one: start the new session, report the refusal.
+            if !self.reinitialize(&stale).await {
+                tracing::warn!("re-initialization failed");
+            }
+            return Ok(response);
+        }
+        drop(response);
         if !self.reinitialize(&stale).await {
             tracing::warn!("re-initialization failed");
         }
