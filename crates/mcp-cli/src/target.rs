@@ -87,7 +87,12 @@ async fn transport(target: &Target) -> Result<(Transport, Option<ChildProcess>)>
                 .with_context(|| format!("cannot run {:?}", words[0]))?;
             Ok((transport, Some(child)))
         }
-        Target::Http(url) => bail!("{url}: HTTP servers are not supported by this build yet"),
+        Target::Http(url) => {
+            let transport = mcp_http::client::connect(mcp_http::HttpClientConfig::new(url))
+                .await
+                .with_context(|| format!("cannot connect to {url}"))?;
+            Ok((transport.into_transport(), None))
+        }
         Target::WebSocket(url) => {
             let transport = mcp_http::ws::connect(url, mcp_http::ws::WsOptions::new())
                 .await

@@ -2,6 +2,8 @@
 //! sessions and resumable SSE streams, and DNS-rebinding protection.
 //! Beside it, the legacy HTTP+SSE transport of 2024-11-05
 //! ([`legacy_sse`]) and MCP over WebSocket, server and client ([`ws`]).
+//! The client side of HTTP ([`client`]): Streamable HTTP and legacy
+//! HTTP+SSE as an [`mcp_core::Transport`].
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -14,6 +16,7 @@
 //! # }
 //! ```
 
+pub mod client;
 mod config;
 mod endpoint;
 pub mod event_store;
@@ -25,6 +28,10 @@ mod session;
 pub mod sse;
 pub mod ws;
 
+pub use client::{
+    HttpClientConfig, HttpClientError, HttpClientHandle, HttpClientTransport, HttpTransportKind,
+    WireProtocol,
+};
 pub use config::{HttpConfig, ResponseMode};
 pub use endpoint::{LAST_EVENT_ID, METHOD, McpEndpoint, NAME, PROTOCOL_VERSION, SESSION_ID};
 pub use event_store::{

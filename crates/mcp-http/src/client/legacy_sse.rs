@@ -1,0 +1,169 @@
+//! The legacy HTTP+SSE client (2024-11-05): a GET opens an event stream
+//! whose first `endpoint` event names where messages are POSTed; every
+//! server message arrives as a `message` event on that stream.
+
+use std::sync::Arc;
+
+use reqwest::Url;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+use tokio::sync::oneshot;
+
+use super::message::{Outgoing, error_for_reply, http_error};
+use super::streamable::{Inner, media_type};
+use crate::sse::SseParser;
+
+/// Opens the event stream at the configured URL and waits (bounded by the
+/// connect timeout) for its `endpoint` event; the stream is then read on
+/// its own task, and its end ends the connection.
+pub(crate) async fn open(inner: &Arc<Inner>) -> Result<(), String> {
+    let mut headers = inner.config.headers.clone();
+    headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+    let request = inner.http.get(inner.url.clone()).headers(headers).send();
+    let response = tokio::time::timeout(inner.config.connect_timeout, request)
+        .await
+        .map_err(|_| "timed out opening the event stream".to_owned())?
+        .map_err(|e| format!("GET failed: {e}"))?;
+    let status = response.status();
+    if !status.is_success() || media_type(&response) != "text/event-stream" {
+        return Err(format!(
+            "GET answered HTTP {status} {:?}",
+            media_type(&response)
+        ));
+    }
+    let (tx, rx) = oneshot::channel();
+    let task = tokio::spawn(read(Arc::clone(inner), response, tx));
+    *inner
+        .legacy_stream
+        .lock()
+        .unwrap_or_else(|e| e.into_inner()) = Some(task.abort_handle());
+    let endpoint = tokio::time::timeout(inner.config.connect_timeout, rx).await;
+    match endpoint {
+        Ok(Ok(Ok(url))) => {
+            tracing::debug!(endpoint = %url, "HTTP+SSE endpoint");
+            inner.set_legacy_endpoint(url);
+            Ok(())
+        }
+        Ok(Ok(Err(e))) => {
+            task.abort();
+            Err(e)
+        }
+        Ok(Err(_)) => Err("the event stream ended before the endpoint event".to_owned()),
+        Err(_) => {
+            task.abort();
+            Err("no endpoint event in time".to_owned())
+        }
+    }
+}
+
+/// Resolves the `endpoint` event's URI against the stream's URL; another
+/// origin is refused.
+fn resolve_endpoint(base: &Url, data: &str) -> Result<Url, String> {
+    let url = base
+        .join(data.trim())
+        .map_err(|e| format!("bad endpoint {data:?}: {e}"))?;
+    if url.origin() != base.origin() {
+        return Err(format!("endpoint {url} is not on the origin of {base}"));
+    }
+    Ok(url)
+}
+
+/// Reads the event stream: the endpoint first, then messages, until it ends.
+async fn read(
+    inner: Arc<Inner>,
+    mut response: reqwest::Response,
+    endpoint: oneshot::Sender<Result<Url, String>>,
+) {
+    let mut parser = SseParser::new();
+    let mut endpoint = Some(endpoint);
+    let mut established = false;
+    loop {
+        let chunk = match response.chunk().await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break,
+            Err(e) => {
+                tracing::debug!(error = %e, "HTTP+SSE stream dropped");
+                break;
+            }
+        };
+        for event in parser.feed(&chunk) {
+            match event.event.as_deref() {
+                Some("endpoint") => {
+                    if let Some(tx) = endpoint.take() {
+                        let resolved = resolve_endpoint(&inner.url, &event.data);
+                        established = resolved.is_ok();
+                        let _ = tx.send(resolved);
+                        if !established {
+                            return;
+                        }
+                    }
+                }
+                None | Some("message") if !event.data.is_empty() => {
+                    inner.deliver(event.data).await;
+                }
+                _ => {}
+            }
+        }
+    }
+    if established {
+        // The session lived on this stream: without it the connection is over.
+        tracing::info!("HTTP+SSE stream ended");
+        inner.end_inbound();
+    }
+}
+
+/// POSTs one message to the endpoint; a failure answers the request with
+/// an error (the response itself comes on the event stream).
+pub(crate) async fn post(inner: Arc<Inner>, out: Outgoing) {
+    let Some(endpoint) = inner.legacy_endpoint() else {
+        return;
+    };
+    let mut headers = inner.config.headers.clone();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    tracing::debug!(method = ?out.method, id = ?out.id, "POST (HTTP+SSE)");
+    let sent = inner
+        .http
+        .post(endpoint)
+        .headers(headers)
+        .body(out.text)
+        .send()
+        .await;
+    match sent {
+        Ok(r) if r.status().is_success() => drop(r),
+        Ok(r) => {
+            let status = r.status();
+            let body = r.text().await.unwrap_or_default();
+            match &out.id {
+                Some(id) => inner.deliver(error_for_reply(id, status, &body)).await,
+                None => tracing::warn!(method = ?out.method, %status, "message refused"),
+            }
+        }
+        Err(e) => match &out.id {
+            Some(id) => {
+                let message = format!("HTTP request failed: {e}");
+                inner.deliver(http_error(id, true, &message)).await;
+            }
+            None => tracing::warn!(method = ?out.method, error = %e, "message not sent"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_resolve_on_the_same_origin_only() {
+        let base = Url::parse("http://127.0.0.1:8080/sse").unwrap();
+        assert_eq!(
+            resolve_endpoint(&base, "/messages?sessionId=abc")
+                .unwrap()
+                .as_str(),
+            "http://127.0.0.1:8080/messages?sessionId=abc"
+        );
+        assert_eq!(
+            resolve_endpoint(&base, "messages").unwrap().as_str(),
+            "http://127.0.0.1:8080/messages"
+        );
+        assert!(resolve_endpoint(&base, "http://evil.example/messages").is_err());
+    }
+}
