@@ -150,19 +150,26 @@ async fn http_server() -> (tokio::process::Child, String) {
 #[tokio::test]
 async fn urls_pick_the_network_transport() {
     let (_server, base) = http_server().await;
-    let ws = base.replacen("http://", "ws://", 1) + "/ws";
-    for era in ["auto", "2025-06-18"] {
-        let output = mcp(&[
-            "tool",
-            "-s",
-            &ws,
-            "--era",
-            era,
-            "echo",
-            "text=over websocket",
-        ])
-        .await;
-        assert!(output.status.success(), "{era}: {}", stderr(&output));
-        assert_eq!(stdout(&output), "over websocket\n", "{era}");
+    let urls = [
+        format!("{base}/mcp"),
+        // The legacy HTTP+SSE endpoint: found by the fallback probe.
+        format!("{base}/sse"),
+        base.replacen("http://", "ws://", 1) + "/ws",
+    ];
+    for url in &urls {
+        for era in ["auto", "2025-06-18", "2024-11-05"] {
+            let args = [
+                "tool",
+                "-s",
+                url,
+                "--era",
+                era,
+                "echo",
+                "text=over the network",
+            ];
+            let output = mcp(&args).await;
+            assert!(output.status.success(), "{url} {era}: {}", stderr(&output));
+            assert_eq!(stdout(&output), "over the network\n", "{url} {era}");
+        }
     }
 }

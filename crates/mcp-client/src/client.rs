@@ -268,12 +268,34 @@ fn modern_meta(identity: &ClientIdentity) -> Map<String, Value> {
     meta
 }
 
+/// Whether an error is the modern era's "unsupported protocol version"
+/// listing our revision among the supported ones (a server may refuse a
+/// first request that way; the same request again is then welcome).
+fn retry_with_latest(error: &ClientError) -> bool {
+    error.rpc().is_some_and(|e| {
+        e.code == mcp_schema::error_codes::UNSUPPORTED_PROTOCOL_VERSION
+            && e.data
+                .as_ref()
+                .and_then(|d| d.get("supported"))
+                .and_then(Value::as_array)
+                .is_some_and(|s| s.iter().any(|v| v == ProtocolVersion::LATEST.as_str()))
+    })
+}
+
 async fn discover(peer: &Peer, meta: &Map<String, Value>) -> Result<ServerSide, ClientError> {
     let params = json!({ "_meta": meta });
     let options = RequestOptions::new().timeout(DISCOVER_TIMEOUT);
-    let result: DiscoverResult = peer
-        .request(methods::SERVER_DISCOVER, &params, options)
-        .await?;
+    let first = peer
+        .request(methods::SERVER_DISCOVER, &params, options.clone())
+        .await
+        .map_err(ClientError::from);
+    let result: DiscoverResult = match first {
+        Err(e) if retry_with_latest(&e) => {
+            peer.request(methods::SERVER_DISCOVER, &params, options)
+                .await?
+        }
+        other => other?,
+    };
     let latest = ProtocolVersion::LATEST.as_str();
     if !result.supported_versions.iter().any(|v| v == latest) {
         return Err(ClientError::Handshake(format!(

@@ -37,6 +37,11 @@ const CLOSE_GRACE: Duration = Duration::from_secs(2);
 /// The reconnection delay when the server gave no `retry`.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 
+/// How long later messages wait for the standalone stream to open after
+/// `notifications/initialized` (so that what the server sends there
+/// about them is not missed).
+const GET_STREAM_OPEN_WAIT: Duration = Duration::from_secs(2);
+
 /// What the connection knows, behind one lock.
 #[derive(Debug, Default)]
 struct State {
@@ -366,7 +371,8 @@ impl Inner {
         if status.is_success() && ex.id.is_none() {
             drop(response);
             if out.is_notification("notifications/initialized") && self.session_id().is_some() {
-                self.open_get_stream();
+                let opened = self.open_get_stream();
+                let _ = tokio::time::timeout(GET_STREAM_OPEN_WAIT, opened).await;
             }
             return;
         }
@@ -540,22 +546,30 @@ impl Inner {
         Err(last_error)
     }
 
-    /// Starts (or restarts) the standalone GET stream.
-    fn open_get_stream(self: &Arc<Self>) {
-        let task = tokio::spawn(Arc::clone(self).run_get_stream());
+    /// Starts (or restarts) the standalone GET stream; the receiver hears
+    /// when the server has answered the first GET (or it failed).
+    fn open_get_stream(self: &Arc<Self>) -> oneshot::Receiver<()> {
+        let (opened_tx, opened) = oneshot::channel();
+        let task = tokio::spawn(Arc::clone(self).run_get_stream(opened_tx));
         if let Some(old) = lock(&self.get_stream).replace(task.abort_handle()) {
             old.abort();
         }
+        opened
     }
 
     /// The standalone GET stream: server requests and notifications that
     /// belong to no request, reconnected (with `Last-Event-ID`) when it drops.
-    async fn run_get_stream(self: Arc<Self>) {
+    async fn run_get_stream(self: Arc<Self>, opened: oneshot::Sender<()>) {
         let ex = Exchange::default();
         let mut cursor = Cursor::default();
         let mut failures = 0;
+        let mut opened = Some(opened);
         loop {
-            match self.get(cursor.last_event_id.as_deref()).send().await {
+            let reply = self.get(cursor.last_event_id.as_deref()).send().await;
+            if let Some(opened) = opened.take() {
+                let _ = opened.send(());
+            }
+            match reply {
                 Ok(r) if r.status().is_success() && media_type(&r) == "text/event-stream" => {
                     match self.pump(r, &ex, &mut cursor).await {
                         Pumped::Ended { progressed: true } => failures = 0,
@@ -662,7 +676,8 @@ impl Inner {
         if let Err(e) = initialized {
             tracing::warn!(error = %e, "notifications/initialized failed");
         }
-        self.open_get_stream();
+        let opened = self.open_get_stream();
+        let _ = tokio::time::timeout(GET_STREAM_OPEN_WAIT, opened).await;
         true
     }
 
@@ -737,6 +752,19 @@ impl Inner {
             Some(WireProtocol::LegacySse) => {
                 tasks.spawn(legacy_sse::post(Arc::clone(self), out));
                 return None;
+            }
+            // Later messages wait until the session is set up, standalone
+            // stream included: a server may send requests about them there.
+            Some(WireProtocol::StreamableHttp)
+                if out.is_notification("notifications/initialized") =>
+            {
+                let (tx, rx) = oneshot::channel();
+                let me = Arc::clone(self);
+                tasks.spawn(async move {
+                    me.exchange(out).await;
+                    let _ = tx.send(());
+                });
+                return Some(rx);
             }
             Some(WireProtocol::StreamableHttp) => {
                 (tasks.spawn(Arc::clone(self).exchange(out)), None)

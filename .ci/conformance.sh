@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # The official MCP conformance suite (npm @modelcontextprotocol/conformance)
-# against `mcp serve everything --http`, four runs:
+# against this project, five runs:
 #
-#   0.2.0-alpha.12  --suite all                  .ci/conformance/server-all.yml
-#   0.2.0-alpha.12  --requirements 2025-11-25    .ci/conformance/server-2025-11-25.yml
-#   0.2.0-alpha.12  --requirements 2026-07-28    .ci/conformance/server-2026-07-28.yml
-#   0.1.16          --suite all                  .ci/conformance/server-0.1.16-all.yml
+#   server: `mcp serve everything --http`, a fresh server per run
+#     0.2.0-alpha.12  --suite all                  .ci/conformance/server-all.yml
+#     0.2.0-alpha.12  --requirements 2025-11-25    .ci/conformance/server-2025-11-25.yml
+#     0.2.0-alpha.12  --requirements 2026-07-28    .ci/conformance/server-2026-07-28.yml
+#     0.1.16          --suite all                  .ci/conformance/server-0.1.16-all.yml
+#   client: `mcp-conformance-client`, started by the suite per scenario
+#     0.2.0-alpha.12  --suite all                  .ci/conformance/client-all.yml
 #
 # Each YAML file is the suite's own expected-failures baseline
-# (`server: ["scenario:check-id", ...]`; 0.1.16 only knows whole scenarios).
-# A run fails when a check not listed fails (or warns), and when a listed one
-# passes (the entry is stale and must go). A run with nothing failing has no
-# file. Each run gets a fresh server, so no state leaks from one to the next.
+# (`server:` or `client:` followed by "scenario" or "scenario:check-id"
+# entries; 0.1.16 and the client run list whole scenarios). A run fails when
+# a check not listed fails (or warns), and when a listed one passes (the
+# entry is stale and must go). A run with nothing failing has no file.
 #
 # Installs everything under ${CARGO_TARGET_DIR:-target}/conformance from the
 # npm registry: both suite versions, and Node 22 (the npm package
@@ -84,9 +87,12 @@ if [ "$node_major" -lt 22 ]; then
 fi
 echo "node for the suite: $(PATH="$suite_path" node --version) (machine's: $(node --version))"
 
-echo "-- building mcp"
+echo "-- building mcp and mcp-conformance-client"
 cargo build -p mcp-cli
 mcp="$target_dir/debug/mcp"
+# The suite splits --command at spaces: the path must have none.
+client_bin="$target_dir/debug/mcp-conformance-client"
+case "$client_bin" in *" "*) echo "the target directory's path has a space: $client_bin" >&2; exit 1 ;; esac
 
 server_pid=""
 stop_server() {
@@ -138,7 +144,7 @@ scored_scenarios() {
     awk '/^Server scenarios/{on=1; next} on && /^$/{exit} on{sub(/^ *- */, ""); print}'
 }
 
-# write_baseline RESULTS_DIR SUITE_LOG GRANULARITY(check|scenario) OUT_FILE LABEL [SCORED_FILE]
+# write_baseline RESULTS_DIR SUITE_LOG GRANULARITY(check|scenario) OUT_FILE LABEL SIDE(server|client) [SCORED_FILE]
 # Writes exactly the failing/warning checks of this run (the suite counts a
 # WARNING as a failure against a baseline), or deletes OUT_FILE if none. A
 # scenario that could not run at all leaves no checks.json: the suite's own
@@ -147,7 +153,7 @@ write_baseline() {
   node - "$@" <<'EOF'
 const fs = require('fs');
 const path = require('path');
-const [resultsDir, suiteLog, granularity, outFile, label, scoredFile] = process.argv.slice(2);
+const [resultsDir, suiteLog, granularity, outFile, label, side, scoredFile] = process.argv.slice(2);
 const scored = scoredFile ? new Set(fs.readFileSync(scoredFile, 'utf8').split('\n').filter(Boolean)) : null;
 const rank = { FAILURE: 3, WARNING: 2, SUCCESS: 1 };
 const worst = new Map(); // scenario -> Map(checkId -> status)
@@ -186,9 +192,9 @@ if (entries.length === 0) {
 } else {
   const lines = [
     `# Expected failures of the MCP conformance suite, ${label},`,
-    '# against `mcp serve everything --http` (see .ci/conformance-server.sh).',
+    `# against ${side === 'client' ? 'mcp-conformance-client' : '`mcp serve everything --http`'} (see .ci/conformance.sh).`,
     '# Generated with CONFORMANCE_UPDATE_BASELINE=1; remove entries as they pass.',
-    'server:',
+    `${side}:`,
     ...entries.map((e) => `  - ${JSON.stringify(e)}`),
   ];
   fs.mkdirSync(path.dirname(outFile), { recursive: true });
@@ -222,20 +228,27 @@ for (const entry of fs.readFileSync(0, "utf8").split("\n").filter(Boolean)) {
 
 failed_runs=()
 
-# run_suite NAME SUITE_VERSION GRANULARITY BASELINE_FILE ARGS...
+# run_suite SIDE(server|client) NAME SUITE_VERSION GRANULARITY BASELINE_FILE ARGS...
 run_suite() {
-  local name="$1" version="$2" granularity="$3" baseline="$4"
-  shift 4
+  local side="$1" name="$2" version="$3" granularity="$4" baseline="$5"
+  shift 5
   local suite_bin="$work/suite-$version/node_modules/.bin/conformance"
   local dir="$work/runs/$name"
   rm -rf "$dir"
   mkdir -p "$dir/results"
 
-  local label="$version ${*}"
+  local label="$version $side ${*}"
   echo
   echo "-- conformance $label"
-  start_server "$dir"
-  echo "server: $server_url (pid $server_pid)"
+  local target_args=()
+  if [ "$side" = server ]; then
+    start_server "$dir"
+    echo "server: $server_url (pid $server_pid)"
+    target_args=(--url "$server_url")
+  else
+    echo "client: $client_bin"
+    target_args=(--command "$client_bin")
+  fi
 
   local baseline_args=()
   if [ "$update" = 1 ]; then
@@ -248,13 +261,15 @@ run_suite() {
   local start end rc=0
   start=$(date +%s)
   PATH="$suite_path" timeout --kill-after=15 "$run_timeout" \
-    "$suite_bin" server --url "$server_url" "$@" -o "$dir/results" "${baseline_args[@]}" \
+    "$suite_bin" "$side" "${target_args[@]}" "$@" -o "$dir/results" "${baseline_args[@]}" \
     >"$dir/suite.log" 2>&1 || rc=$?
   end=$(date +%s)
 
   local alive=yes
-  kill -0 "$server_pid" 2>/dev/null || alive=no
-  stop_server
+  if [ "$side" = server ]; then
+    kill -0 "$server_pid" 2>/dev/null || alive=no
+    stop_server
+  fi
 
   # Summary: scenario and check counts, and the suite's baseline verdict.
   local plain="$dir/suite.plain.log"
@@ -289,7 +304,7 @@ run_suite() {
     if [ "$1" = --requirements ]; then
       scored_args=("$dir/scored.txt")
     fi
-    write_baseline "$dir/results" "$plain" "$granularity" "$baseline" "$label" "${scored_args[@]}"
+    write_baseline "$dir/results" "$plain" "$granularity" "$baseline" "$label" "$side" "${scored_args[@]}"
     return
   fi
 
@@ -304,7 +319,7 @@ run_suite() {
     ! echo "$unexpected" | grep -qv ':scenario-timeout'; then
     echo "a scenario timed out; running again once:"
     echo "$unexpected"
-    retrying=1 run_suite "$name" "$version" "$granularity" "$baseline" "$@"
+    retrying=1 run_suite "$side" "$name" "$version" "$granularity" "$baseline" "$@"
     return
   fi
   failed_runs+=("$name")
@@ -328,10 +343,11 @@ run_suite() {
   echo "full log: $dir/suite.log"
 }
 
-run_suite all "$suite_new_version" check "$baseline_dir/server-all.yml" --suite all
-run_suite 2025-11-25 "$suite_new_version" check "$baseline_dir/server-2025-11-25.yml" --requirements 2025-11-25
-run_suite 2026-07-28 "$suite_new_version" check "$baseline_dir/server-2026-07-28.yml" --requirements 2026-07-28
-run_suite 0.1.16-all "$suite_old_version" scenario "$baseline_dir/server-0.1.16-all.yml" --suite all
+run_suite server all "$suite_new_version" check "$baseline_dir/server-all.yml" --suite all
+run_suite server 2025-11-25 "$suite_new_version" check "$baseline_dir/server-2025-11-25.yml" --requirements 2025-11-25
+run_suite server 2026-07-28 "$suite_new_version" check "$baseline_dir/server-2026-07-28.yml" --requirements 2026-07-28
+run_suite server 0.1.16-all "$suite_old_version" scenario "$baseline_dir/server-0.1.16-all.yml" --suite all
+run_suite client client-all "$suite_new_version" scenario "$baseline_dir/client-all.yml" --suite all
 
 echo
 if [ "${#failed_runs[@]}" -gt 0 ]; then
