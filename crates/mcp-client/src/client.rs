@@ -635,6 +635,38 @@ impl Client {
         .map(drop)
     }
 
+    /// Opens a `subscriptions/listen` stream (2026-07-28) for the
+    /// notifications `filter` asks for. They reach the `on_notification`
+    /// handlers (and a `list_changed` drops the cached list); the first is
+    /// `notifications/subscriptions/acknowledged`, saying what the server
+    /// grants. Resolves when the server ends the stream; drop the future
+    /// to stop listening (over HTTP that closes the stream). Legacy
+    /// servers send `list_changed` unasked and take
+    /// [`subscribe_resource`](Client::subscribe_resource) instead.
+    pub async fn listen(
+        &self,
+        filter: mcp_schema::SubscriptionFilter,
+    ) -> Result<mcp_schema::SubscriptionsListenResult, ClientError> {
+        if !self.is_modern() {
+            return Err(ClientError::Unsupported(format!(
+                "{} does not exist in protocol revision {}",
+                methods::SUBSCRIPTIONS_LISTEN,
+                self.revision()
+            )));
+        }
+        // A listen stream lasts as long as the caller wants.
+        const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+        let options = RequestOptions::new()
+            .timeout(FOREVER)
+            .max_total_timeout(FOREVER);
+        self.request(
+            methods::SUBSCRIPTIONS_LISTEN,
+            &json!({ "notifications": filter }),
+            options,
+        )
+        .await
+    }
+
     /// One page of prompts.
     pub async fn list_prompts(
         &self,

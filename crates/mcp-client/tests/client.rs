@@ -296,3 +296,61 @@ async fn too_many_rounds_give_up() {
     );
     client.close().await;
 }
+
+#[tokio::test]
+async fn listen_streams_what_was_asked_for() {
+    let server = paged_server();
+    let (server_side, client_side) = mcp_core::Transport::pair();
+    let _session = mcp_core::serve(
+        server_side,
+        Arc::new(server.clone()),
+        server.session_config(),
+    );
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let log = Arc::clone(&seen);
+    let client = Client::builder("client-tests", "1.0.0")
+        .on_notification(move |n| log.lock().unwrap().push(n.method.clone()))
+        .connect(client_side)
+        .await
+        .unwrap();
+    assert_eq!(client.revision(), ProtocolVersion::V2026_07_28);
+    let filter = mcp_schema::SubscriptionFilter {
+        tools_list_changed: Some(true),
+        ..Default::default()
+    };
+    let listening = tokio::spawn({
+        let client = client.clone();
+        async move { client.listen(filter).await }
+    });
+    let has = |method: &'static str| {
+        let seen = Arc::clone(&seen);
+        async move {
+            while !seen.lock().unwrap().iter().any(|m| m == method) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    };
+    within(
+        "acknowledged",
+        has("notifications/subscriptions/acknowledged"),
+    )
+    .await;
+    server.add_tool(ToolDef::new(
+        "tool_late",
+        "Added later",
+        |_: NoArguments, _| async { Ok::<_, mcp_server::HandlerError>("late") },
+    ));
+    within("list_changed", has("notifications/tools/list_changed")).await;
+    assert!(!listening.is_finished(), "the stream stays open");
+    listening.abort();
+
+    // The legacy era has no listen.
+    let legacy = connect_to(&server, EraChoice::Pinned(ProtocolVersion::V2025_11_25)).await;
+    let refused = legacy.listen(Default::default()).await;
+    assert!(
+        matches!(refused, Err(ClientError::Unsupported(_))),
+        "{refused:?}"
+    );
+    client.close().await;
+    legacy.close().await;
+}
