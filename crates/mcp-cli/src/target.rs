@@ -65,7 +65,10 @@ impl Connection {
             .era(era)
             .connect(transport)
             .await
-            .context("cannot start the MCP session")?;
+            .map_err(|e| match e.rpc() {
+                Some(rpc) => anyhow::anyhow!("cannot start the MCP session: {}", rpc.message),
+                None => anyhow::anyhow!("cannot start the MCP session: {e}"),
+            })?;
         Ok(Connection { client, child })
     }
 

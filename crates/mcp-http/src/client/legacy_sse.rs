@@ -8,7 +8,7 @@ use reqwest::Url;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use tokio::sync::oneshot;
 
-use super::message::{Outgoing, error_for_reply, http_error};
+use super::message::{Outgoing, error_for_reply, http_error, with_causes};
 use super::streamable::{Inner, media_type};
 use crate::sse::SseParser;
 
@@ -139,7 +139,7 @@ pub(crate) async fn post(inner: Arc<Inner>, out: Outgoing) {
         }
         Err(e) => match &out.id {
             Some(id) => {
-                let message = format!("HTTP request failed: {e}");
+                let message = format!("HTTP request failed: {}", with_causes(&e));
                 inner.deliver(http_error(id, true, &message)).await;
             }
             None => tracing::warn!(method = ?out.method, error = %e, "message not sent"),

@@ -108,6 +108,22 @@ impl Outgoing {
 
 /// Whether `version` names a stateless-era revision (anything newer than
 /// the last legacy one).
+/// An error with its causes (`error sending request: tcp connect: refused`),
+/// which is what a person needs to see.
+pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 pub(crate) fn is_modern_version(version: &str) -> bool {
     version
         .parse::<mcp_schema::ProtocolVersion>()

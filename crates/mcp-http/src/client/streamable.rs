@@ -20,7 +20,7 @@ use tokio::task::{AbortHandle, JoinSet};
 
 use super::config::{HttpClientConfig, HttpTransportKind};
 use super::message::{
-    IdKey, InProbe, Outgoing, error_for_reply, http_error, is_modern_jsonrpc_error,
+    IdKey, InProbe, Outgoing, error_for_reply, http_error, is_modern_jsonrpc_error, with_causes,
 };
 use super::modern::{ToolHeaders, request_headers};
 use super::{WireProtocol, legacy_sse};
@@ -409,7 +409,7 @@ impl Inner {
                     }
                 }
                 Err(e) => {
-                    self.fail(ex, true, &format!("reading the reply: {e}"))
+                    self.fail(ex, true, &format!("reading the reply: {}", with_causes(&e)))
                         .await
                 }
             },
@@ -540,7 +540,7 @@ impl Inner {
                         break;
                     }
                 }
-                Err(e) => last_error = format!("resuming the stream: {e}"),
+                Err(e) => last_error = format!("resuming the stream: {}", with_causes(&e)),
             }
         }
         Err(last_error)
@@ -688,8 +688,12 @@ impl Inner {
         match self.send(&out, &body).await {
             Ok(response) => self.handle_reply(&out, &ex, response).await,
             Err(e) => {
-                self.fail(&ex, true, &format!("HTTP request failed: {e}"))
-                    .await
+                self.fail(
+                    &ex,
+                    true,
+                    &format!("HTTP request failed: {}", with_causes(&e)),
+                )
+                .await
             }
         }
     }
@@ -705,8 +709,12 @@ impl Inner {
             Ok(r) => r,
             Err(e) => {
                 drop(decided);
-                self.fail(&ex, true, &format!("HTTP request failed: {e}"))
-                    .await;
+                self.fail(
+                    &ex,
+                    true,
+                    &format!("HTTP request failed: {}", with_causes(&e)),
+                )
+                .await;
                 return;
             }
         };
