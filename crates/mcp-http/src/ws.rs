@@ -414,8 +414,8 @@ pub enum WsError {
     /// The URL cannot be used.
     #[error("invalid WebSocket URL: {0}")]
     InvalidUrl(String),
-    /// Only `ws://` URLs are supported.
-    #[error("unsupported URL scheme {0:?}; use ws://")]
+    /// Only `ws://` and `wss://` URLs are supported.
+    #[error("unsupported URL scheme {0:?}; use ws:// or wss://")]
     UnsupportedScheme(String),
     /// A header name or value is not valid.
     #[error("invalid header {0:?}")]
@@ -437,7 +437,8 @@ pub enum WsError {
     Handshake(String),
 }
 
-/// Opens a WebSocket connection to `url` (`ws://host:port/path`), asking
+/// Opens a WebSocket connection to `url` (`ws://host:port/path`, or
+/// `wss://` over TLS with the web's root certificates), asking
 /// for the `mcp` subprotocol, with TCP_NODELAY set; the transport sends each
 /// outbound frame as a text frame and delivers each text frame received.
 /// Dropping the transport's outbound sender closes the connection.
@@ -447,10 +448,11 @@ pub async fn connect(url: &str, options: WsOptions) -> Result<Transport, WsError
         .into_client_request()
         .map_err(|e| WsError::InvalidUrl(e.to_string()))?;
     let uri = request.uri().clone();
-    match uri.scheme_str() {
-        Some("ws") => {}
+    let default_port = match uri.scheme_str() {
+        Some("ws") => 80,
+        Some("wss") => 443,
         other => return Err(WsError::UnsupportedScheme(other.unwrap_or("").to_owned())),
-    }
+    };
     let host = uri
         .host()
         .ok_or_else(|| WsError::InvalidUrl(format!("{url}: no host")))?;
@@ -458,7 +460,7 @@ pub async fn connect(url: &str, options: WsOptions) -> Result<Transport, WsError
         .trim_start_matches('[')
         .trim_end_matches(']')
         .to_owned();
-    let port = uri.port_u16().unwrap_or(80);
+    let port = uri.port_u16().unwrap_or(default_port);
     let headers = request.headers_mut();
     headers.insert(
         ws_http::header::SEC_WEBSOCKET_PROTOCOL,
@@ -477,7 +479,7 @@ pub async fn connect(url: &str, options: WsOptions) -> Result<Transport, WsError
         .max_message_size(Some(options.max_message_bytes))
         .max_frame_size(Some(options.max_message_bytes));
     let (socket, _response) =
-        tokio_tungstenite::client_async_with_config(request, tcp, Some(config))
+        tokio_tungstenite::client_async_tls_with_config(request, tcp, Some(config), None)
             .await
             .map_err(|e| match e {
                 tungstenite::Error::Http(response) => WsError::Refused {
