@@ -1,0 +1,6 @@
+//! OAuth 2.1 authorization for MCP over HTTP, as the specification
+//! describes it: a resource-server layer that protects an MCP endpoint, a
+//! small built-in authorization server, and the client side of the flow.
+//! stdio servers take their credentials from the environment instead.
+
+#![warn(missing_docs)]
