@@ -695,3 +695,92 @@ async fn a_dropped_standalone_stream_is_resumed() {
         "the stream was resumed with Last-Event-ID"
     );
 }
+
+/// Hands out `Bearer good` only once challenged, and counts challenges.
+struct Tokens {
+    granted: AtomicBool,
+    challenges: Mutex<Vec<(u16, Option<String>)>>,
+}
+
+impl mcp_http::client::Authorizer for Tokens {
+    fn authorization(
+        &self,
+    ) -> mcp_http::client::AuthFuture<'_, Option<reqwest::header::HeaderValue>> {
+        let granted = self.granted.load(Ordering::SeqCst);
+        Box::pin(async move {
+            granted.then(|| reqwest::header::HeaderValue::from_static("Bearer good"))
+        })
+    }
+
+    fn challenged(
+        &self,
+        challenge: mcp_http::client::Challenge,
+    ) -> mcp_http::client::AuthFuture<'_, bool> {
+        self.challenges
+            .lock()
+            .unwrap()
+            .push((challenge.status.as_u16(), challenge.www_authenticate));
+        Box::pin(async move { !self.granted.swap(true, Ordering::SeqCst) })
+    }
+}
+
+/// Refuses every request without `Authorization: Bearer good`.
+async fn require_bearer(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let authorized = request
+        .headers()
+        .get("authorization")
+        .is_some_and(|v| v == "Bearer good");
+    if authorized {
+        next.run(request).await
+    } else {
+        (
+            reqwest::StatusCode::UNAUTHORIZED,
+            [(
+                "www-authenticate",
+                r#"Bearer resource_metadata="http://x/prm""#,
+            )],
+        )
+            .into_response()
+    }
+}
+
+#[tokio::test]
+async fn an_authorizer_answers_challenges_and_supplies_credentials() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let server = mcp_servers::everything::server();
+    let endpoint = mcp_http::McpEndpoint::new(
+        Arc::new(server.clone()),
+        server.session_config(),
+        HttpConfig::loopback(port),
+    );
+    let app = endpoint
+        .router()
+        .layer(axum::middleware::from_fn(require_bearer));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let tokens = Arc::new(Tokens {
+        granted: AtomicBool::new(false),
+        challenges: Mutex::new(Vec::new()),
+    });
+    let config = HttpClientConfig::new(format!("http://127.0.0.1:{port}/mcp"))
+        .authorizer(Arc::clone(&tokens) as Arc<dyn mcp_http::client::Authorizer>);
+    let client = legacy_client(config).await;
+    let echo = call(&client.peer, "echo", json!({"text": "authorized"}))
+        .await
+        .expect("echo");
+    assert_eq!(text_of(&echo), "authorized");
+    let challenges = tokens.challenges.lock().unwrap().clone();
+    assert_eq!(
+        challenges,
+        [(
+            401,
+            Some(r#"Bearer resource_metadata="http://x/prm""#.to_owned())
+        )],
+        "one challenge, then the credentials were used on every request"
+    );
+}

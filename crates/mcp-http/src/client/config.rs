@@ -20,7 +20,7 @@ pub enum HttpTransportKind {
 }
 
 /// Settings of the HTTP client transport.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct HttpClientConfig {
     /// The MCP endpoint (Streamable HTTP) or the SSE endpoint (HTTP+SSE).
@@ -38,6 +38,19 @@ pub struct HttpClientConfig {
     pub max_retry_delay: Duration,
     /// A client to use instead of one built from these settings.
     pub http_client: Option<reqwest::Client>,
+    /// Supplies credentials and answers authorization challenges.
+    pub authorizer: Option<std::sync::Arc<dyn super::auth::Authorizer>>,
+}
+
+impl std::fmt::Debug for HttpClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpClientConfig")
+            .field("url", &self.url)
+            .field("transport", &self.transport)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("authorizer", &self.authorizer.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl HttpClientConfig {
@@ -52,7 +65,14 @@ impl HttpClientConfig {
             max_reconnect_attempts: 5,
             max_retry_delay: Duration::from_secs(30),
             http_client: None,
+            authorizer: None,
         }
+    }
+
+    /// Sets who supplies credentials (e.g. an OAuth client).
+    pub fn authorizer(mut self, authorizer: std::sync::Arc<dyn super::auth::Authorizer>) -> Self {
+        self.authorizer = Some(authorizer);
+        self
     }
 
     /// Adds a header sent with every HTTP request.

@@ -18,7 +18,7 @@ use crate::sse::SseParser;
 pub(crate) async fn open(inner: &Arc<Inner>) -> Result<(), String> {
     let mut headers = inner.config.headers.clone();
     headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-    let request = inner.http.get(inner.url.clone()).headers(headers).send();
+    let request = inner.execute(|| inner.http.get(inner.url.clone()).headers(headers.clone()));
     let response = tokio::time::timeout(inner.config.connect_timeout, request)
         .await
         .map_err(|_| "timed out opening the event stream".to_owned())?
@@ -121,11 +121,13 @@ pub(crate) async fn post(inner: Arc<Inner>, out: Outgoing) {
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     tracing::debug!(method = ?out.method, id = ?out.id, "POST (HTTP+SSE)");
     let sent = inner
-        .http
-        .post(endpoint)
-        .headers(headers)
-        .body(out.text)
-        .send()
+        .execute(|| {
+            inner
+                .http
+                .post(endpoint.clone())
+                .headers(headers.clone())
+                .body(out.text.clone())
+        })
         .await;
     match sent {
         Ok(r) if r.status().is_success() => drop(r),

@@ -14,6 +14,7 @@
 //! # Ok(()) }
 //! ```
 
+mod auth;
 mod config;
 mod legacy_sse;
 mod message;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 use mcp_core::{DEFAULT_CHANNEL_CAPACITY, Transport};
 use tokio::sync::mpsc;
 
+pub use auth::{AuthFuture, Authorizer, Challenge};
 pub use config::{HttpClientConfig, HttpTransportKind};
 
 use streamable::Inner;

@@ -277,9 +277,15 @@ impl Inner {
         out: &Outgoing,
         body: &Bytes,
     ) -> Result<Response, reqwest::Error> {
-        let (request, session) = self.post(out, body.clone());
         tracing::debug!(method = ?out.method, id = ?out.id, "POST");
-        let response = request.send().await?;
+        let mut session = None;
+        let response = self
+            .execute(|| {
+                let (request, used) = self.post(out, body.clone());
+                session = used;
+                request
+            })
+            .await?;
         let Some(stale) = session else {
             return Ok(response);
         };
@@ -299,8 +305,16 @@ impl Inner {
         if !self.reinitialize(&stale).await {
             tracing::warn!("re-initialization failed");
         }
-        let (request, _) = self.post(out, body.clone());
-        request.send().await
+        self.execute(|| self.post(out, body.clone()).0).await
+    }
+
+    /// Sends a request with the authorizer's credentials, answering its
+    /// challenges (see [`super::auth::execute`]).
+    pub(crate) async fn execute(
+        &self,
+        build: impl FnMut() -> reqwest::RequestBuilder,
+    ) -> Result<Response, reqwest::Error> {
+        super::auth::execute(self.config.authorizer.as_deref(), build).await
     }
 
     /// Handles one message of a reply; whether it answered the exchange.
@@ -523,7 +537,7 @@ impl Inner {
         for attempt in 1..=self.config.max_reconnect_attempts {
             tokio::time::sleep(self.retry_delay(cursor)).await;
             tracing::debug!(attempt, last_event_id = last, "resuming SSE stream");
-            match self.get(Some(last)).send().await {
+            match self.execute(|| self.get(Some(last))).await {
                 Ok(r) if r.status().is_success() && media_type(&r) == "text/event-stream" => {
                     return Ok(r);
                 }
@@ -565,7 +579,9 @@ impl Inner {
         let mut failures = 0;
         let mut opened = Some(opened);
         loop {
-            let reply = self.get(cursor.last_event_id.as_deref()).send().await;
+            let reply = self
+                .execute(|| self.get(cursor.last_event_id.as_deref()))
+                .await;
             if let Some(opened) = opened.take() {
                 let _ = opened.send(());
             }
@@ -621,12 +637,14 @@ impl Inner {
         let n = self.next_internal_id.fetch_add(1, Ordering::Relaxed);
         let id = Value::String(format!("mcp-http-reinitialize-{n}"));
         request["id"] = id.clone();
+        let body = request.to_string();
         let response = self
-            .http
-            .post(self.url.clone())
-            .headers(self.base_headers())
-            .body(request.to_string())
-            .send()
+            .execute(|| {
+                self.http
+                    .post(self.url.clone())
+                    .headers(self.base_headers())
+                    .body(body.clone())
+            })
             .await;
         let response = match response {
             Ok(r) if r.status().is_success() => r,
@@ -667,11 +685,12 @@ impl Inner {
         let mut headers = self.base_headers();
         self.session_headers(&mut headers);
         let initialized = self
-            .http
-            .post(self.url.clone())
-            .headers(headers)
-            .body(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
-            .send()
+            .execute(|| {
+                self.http
+                    .post(self.url.clone())
+                    .headers(headers.clone())
+                    .body(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            })
             .await;
         if let Err(e) = initialized {
             tracing::warn!(error = %e, "notifications/initialized failed");
@@ -851,7 +870,7 @@ impl Inner {
             }
             let deleted = tokio::time::timeout(
                 CLOSE_GRACE,
-                self.http.delete(self.url.clone()).headers(headers).send(),
+                self.execute(|| self.http.delete(self.url.clone()).headers(headers.clone())),
             )
             .await;
             match deleted {
