@@ -4,3 +4,5 @@
 //! stdio servers take their credentials from the environment instead.
 
 #![warn(missing_docs)]
+
+pub mod client;

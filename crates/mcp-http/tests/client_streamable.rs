@@ -703,12 +703,21 @@ struct Tokens {
 }
 
 impl mcp_http::client::Authorizer for Tokens {
-    fn authorization(
-        &self,
-    ) -> mcp_http::client::AuthFuture<'_, Option<reqwest::header::HeaderValue>> {
+    fn credentials<'a>(
+        &'a self,
+        _method: &'a reqwest::Method,
+        _url: &'a str,
+    ) -> mcp_http::client::AuthFuture<
+        'a,
+        Vec<(reqwest::header::HeaderName, reqwest::header::HeaderValue)>,
+    > {
         let granted = self.granted.load(Ordering::SeqCst);
         Box::pin(async move {
-            granted.then(|| reqwest::header::HeaderValue::from_static("Bearer good"))
+            let bearer = reqwest::header::HeaderValue::from_static("Bearer good");
+            granted
+                .then_some((reqwest::header::AUTHORIZATION, bearer))
+                .into_iter()
+                .collect()
         })
     }
 

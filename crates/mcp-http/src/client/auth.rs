@@ -7,8 +7,8 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use reqwest::StatusCode;
-use reqwest::header::{HeaderValue, WWW_AUTHENTICATE};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, WWW_AUTHENTICATE};
+use reqwest::{Method, StatusCode};
 
 /// A boxed, sendable future.
 pub type AuthFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -27,6 +27,8 @@ pub struct Challenge {
     pub www_authenticate: Option<String>,
     /// The URL of the refused request.
     pub url: String,
+    /// All the response's headers (`DPoP-Nonce`, say).
+    pub headers: HeaderMap,
 }
 
 impl Challenge {
@@ -42,8 +44,14 @@ impl Challenge {
 
 /// Supplies credentials to the HTTP client transport.
 pub trait Authorizer: Send + Sync + 'static {
-    /// The `Authorization` header value for the next request, if any.
-    fn authorization(&self) -> AuthFuture<'_, Option<HeaderValue>>;
+    /// The headers that authorize a request of `method` to `url`
+    /// (`Authorization`, and for proof-of-possession schemes the proof);
+    /// none when there are no credentials yet.
+    fn credentials<'a>(
+        &'a self,
+        method: &'a Method,
+        url: &'a str,
+    ) -> AuthFuture<'a, Vec<(HeaderName, HeaderValue)>>;
 
     /// The server refused a request with `challenge`: obtain credentials
     /// that answer it. `true` when the request should be sent again.
@@ -62,6 +70,7 @@ pub(crate) fn challenge_of(response: &reqwest::Response) -> Option<Challenge> {
         status,
         www_authenticate,
         url: response.url().to_string(),
+        headers: response.headers().clone(),
     };
     (status == StatusCode::UNAUTHORIZED || challenge.is_insufficient_scope()).then_some(challenge)
 }
@@ -78,11 +87,15 @@ pub(crate) async fn execute(
     };
     let mut challenges = 0;
     loop {
-        let mut request = build();
-        if let Some(value) = authorizer.authorization().await {
-            request = request.header(reqwest::header::AUTHORIZATION, value);
+        let (client, request) = build().build_split();
+        let mut request = request?;
+        let credentials = authorizer
+            .credentials(request.method(), request.url().as_str())
+            .await;
+        for (name, value) in credentials {
+            request.headers_mut().insert(name, value);
         }
-        let response = request.send().await?;
+        let response = client.execute(request).await?;
         let Some(challenge) = challenge_of(&response) else {
             return Ok(response);
         };

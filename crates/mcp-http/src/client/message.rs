@@ -175,6 +175,25 @@ pub(crate) fn http_error(id: &Value, connection: bool, message: &str) -> String 
     error_response(id, code, message)
 }
 
+/// Whether a body is a JSON-RPC error response (and not, say, an OAuth
+/// error such as `{"error": "invalid_token"}`).
+fn is_jsonrpc_error(body: &str) -> bool {
+    /// Read only to check the shape: `code` and `message` must be there.
+    #[derive(Deserialize)]
+    #[allow(dead_code)]
+    struct ErrorBody {
+        jsonrpc: String,
+        error: ErrorObject,
+    }
+    #[derive(Deserialize)]
+    #[allow(dead_code)]
+    struct ErrorObject {
+        code: i64,
+        message: String,
+    }
+    serde_json::from_str::<ErrorBody>(body).is_ok_and(|b| b.jsonrpc == "2.0")
+}
+
 /// Whether a non-2xx body is a JSON-RPC error response a Streamable HTTP
 /// server would send (so the server is not a legacy HTTP+SSE one).
 pub(crate) fn is_modern_jsonrpc_error(body: &str) -> bool {
@@ -207,7 +226,7 @@ pub(crate) fn is_modern_jsonrpc_error(body: &str) -> bool {
 /// a made-up one otherwise.
 pub(crate) fn error_for_reply(id: &Value, status: reqwest::StatusCode, body: &str) -> String {
     let probe = InProbe::parse(body);
-    if probe.error.is_some() && probe.method.is_none() {
+    if probe.error.is_some() && probe.method.is_none() && is_jsonrpc_error(body) {
         match &probe.id {
             Some(got) if got == id => return body.to_owned(),
             None | Some(Value::Null) => {
@@ -236,6 +255,24 @@ pub(crate) fn error_for_reply(id: &Value, status: reqwest::StatusCode, body: &st
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_oauth_error_body_is_not_passed_on_as_json_rpc() {
+        let id = json!(7);
+        let body =
+            r#"{"error":"invalid_token","error_description":"Missing Authorization header"}"#;
+        let text = error_for_reply(&id, reqwest::StatusCode::UNAUTHORIZED, body);
+        let value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value["jsonrpc"], "2.0");
+        assert_eq!(value["id"], 7);
+        assert_eq!(value["error"]["code"], error_codes::INTERNAL_ERROR);
+        assert!(
+            value["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("HTTP 401")
+        );
+    }
     use mcp_schema::jsonrpc::RequestId;
 
     fn frame(text: &str, kind: FrameKind) -> OutboundFrame {

@@ -1,0 +1,747 @@
+//! The client side of MCP authorization: when an MCP server over HTTP
+//! answers 401, find its authorization server (protected resource
+//! metadata, then authorization server metadata), register (pre-registered,
+//! client ID metadata document, or dynamic registration), obtain tokens
+//! (authorization code with PKCE through a [`UserAgent`], or client
+//! credentials), keep them in a [`TokenStore`], refresh them before they
+//! expire, and step up to more scope on 403 `insufficient_scope`.
+//!
+//! [`OAuthClient`] is an [`mcp_http::client::Authorizer`]: give it to the
+//! HTTP client transport and the flow runs when the server demands it.
+
+mod challenge;
+mod discovery;
+mod pkce;
+mod store;
+mod user_agent;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use mcp_http::client::{AuthFuture, Authorizer, Challenge};
+use reqwest::header::HeaderValue;
+use serde::Deserialize;
+use url::Url;
+
+pub use challenge::BearerChallenge;
+pub use discovery::{
+    AuthServerMetadata, ProtectedResourceMetadata, auth_server_metadata_urls, discover_auth_server,
+    discover_resource, resource_metadata_urls,
+};
+pub use store::{Credentials, FileTokenStore, MemoryTokenStore, Registration, TokenStore, Tokens};
+pub use user_agent::{Callback, HeadlessUserAgent, LoopbackUserAgent, UserAgent, UserAgentFuture};
+
+/// Why authorization failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum OAuthError {
+    /// An HTTP request failed.
+    #[error("{0}")]
+    Http(String),
+    /// The metadata could not be found or does not fit.
+    #[error("discovery: {0}")]
+    Discovery(String),
+    /// The client could not register.
+    #[error("registration: {0}")]
+    Registration(String),
+    /// The authorization step failed or was refused.
+    #[error("authorization: {0}")]
+    Authorization(String),
+    /// The token endpoint refused.
+    #[error("token: {0}")]
+    Token(String),
+    /// The token store failed.
+    #[error("token store: {0}")]
+    Store(String),
+}
+
+/// How the client obtains tokens.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Grant {
+    /// Authorization code with PKCE, a user agent visiting the
+    /// authorization URL.
+    #[default]
+    AuthorizationCode,
+    /// Client credentials (a machine acting for itself; needs a
+    /// pre-registered confidential client).
+    ClientCredentials,
+}
+
+/// Settings of an [`OAuthClient`].
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct OAuthClientConfig {
+    /// The name shown to users and sent at registration.
+    pub client_name: String,
+    /// Who visits the authorization URL.
+    pub user_agent: Arc<dyn UserAgent>,
+    /// Where credentials are kept between runs.
+    pub store: Arc<dyn TokenStore>,
+    /// A registration made beforehand, used instead of registering.
+    pub registration: Option<Registration>,
+    /// This client's metadata document URL, used as its `client_id` where
+    /// the authorization server accepts such documents.
+    pub client_metadata_url: Option<String>,
+    /// Scopes to ask for instead of the ones the specification's strategy
+    /// picks.
+    pub scopes: Option<Vec<String>>,
+    /// How tokens are obtained.
+    pub grant: Grant,
+    /// How many 403 `insufficient_scope` step-ups in a row are tried.
+    pub max_step_ups: usize,
+    /// Tokens this close to expiring are refreshed first.
+    pub refresh_margin: Duration,
+}
+
+impl std::fmt::Debug for OAuthClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthClientConfig")
+            .field("client_name", &self.client_name)
+            .field("grant", &self.grant)
+            .field(
+                "registration",
+                &self.registration.as_ref().map(|r| &r.client_id),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl OAuthClientConfig {
+    /// Authorization code with PKCE through `user_agent`, tokens kept in
+    /// memory, dynamic registration where nothing else is configured.
+    pub fn new(client_name: impl Into<String>, user_agent: Arc<dyn UserAgent>) -> Self {
+        OAuthClientConfig {
+            client_name: client_name.into(),
+            user_agent,
+            store: Arc::new(MemoryTokenStore::default()),
+            registration: None,
+            client_metadata_url: None,
+            scopes: None,
+            grant: Grant::AuthorizationCode,
+            max_step_ups: 2,
+            refresh_margin: Duration::from_secs(30),
+        }
+    }
+
+    /// Keeps credentials in `store`.
+    pub fn store(mut self, store: Arc<dyn TokenStore>) -> Self {
+        self.store = store;
+        self
+    }
+
+    /// Uses a registration made beforehand.
+    pub fn registration(mut self, registration: Registration) -> Self {
+        self.registration = Some(registration);
+        self
+    }
+
+    /// Presents this client metadata document URL as the client id.
+    pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// Asks for exactly these scopes.
+    pub fn scopes(mut self, scopes: Vec<String>) -> Self {
+        self.scopes = Some(scopes);
+        self
+    }
+
+    /// Obtains tokens with `grant`.
+    pub fn grant(mut self, grant: Grant) -> Self {
+        self.grant = grant;
+        self
+    }
+}
+
+/// What the client learned and holds for its server.
+#[derive(Default)]
+struct Session {
+    resource: Option<ProtectedResourceMetadata>,
+    server: Option<AuthServerMetadata>,
+    issuer: Option<String>,
+    credentials: Credentials,
+    step_ups: usize,
+}
+
+/// Obtains and renews access tokens for one MCP server.
+pub struct OAuthClient {
+    server_url: Url,
+    config: OAuthClientConfig,
+    http: reqwest::Client,
+    session: tokio::sync::Mutex<Session>,
+}
+
+impl std::fmt::Debug for OAuthClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthClient")
+            .field("server_url", &self.server_url.as_str())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+}
+
+/// The token endpoint's success answer.
+#[derive(Deserialize)]
+struct TokenResponse {
+    access_token: String,
+    #[serde(default)]
+    token_type: Option<String>,
+    #[serde(default)]
+    expires_in: Option<u64>,
+    #[serde(default)]
+    refresh_token: Option<String>,
+    #[serde(default)]
+    scope: Option<String>,
+}
+
+/// The dynamic registration answer.
+#[derive(Deserialize)]
+struct RegistrationResponse {
+    client_id: String,
+    #[serde(default)]
+    client_secret: Option<String>,
+    #[serde(default)]
+    token_endpoint_auth_method: Option<String>,
+}
+
+impl OAuthClient {
+    /// A client for the MCP server at `server_url`.
+    pub fn new(server_url: &str, config: OAuthClientConfig) -> Result<Self, OAuthError> {
+        let server_url = Url::parse(server_url)
+            .map_err(|e| OAuthError::Discovery(format!("{server_url:?}: {e}")))?;
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(30))
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|e| OAuthError::Http(e.to_string()))?;
+        Ok(OAuthClient {
+            server_url,
+            config,
+            http,
+            session: tokio::sync::Mutex::new(Session::default()),
+        })
+    }
+
+    /// The tokens held now, if any.
+    pub async fn tokens(&self) -> Option<Tokens> {
+        self.session.lock().await.credentials.tokens.clone()
+    }
+
+    /// Runs the whole flow now (without waiting for a 401).
+    pub async fn authorize(&self, scopes: Option<Vec<String>>) -> Result<(), OAuthError> {
+        let mut session = self.session.lock().await;
+        self.run_flow(&mut session, &BearerChallenge::default(), scopes)
+            .await
+    }
+
+    /// Discovery, registration and a grant; the tokens end up in the
+    /// session and the store.
+    async fn run_flow(
+        &self,
+        session: &mut Session,
+        challenge: &BearerChallenge,
+        scopes: Option<Vec<String>>,
+    ) -> Result<(), OAuthError> {
+        self.discover(session, challenge).await?;
+        let issuer = session.issuer.clone().unwrap_or_default();
+        let server = session.server.clone().unwrap_or_default();
+        if session.credentials.registration.is_none() {
+            let stored = self.config.store.load(&issuer)?;
+            session.credentials = stored;
+        }
+        if session.credentials.registration.is_none() {
+            let registration = self.register(&server).await?;
+            session.credentials.registration = Some(registration);
+            self.config.store.save(&issuer, &session.credentials)?;
+        }
+        let scopes = self
+            .config
+            .scopes
+            .clone()
+            .or(scopes)
+            .or_else(|| (!challenge.scopes().is_empty()).then(|| challenge.scopes()))
+            .or_else(|| {
+                session
+                    .resource
+                    .as_ref()
+                    .and_then(|r| r.scopes_supported.clone())
+            })
+            .unwrap_or_default();
+        let resource = self.resource_parameter(session);
+        let tokens = match self.config.grant {
+            Grant::AuthorizationCode => {
+                self.authorization_code(session, &server, &scopes, resource.as_deref())
+                    .await?
+            }
+            Grant::ClientCredentials => {
+                let mut form = vec![("grant_type", "client_credentials".to_owned())];
+                if !scopes.is_empty() {
+                    form.push(("scope", scopes.join(" ")));
+                }
+                if let Some(resource) = &resource {
+                    form.push(("resource", resource.clone()));
+                }
+                self.token_request(session, &server, form).await?
+            }
+        };
+        session.credentials.tokens = Some(tokens);
+        self.config.store.save(&issuer, &session.credentials)?;
+        Ok(())
+    }
+
+    /// The `resource` parameter: the protected resource metadata's
+    /// identifier verbatim, else the server URL.
+    fn resource_parameter(&self, session: &Session) -> Option<String> {
+        match &session.resource {
+            Some(prm) => Some(prm.resource.clone()),
+            None => Some(self.server_url.to_string()),
+        }
+    }
+
+    /// Finds the protected resource and authorization server metadata.
+    async fn discover(
+        &self,
+        session: &mut Session,
+        challenge: &BearerChallenge,
+    ) -> Result<(), OAuthError> {
+        let resource = discover_resource(
+            &self.http,
+            &self.server_url,
+            challenge.resource_metadata.as_deref(),
+        )
+        .await?;
+        let (issuer, server) = match &resource {
+            Some(prm) => {
+                check_resource(&self.server_url, &prm.resource)?;
+                let issuer = prm.authorization_servers.first().cloned().ok_or_else(|| {
+                    OAuthError::Discovery("the resource names no authorization server".into())
+                })?;
+                let server = match discover_auth_server(&self.http, &issuer).await? {
+                    Some(found) => found,
+                    None => {
+                        let base = Url::parse(&issuer)
+                            .map_err(|e| OAuthError::Discovery(format!("{issuer:?}: {e}")))?;
+                        AuthServerMetadata::default_endpoints(&base)
+                    }
+                };
+                (issuer, server)
+            }
+            // 2025-03-26: the MCP server's origin is the authorization
+            // server, with metadata or the default endpoints.
+            None => {
+                let base = discovery::origin(&self.server_url);
+                let server = match discover_auth_server(&self.http, &base).await? {
+                    Some(found) => found,
+                    None => AuthServerMetadata::default_endpoints(&self.server_url),
+                };
+                (base, server)
+            }
+        };
+        if session.issuer.as_deref().is_some_and(|old| old != issuer) {
+            // The resource moved to another authorization server.
+            session.credentials = Credentials::default();
+        }
+        session.resource = resource;
+        session.issuer = Some(issuer);
+        session.server = Some(server);
+        Ok(())
+    }
+
+    /// Registers: a registration given beforehand, a client metadata
+    /// document, or dynamic registration, in that order.
+    async fn register(&self, server: &AuthServerMetadata) -> Result<Registration, OAuthError> {
+        if let Some(registration) = &self.config.registration {
+            return Ok(registration.clone());
+        }
+        if let Some(url) = &self.config.client_metadata_url
+            && server.client_id_metadata_document_supported == Some(true)
+        {
+            return Ok(Registration::new(url.clone(), None, "none"));
+        }
+        let Some(endpoint) = &server.registration_endpoint else {
+            return Err(OAuthError::Registration(
+                "the authorization server offers no registration and no client is configured"
+                    .into(),
+            ));
+        };
+        let grant_types = match self.config.grant {
+            Grant::AuthorizationCode => vec!["authorization_code", "refresh_token"],
+            Grant::ClientCredentials => vec!["client_credentials"],
+        };
+        let body = serde_json::json!({
+            "client_name": self.config.client_name,
+            "redirect_uris": [self.config.user_agent.redirect_uri()],
+            "grant_types": grant_types,
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+            "application_type": "native",
+        });
+        let response = self
+            .http
+            .post(endpoint)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| OAuthError::Http(format!("POST {endpoint}: {e}")))?;
+        let status = response.status();
+        if !status.is_success() {
+            let text = response.text().await.unwrap_or_default();
+            return Err(OAuthError::Registration(format!("HTTP {status}: {text}")));
+        }
+        let registered: RegistrationResponse = response
+            .json()
+            .await
+            .map_err(|e| OAuthError::Registration(e.to_string()))?;
+        let method = registered.token_endpoint_auth_method.unwrap_or_else(|| {
+            if registered.client_secret.is_some() {
+                "client_secret_basic".to_owned()
+            } else {
+                "none".to_owned()
+            }
+        });
+        Ok(Registration::new(
+            registered.client_id,
+            registered.client_secret,
+            method,
+        ))
+    }
+
+    /// Authorization code with PKCE: the user agent visits the
+    /// authorization URL; the code becomes tokens.
+    async fn authorization_code(
+        &self,
+        session: &Session,
+        server: &AuthServerMetadata,
+        scopes: &[String],
+        resource: Option<&str>,
+    ) -> Result<Tokens, OAuthError> {
+        let endpoint = server
+            .authorization_endpoint
+            .as_deref()
+            .ok_or_else(|| OAuthError::Discovery("no authorization endpoint".into()))?;
+        let client_id = session
+            .credentials
+            .registration
+            .as_ref()
+            .map(|r| r.client_id.clone())
+            .unwrap_or_default();
+        let pkce = pkce::Pkce::new();
+        let state = pkce::random_token();
+        let redirect_uri = self.config.user_agent.redirect_uri();
+        let mut url = Url::parse(endpoint)
+            .map_err(|e| OAuthError::Discovery(format!("authorization endpoint: {e}")))?;
+        {
+            let mut query = url.query_pairs_mut();
+            query
+                .append_pair("response_type", "code")
+                .append_pair("client_id", &client_id)
+                .append_pair("redirect_uri", &redirect_uri)
+                .append_pair("code_challenge", &pkce.challenge)
+                .append_pair("code_challenge_method", "S256")
+                .append_pair("state", &state);
+            if !scopes.is_empty() {
+                query.append_pair("scope", &scopes.join(" "));
+            }
+            if let Some(resource) = resource {
+                query.append_pair("resource", resource);
+            }
+        }
+        let callback = self.config.user_agent.authorize(url).await?;
+        if let Some(error) = callback.get("error") {
+            let description = callback
+                .get("error_description")
+                .cloned()
+                .unwrap_or_default();
+            return Err(OAuthError::Authorization(format!("{error} {description}")));
+        }
+        if callback.get("state") != Some(&state) {
+            return Err(OAuthError::Authorization("the state does not match".into()));
+        }
+        check_iss(server, callback.get("iss").map(String::as_str))?;
+        let code = callback
+            .get("code")
+            .cloned()
+            .ok_or_else(|| OAuthError::Authorization("no code in the redirect".into()))?;
+        let mut form = vec![
+            ("grant_type", "authorization_code".to_owned()),
+            ("code", code),
+            ("redirect_uri", redirect_uri),
+            ("code_verifier", pkce.verifier),
+        ];
+        if let Some(resource) = resource {
+            form.push(("resource", resource.to_owned()));
+        }
+        self.token_request(session, server, form).await
+    }
+
+    /// A token endpoint request with the client's authentication.
+    async fn token_request(
+        &self,
+        session: &Session,
+        server: &AuthServerMetadata,
+        mut form: Vec<(&'static str, String)>,
+    ) -> Result<Tokens, OAuthError> {
+        let endpoint = server
+            .token_endpoint
+            .as_deref()
+            .ok_or_else(|| OAuthError::Discovery("no token endpoint".into()))?;
+        let registration = session
+            .credentials
+            .registration
+            .clone()
+            .ok_or_else(|| OAuthError::Registration("not registered".into()))?;
+        let mut request = self.http.post(endpoint);
+        match (
+            registration.auth_method.as_str(),
+            &registration.client_secret,
+        ) {
+            ("client_secret_basic", Some(secret)) => {
+                let encode = |s: &str| {
+                    url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
+                };
+                let credentials = format!("{}:{}", encode(&registration.client_id), encode(secret));
+                let value = format!(
+                    "Basic {}",
+                    base64::engine::general_purpose::STANDARD.encode(credentials)
+                );
+                request = request.header(reqwest::header::AUTHORIZATION, value);
+            }
+            ("client_secret_post", Some(secret)) => {
+                form.push(("client_id", registration.client_id.clone()));
+                form.push(("client_secret", secret.clone()));
+            }
+            _ => form.push(("client_id", registration.client_id.clone())),
+        }
+        let resource = form
+            .iter()
+            .find(|(k, _)| *k == "resource")
+            .map(|(_, v)| v.clone());
+        let response = request
+            .form(&form)
+            .send()
+            .await
+            .map_err(|e| OAuthError::Http(format!("POST {endpoint}: {e}")))?;
+        let status = response.status();
+        if !status.is_success() {
+            let text = response.text().await.unwrap_or_default();
+            return Err(OAuthError::Token(format!("HTTP {status}: {text}")));
+        }
+        let answer: TokenResponse = response
+            .json()
+            .await
+            .map_err(|e| OAuthError::Token(e.to_string()))?;
+        if let Some(kind) = &answer.token_type
+            && !kind.eq_ignore_ascii_case("bearer")
+        {
+            return Err(OAuthError::Token(format!(
+                "unsupported token type {kind:?}"
+            )));
+        }
+        let previous_refresh = session
+            .credentials
+            .tokens
+            .as_ref()
+            .and_then(|t| t.refresh_token.clone());
+        Ok(Tokens {
+            access_token: answer.access_token,
+            // A refresh that returns no new refresh token keeps the old one.
+            refresh_token: answer.refresh_token.or(previous_refresh),
+            expires_at: answer.expires_in.map(|s| now_secs() + s),
+            scope: answer.scope,
+            resource,
+        })
+    }
+
+    /// Trades the refresh token for new tokens.
+    async fn refresh(&self, session: &mut Session) -> Result<(), OAuthError> {
+        let tokens = session
+            .credentials
+            .tokens
+            .clone()
+            .ok_or_else(|| OAuthError::Token("nothing to refresh".into()))?;
+        let refresh_token = tokens
+            .refresh_token
+            .clone()
+            .ok_or_else(|| OAuthError::Token("no refresh token".into()))?;
+        let server = session.server.clone().unwrap_or_default();
+        let mut form = vec![
+            ("grant_type", "refresh_token".to_owned()),
+            ("refresh_token", refresh_token),
+        ];
+        if let Some(resource) = tokens.resource.clone() {
+            form.push(("resource", resource));
+        }
+        let fresh = self.token_request(session, &server, form).await?;
+        session.credentials.tokens = Some(fresh);
+        let issuer = session.issuer.clone().unwrap_or_default();
+        self.config.store.save(&issuer, &session.credentials)
+    }
+
+    async fn current_authorization(&self) -> Option<HeaderValue> {
+        let mut session = self.session.lock().await;
+        let tokens = session.credentials.tokens.clone()?;
+        let expiring = tokens
+            .expires_at
+            .is_some_and(|at| at <= now_secs() + self.config.refresh_margin.as_secs());
+        if expiring
+            && tokens.refresh_token.is_some()
+            && session.server.is_some()
+            && let Err(e) = self.refresh(&mut session).await
+        {
+            tracing::debug!("refresh before expiry failed: {e}");
+        }
+        let access = session.credentials.tokens.as_ref()?.access_token.clone();
+        HeaderValue::from_str(&format!("Bearer {access}")).ok()
+    }
+
+    async fn answer_challenge(&self, challenge: Challenge) -> bool {
+        let bearer = challenge
+            .www_authenticate
+            .as_deref()
+            .and_then(BearerChallenge::parse)
+            .unwrap_or_default();
+        let mut session = self.session.lock().await;
+        let scopes = if challenge.is_insufficient_scope() {
+            session.step_ups += 1;
+            if session.step_ups > self.config.max_step_ups {
+                tracing::warn!(
+                    "still refused for scope after {} step-ups",
+                    self.config.max_step_ups
+                );
+                return false;
+            }
+            // What was granted, plus what the server asks for now.
+            let mut scopes: Vec<String> = session
+                .credentials
+                .tokens
+                .as_ref()
+                .and_then(|t| t.scope.clone())
+                .map(|s| s.split_whitespace().map(str::to_owned).collect())
+                .unwrap_or_default();
+            for scope in bearer.scopes() {
+                if !scopes.contains(&scope) {
+                    scopes.push(scope);
+                }
+            }
+            Some(scopes)
+        } else {
+            let has_refresh = session
+                .credentials
+                .tokens
+                .as_ref()
+                .is_some_and(|t| t.refresh_token.is_some());
+            if has_refresh && session.server.is_some() {
+                match self.refresh(&mut session).await {
+                    Ok(()) => return true,
+                    Err(e) => tracing::debug!("refresh failed, authorizing again: {e}"),
+                }
+            }
+            session.credentials.tokens = None;
+            None
+        };
+        match self.run_flow(&mut session, &bearer, scopes).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!("authorization failed: {e}");
+                false
+            }
+        }
+    }
+}
+
+/// The protected resource's identifier must be the server the client
+/// talks to (same origin, and its path a prefix of the server's path).
+fn check_resource(server: &Url, resource: &str) -> Result<(), OAuthError> {
+    let refuse = || {
+        OAuthError::Discovery(format!(
+            "the protected resource metadata is for {resource:?}, not {server}"
+        ))
+    };
+    let resource_url = Url::parse(resource).map_err(|_| refuse())?;
+    if resource_url.origin() != server.origin() {
+        return Err(refuse());
+    }
+    let prefix = resource_url.path().trim_end_matches('/');
+    let path = server.path();
+    let within = path == prefix
+        || path.trim_end_matches('/') == prefix
+        || path.starts_with(&format!("{prefix}/"));
+    if within { Ok(()) } else { Err(refuse()) }
+}
+
+/// RFC 9207: an `iss` in the redirect must name the issuer exactly; a
+/// server that promises `iss` must send it.
+fn check_iss(server: &AuthServerMetadata, iss: Option<&str>) -> Result<(), OAuthError> {
+    match iss {
+        Some(iss) if iss == server.issuer => Ok(()),
+        Some(iss) => Err(OAuthError::Authorization(format!(
+            "the redirect comes from issuer {iss:?}, not {:?}",
+            server.issuer
+        ))),
+        None if server.authorization_response_iss_parameter_supported == Some(true) => Err(
+            OAuthError::Authorization("the authorization server promised iss but sent none".into()),
+        ),
+        None => Ok(()),
+    }
+}
+
+impl Authorizer for OAuthClient {
+    fn credentials<'a>(
+        &'a self,
+        _method: &'a reqwest::Method,
+        _url: &'a str,
+    ) -> AuthFuture<'a, Vec<(reqwest::header::HeaderName, HeaderValue)>> {
+        Box::pin(async move {
+            self.current_authorization()
+                .await
+                .map(|value| (reqwest::header::AUTHORIZATION, value))
+                .into_iter()
+                .collect()
+        })
+    }
+
+    fn challenged(&self, challenge: Challenge) -> AuthFuture<'_, bool> {
+        Box::pin(self.answer_challenge(challenge))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_resource_must_be_this_server() {
+        let server = Url::parse("https://mcp.example.com/mcp").unwrap();
+        assert!(check_resource(&server, "https://mcp.example.com/mcp").is_ok());
+        assert!(check_resource(&server, "https://mcp.example.com").is_ok());
+        assert!(check_resource(&server, "https://mcp.example.com/").is_ok());
+        assert!(check_resource(&server, "https://other.example.com/mcp").is_err());
+        assert!(check_resource(&server, "https://mcp.example.com/other").is_err());
+        assert!(check_resource(&server, "https://mcp.example.com/mc").is_err());
+    }
+
+    #[test]
+    fn iss_must_match_exactly() {
+        let mut server = AuthServerMetadata {
+            issuer: "https://auth.example.com".into(),
+            ..Default::default()
+        };
+        assert!(check_iss(&server, None).is_ok());
+        assert!(check_iss(&server, Some("https://auth.example.com")).is_ok());
+        assert!(check_iss(&server, Some("https://auth.example.com/")).is_err());
+        assert!(check_iss(&server, Some("https://evil.example.com")).is_err());
+        server.authorization_response_iss_parameter_supported = Some(true);
+        assert!(check_iss(&server, None).is_err());
+    }
+}
