@@ -156,9 +156,14 @@ impl OAuthClientConfig {
     }
 }
 
+/// The scope that asks for a refresh token.
+const OFFLINE_ACCESS: &str = "offline_access";
+
 /// What the client learned and holds for its server.
 #[derive(Default)]
 struct Session {
+    /// The scopes of the latest authorization request.
+    requested: Vec<String>,
     resource: Option<ProtectedResourceMetadata>,
     server: Option<AuthServerMetadata>,
     issuer: Option<String>,
@@ -265,7 +270,10 @@ impl OAuthClient {
             session.credentials.registration = Some(registration);
             self.config.store.save(&issuer, &session.credentials)?;
         }
-        let scopes = self
+        // The specification's strategy: the challenge's scope, else the
+        // resource's scopes_supported, else none; plus offline_access where
+        // the authorization server offers it (a refresh token).
+        let mut scopes = self
             .config
             .scopes
             .clone()
@@ -278,6 +286,17 @@ impl OAuthClient {
                     .and_then(|r| r.scopes_supported.clone())
             })
             .unwrap_or_default();
+        let offers_offline = server
+            .scopes_supported
+            .as_ref()
+            .is_some_and(|s| s.iter().any(|s| s == OFFLINE_ACCESS));
+        if self.config.grant == Grant::AuthorizationCode
+            && offers_offline
+            && !scopes.iter().any(|s| s == OFFLINE_ACCESS)
+        {
+            scopes.push(OFFLINE_ACCESS.to_owned());
+        }
+        session.requested = scopes.clone();
         let resource = self.resource_parameter(session);
         let tokens = match self.config.grant {
             Grant::AuthorizationCode => {
@@ -621,15 +640,24 @@ impl OAuthClient {
                 );
                 return false;
             }
-            // What was granted, plus what the server asks for now.
+            // What was granted (or asked for), plus what the server asks
+            // for now; nothing new to ask for means asking again is futile.
             let mut scopes: Vec<String> = session
                 .credentials
                 .tokens
                 .as_ref()
                 .and_then(|t| t.scope.clone())
                 .map(|s| s.split_whitespace().map(str::to_owned).collect())
-                .unwrap_or_default();
-            for scope in bearer.scopes() {
+                .unwrap_or_else(|| session.requested.clone());
+            let wanted = bearer.scopes();
+            if !wanted.is_empty() && wanted.iter().all(|s| scopes.contains(s)) {
+                tracing::warn!(
+                    "refused for scope {:?}, which was already granted",
+                    bearer.scope
+                );
+                return false;
+            }
+            for scope in wanted {
                 if !scopes.contains(&scope) {
                     scopes.push(scope);
                 }

@@ -10,7 +10,10 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use anyhow::{Context as _, Result, bail};
+use mcp_auth::client::{Grant, HeadlessUserAgent, OAuthClient, OAuthClientConfig, Registration};
 use mcp_client::{Client, EraChoice, RequestOptions};
 use mcp_schema::{
     CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitValue, ErrorObject,
@@ -80,8 +83,46 @@ fn accept_form(params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject>
     Ok(ElicitResult::accept(content))
 }
 
-async fn connect(url: &str) -> Result<Client> {
-    let transport = mcp_http::client::connect(mcp_http::HttpClientConfig::new(url))
+/// The suite's client id metadata document URL (it is never fetched).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// Any absolute redirect URI does: the suite's authorization endpoints
+/// redirect at once, and the redirect is read, not followed.
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+
+/// The OAuth client for an `auth/...` scenario, from its context.
+fn oauth(url: &str, scenario: &str) -> Result<Option<Arc<OAuthClient>>> {
+    if !scenario.starts_with("auth/") {
+        return Ok(None);
+    }
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or_default();
+    let agent = Arc::new(HeadlessUserAgent::new(REDIRECT_URI));
+    let mut config = OAuthClientConfig::new("mcp-conformance-client", agent)
+        .client_metadata_url(CLIENT_METADATA_URL);
+    if let Some(client_id) = context["client_id"].as_str() {
+        let secret = context["client_secret"].as_str().map(str::to_owned);
+        let method = if secret.is_some() {
+            "client_secret_basic"
+        } else {
+            "none"
+        };
+        config = config.registration(Registration::new(client_id, secret, method));
+    }
+    if scenario.starts_with("auth/client-credentials") {
+        config = config.grant(Grant::ClientCredentials);
+    }
+    Ok(Some(Arc::new(OAuthClient::new(url, config)?)))
+}
+
+async fn connect(url: &str, scenario: &str) -> Result<Client> {
+    let mut http = mcp_http::HttpClientConfig::new(url);
+    if let Some(oauth) = oauth(url, scenario)? {
+        http = http.authorizer(oauth);
+    }
+    let transport = mcp_http::client::connect(http)
         .await
         .with_context(|| format!("cannot reach {url}"))?
         .into_transport();
@@ -102,7 +143,7 @@ async fn connect(url: &str) -> Result<Client> {
 }
 
 async fn run(url: &str, scenario: &str) -> Result<()> {
-    let client = connect(url).await?;
+    let client = connect(url, scenario).await?;
     let outcome = drive(&client, scenario).await;
     client.close().await;
     outcome
@@ -168,6 +209,12 @@ async fn drive(client: &Client, scenario: &str) -> Result<()> {
         }
         s if s.starts_with("sep-2640-") => {
             load_skills(client, s == "sep-2640-client-no-prefetch").await?
+        }
+        // The protected servers of the authorization scenarios offer one
+        // tool; calling it may need more scope (step-up).
+        s if s.starts_with("auth/") && tools.iter().any(|t| t.name == "test-tool") => {
+            ok &= call(client, "test-tool", json!({})).await;
+        }
         }
         // initialize, request-metadata, json-schema-ref-no-deref: the
         // handshake and the list are the whole exchange.
