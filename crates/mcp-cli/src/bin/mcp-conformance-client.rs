@@ -215,7 +215,6 @@ async fn drive(client: &Client, scenario: &str) -> Result<()> {
         s if s.starts_with("auth/") && tools.iter().any(|t| t.name == "test-tool") => {
             ok &= call(client, "test-tool", json!({})).await;
         }
-        }
         // initialize, request-metadata, json-schema-ref-no-deref: the
         // handshake and the list are the whole exchange.
         _ => {}
