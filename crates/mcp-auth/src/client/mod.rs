@@ -67,7 +67,48 @@ pub enum Grant {
     /// Client credentials (a machine acting for itself; needs a
     /// pre-registered confidential client).
     ClientCredentials,
+    /// A JWT the workload already holds, as an authorization grant
+    /// (RFC 7523 `jwt-bearer`; workload identity federation).
+    JwtBearer {
+        /// The assertion.
+        assertion: String,
+    },
+    /// Enterprise-managed authorization: the identity provider's ID token
+    /// is exchanged there for an identity assertion (ID-JAG, RFC 8693),
+    /// which the authorization server takes as a `jwt-bearer` grant.
+    IdentityAssertion {
+        /// The identity provider's token endpoint.
+        idp_token_endpoint: String,
+        /// The user's ID token from the identity provider.
+        id_token: String,
+        /// This client's id at the identity provider, if it has one.
+        idp_client_id: Option<String>,
+    },
 }
+
+/// The private key of a client that authenticates with `private_key_jwt`
+/// (RFC 7523).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClientKey {
+    /// The key, PKCS#8 PEM.
+    pub pem: String,
+    /// `ES256` or `RS256`.
+    pub algorithm: String,
+}
+
+impl ClientKey {
+    /// A key in PKCS#8 PEM for `algorithm`.
+    pub fn new(pem: impl Into<String>, algorithm: impl Into<String>) -> Self {
+        ClientKey {
+            pem: pem.into(),
+            algorithm: algorithm.into(),
+        }
+    }
+}
+
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+const CLIENT_ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 
 /// Settings of an [`OAuthClient`].
 #[derive(Clone)]
@@ -89,6 +130,8 @@ pub struct OAuthClientConfig {
     pub scopes: Option<Vec<String>>,
     /// How tokens are obtained.
     pub grant: Grant,
+    /// The key for `private_key_jwt` client authentication.
+    pub client_key: Option<ClientKey>,
     /// How many 403 `insufficient_scope` step-ups in a row are tried.
     pub max_step_ups: usize,
     /// Tokens this close to expiring are refreshed first.
@@ -120,6 +163,7 @@ impl OAuthClientConfig {
             client_metadata_url: None,
             scopes: None,
             grant: Grant::AuthorizationCode,
+            client_key: None,
             max_step_ups: 2,
             refresh_margin: Duration::from_secs(30),
         }
@@ -152,6 +196,12 @@ impl OAuthClientConfig {
     /// Obtains tokens with `grant`.
     pub fn grant(mut self, grant: Grant) -> Self {
         self.grant = grant;
+        self
+    }
+
+    /// Authenticates with `private_key_jwt`, signing with `key`.
+    pub fn client_key(mut self, key: ClientKey) -> Self {
+        self.client_key = Some(key);
         self
     }
 }
@@ -298,7 +348,7 @@ impl OAuthClient {
         }
         session.requested = scopes.clone();
         let resource = self.resource_parameter(session);
-        let tokens = match self.config.grant {
+        let tokens = match &self.config.grant {
             Grant::AuthorizationCode => {
                 self.authorization_code(session, &server, &scopes, resource.as_deref())
                     .await?
@@ -311,6 +361,37 @@ impl OAuthClient {
                 if let Some(resource) = &resource {
                     form.push(("resource", resource.clone()));
                 }
+                self.token_request(session, &server, form).await?
+            }
+            Grant::JwtBearer { assertion } => {
+                let mut form = vec![
+                    ("grant_type", JWT_BEARER.to_owned()),
+                    ("assertion", assertion.clone()),
+                ];
+                if let Some(resource) = &resource {
+                    form.push(("resource", resource.clone()));
+                }
+                self.token_request(session, &server, form).await?
+            }
+            Grant::IdentityAssertion {
+                idp_token_endpoint,
+                id_token,
+                idp_client_id,
+            } => {
+                let assertion = self
+                    .identity_assertion(
+                        idp_token_endpoint,
+                        id_token,
+                        idp_client_id.as_deref(),
+                        &issuer,
+                        resource.as_deref(),
+                        &scopes,
+                    )
+                    .await?;
+                let form = vec![
+                    ("grant_type", JWT_BEARER.to_owned()),
+                    ("assertion", assertion),
+                ];
                 self.token_request(session, &server, form).await?
             }
         };
@@ -397,6 +478,7 @@ impl OAuthClient {
         let grant_types = match self.config.grant {
             Grant::AuthorizationCode => vec!["authorization_code", "refresh_token"],
             Grant::ClientCredentials => vec!["client_credentials"],
+            Grant::JwtBearer { .. } | Grant::IdentityAssertion { .. } => vec![JWT_BEARER],
         };
         let body = serde_json::json!({
             "client_name": self.config.client_name,
@@ -504,6 +586,99 @@ impl OAuthClient {
         self.token_request(session, server, form).await
     }
 
+    /// Exchanges the identity provider's ID token there for an identity
+    /// assertion (ID-JAG) addressed to `issuer` for `resource` (RFC 8693).
+    async fn identity_assertion(
+        &self,
+        endpoint: &str,
+        id_token: &str,
+        idp_client_id: Option<&str>,
+        issuer: &str,
+        resource: Option<&str>,
+        scopes: &[String],
+    ) -> Result<String, OAuthError> {
+        let mut form = vec![
+            (
+                "grant_type",
+                "urn:ietf:params:oauth:grant-type:token-exchange".to_owned(),
+            ),
+            ("subject_token", id_token.to_owned()),
+            (
+                "subject_token_type",
+                "urn:ietf:params:oauth:token-type:id_token".to_owned(),
+            ),
+            (
+                "requested_token_type",
+                "urn:ietf:params:oauth:token-type:id-jag".to_owned(),
+            ),
+            ("audience", issuer.to_owned()),
+        ];
+        if let Some(resource) = resource {
+            form.push(("resource", resource.to_owned()));
+        }
+        if !scopes.is_empty() {
+            form.push(("scope", scopes.join(" ")));
+        }
+        if let Some(client_id) = idp_client_id {
+            form.push(("client_id", client_id.to_owned()));
+        }
+        let response = self
+            .http
+            .post(endpoint)
+            .form(&form)
+            .send()
+            .await
+            .map_err(|e| OAuthError::Http(format!("POST {endpoint}: {e}")))?;
+        let status = response.status();
+        if !status.is_success() {
+            let text = response.text().await.unwrap_or_default();
+            return Err(OAuthError::Token(format!(
+                "identity provider: HTTP {status}: {text}"
+            )));
+        }
+        let answer: TokenResponse = response
+            .json()
+            .await
+            .map_err(|e| OAuthError::Token(format!("identity provider: {e}")))?;
+        Ok(answer.access_token)
+    }
+
+    /// A signed client assertion (RFC 7523) for `private_key_jwt`.
+    fn client_assertion(&self, client_id: &str, audience: &str) -> Result<String, OAuthError> {
+        let key =
+            self.config.client_key.as_ref().ok_or_else(|| {
+                OAuthError::Registration("private_key_jwt needs a client key".into())
+            })?;
+        let (algorithm, encoding) = match key.algorithm.as_str() {
+            "ES256" => (
+                jsonwebtoken::Algorithm::ES256,
+                jsonwebtoken::EncodingKey::from_ec_pem(key.pem.as_bytes()),
+            ),
+            "RS256" => (
+                jsonwebtoken::Algorithm::RS256,
+                jsonwebtoken::EncodingKey::from_rsa_pem(key.pem.as_bytes()),
+            ),
+            other => {
+                return Err(OAuthError::Registration(format!(
+                    "unsupported client key algorithm {other}"
+                )));
+            }
+        };
+        let encoding =
+            encoding.map_err(|e| OAuthError::Registration(format!("client key: {e}")))?;
+        let now = now_secs();
+        let claims = serde_json::json!({
+            "iss": client_id,
+            "sub": client_id,
+            "aud": audience,
+            "iat": now,
+            "exp": now + 60,
+            "jti": pkce::random_token(),
+        });
+        jsonwebtoken::encode(&jsonwebtoken::Header::new(algorithm), &claims, &encoding)
+            .map_err(|e| OAuthError::Registration(format!("signing the client assertion: {e}")))
+    }
+
     /// A token endpoint request with the client's authentication.
     async fn token_request(
         &self,
@@ -539,6 +714,12 @@ impl OAuthClient {
             ("client_secret_post", Some(secret)) => {
                 form.push(("client_id", registration.client_id.clone()));
                 form.push(("client_secret", secret.clone()));
+            }
+            ("private_key_jwt", _) => {
+                let assertion = self.client_assertion(&registration.client_id, &server.issuer)?;
+                form.push(("client_id", registration.client_id.clone()));
+                form.push(("client_assertion_type", CLIENT_ASSERTION_TYPE.to_owned()));
+                form.push(("client_assertion", assertion));
             }
             _ => form.push(("client_id", registration.client_id.clone())),
         }

@@ -13,7 +13,9 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result, bail};
-use mcp_auth::client::{Grant, HeadlessUserAgent, OAuthClient, OAuthClientConfig, Registration};
+use mcp_auth::client::{
+    ClientKey, Grant, HeadlessUserAgent, OAuthClient, OAuthClientConfig, Registration,
+};
 use mcp_client::{Client, EraChoice, RequestOptions};
 use mcp_schema::{
     CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitValue, ErrorObject,
@@ -102,17 +104,32 @@ fn oauth(url: &str, scenario: &str) -> Result<Option<Arc<OAuthClient>>> {
     let agent = Arc::new(HeadlessUserAgent::new(REDIRECT_URI));
     let mut config = OAuthClientConfig::new("mcp-conformance-client", agent)
         .client_metadata_url(CLIENT_METADATA_URL);
-    if let Some(client_id) = context["client_id"].as_str() {
-        let secret = context["client_secret"].as_str().map(str::to_owned);
-        let method = if secret.is_some() {
-            "client_secret_basic"
-        } else {
-            "none"
+    let text = |key: &str| context[key].as_str().map(str::to_owned);
+    if let Some(client_id) = text("client_id") {
+        let secret = text("client_secret");
+        let method = match (&secret, text("private_key_pem")) {
+            (_, Some(pem)) => {
+                let algorithm = text("signing_algorithm").unwrap_or_else(|| "ES256".into());
+                config = config.client_key(ClientKey::new(pem, algorithm));
+                "private_key_jwt"
+            }
+            (Some(_), None) => "client_secret_basic",
+            (None, None) => "none",
         };
         config = config.registration(Registration::new(client_id, secret, method));
     }
     if scenario.starts_with("auth/client-credentials") {
         config = config.grant(Grant::ClientCredentials);
+    }
+    if let Some(assertion) = text("valid_jwt") {
+        config = config.grant(Grant::JwtBearer { assertion });
+    }
+    if let (Some(endpoint), Some(id_token)) = (text("idp_token_endpoint"), text("idp_id_token")) {
+        config = config.grant(Grant::IdentityAssertion {
+            idp_token_endpoint: endpoint,
+            id_token,
+            idp_client_id: text("idp_client_id"),
+        });
     }
     Ok(Some(Arc::new(OAuthClient::new(url, config)?)))
 }
