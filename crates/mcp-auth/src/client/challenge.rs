@@ -40,8 +40,11 @@ impl BearerChallenge {
 
 /// The `key=value` parameters after `Bearer`, keys lowercased.
 fn bearer_params(header: &str) -> Option<HashMap<String, String>> {
-    let start = find_scheme(header, "bearer")?;
-    let mut rest = &header[start + "bearer".len()..];
+    // DPoP challenges (RFC 9449) carry the same parameters.
+    let (start, scheme) = find_scheme(header, "bearer")
+        .map(|s| (s, "bearer"))
+        .or_else(|| find_scheme(header, "dpop").map(|s| (s, "dpop")))?;
+    let mut rest = &header[start + scheme.len()..];
     let mut params = HashMap::new();
     loop {
         rest = rest.trim_start_matches([' ', '\t', ',']);

@@ -56,6 +56,9 @@ pub struct AuthServerMetadata {
     /// Authorization responses carry `iss` (RFC 9207).
     #[serde(default)]
     pub authorization_response_iss_parameter_supported: Option<bool>,
+    /// Algorithms accepted in DPoP proofs (RFC 9449).
+    #[serde(default)]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 impl AuthServerMetadata {

@@ -11,6 +11,7 @@
 
 mod challenge;
 mod discovery;
+mod dpop;
 mod pkce;
 mod store;
 mod user_agent;
@@ -29,6 +30,7 @@ pub use discovery::{
     AuthServerMetadata, ProtectedResourceMetadata, auth_server_metadata_urls, discover_auth_server,
     discover_resource, resource_metadata_urls,
 };
+use dpop::DpopKey;
 pub use store::{Credentials, FileTokenStore, MemoryTokenStore, Registration, TokenStore, Tokens};
 pub use user_agent::{Callback, HeadlessUserAgent, LoopbackUserAgent, UserAgent, UserAgentFuture};
 
@@ -221,12 +223,23 @@ struct Session {
     step_ups: usize,
 }
 
+/// The DPoP nonces the servers asked for.
+#[derive(Default)]
+struct Nonces {
+    /// The authorization server's.
+    server: Option<String>,
+    /// The resource server's.
+    resource: Option<String>,
+}
+
 /// Obtains and renews access tokens for one MCP server.
 pub struct OAuthClient {
     server_url: Url,
     config: OAuthClientConfig,
     http: reqwest::Client,
     session: tokio::sync::Mutex<Session>,
+    dpop: std::sync::Mutex<Option<Arc<DpopKey>>>,
+    nonces: std::sync::Mutex<Nonces>,
 }
 
 impl std::fmt::Debug for OAuthClient {
@@ -285,6 +298,8 @@ impl OAuthClient {
             config,
             http,
             session: tokio::sync::Mutex::new(Session::default()),
+            dpop: std::sync::Mutex::new(None),
+            nonces: std::sync::Mutex::new(Nonces::default()),
         })
     }
 
@@ -727,25 +742,51 @@ impl OAuthClient {
             .iter()
             .find(|(k, _)| *k == "resource")
             .map(|(_, v)| v.clone());
-        let response = request
-            .form(&form)
-            .send()
-            .await
-            .map_err(|e| OAuthError::Http(format!("POST {endpoint}: {e}")))?;
-        let status = response.status();
-        if !status.is_success() {
+        let dpop = self.dpop_key(server)?;
+        let mut nonce_retried = false;
+        let answer: TokenResponse = loop {
+            let mut attempt = request
+                .try_clone()
+                .ok_or_else(|| OAuthError::Token("the token request cannot be repeated".into()))?
+                .form(&form);
+            if let Some(key) = &dpop {
+                let nonce = self.nonces().server.clone();
+                let proof = key.proof("POST", endpoint, None, nonce.as_deref())?;
+                attempt = attempt.header(dpop::DPOP_HEADER, proof);
+            }
+            let response = attempt
+                .send()
+                .await
+                .map_err(|e| OAuthError::Http(format!("POST {endpoint}: {e}")))?;
+            let status = response.status();
+            if status.is_success() {
+                break response
+                    .json()
+                    .await
+                    .map_err(|e| OAuthError::Token(e.to_string()))?;
+            }
+            let nonce = response
+                .headers()
+                .get(dpop::NONCE_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
             let text = response.text().await.unwrap_or_default();
+            // The authorization server wants its nonce in the proof: once.
+            if let (Some(nonce), Some(_), false) = (nonce, &dpop, nonce_retried)
+                && text.contains("use_dpop_nonce")
+            {
+                self.nonces().server = Some(nonce);
+                nonce_retried = true;
+                continue;
+            }
             return Err(OAuthError::Token(format!("HTTP {status}: {text}")));
-        }
-        let answer: TokenResponse = response
-            .json()
-            .await
-            .map_err(|e| OAuthError::Token(e.to_string()))?;
-        if let Some(kind) = &answer.token_type
-            && !kind.eq_ignore_ascii_case("bearer")
-        {
+        };
+        let token_type = answer.token_type.clone().unwrap_or_else(|| "Bearer".into());
+        let acceptable = token_type.eq_ignore_ascii_case("bearer")
+            || (dpop.is_some() && token_type.eq_ignore_ascii_case("dpop"));
+        if !acceptable {
             return Err(OAuthError::Token(format!(
-                "unsupported token type {kind:?}"
+                "unsupported token type {token_type:?}"
             )));
         }
         let previous_refresh = session
@@ -760,7 +801,29 @@ impl OAuthClient {
             expires_at: answer.expires_in.map(|s| now_secs() + s),
             scope: answer.scope,
             resource,
+            token_type: Some(token_type),
         })
+    }
+
+    /// The DPoP key, made when first needed, where the authorization
+    /// server binds tokens to keys (it lists ES256 for DPoP).
+    fn dpop_key(&self, server: &AuthServerMetadata) -> Result<Option<Arc<DpopKey>>, OAuthError> {
+        let offers = server
+            .dpop_signing_alg_values_supported
+            .as_ref()
+            .is_some_and(|algs| algs.iter().any(|a| a == "ES256"));
+        if !offers {
+            return Ok(None);
+        }
+        let mut slot = self.dpop.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Some(Arc::new(DpopKey::generate()?));
+        }
+        Ok(slot.clone())
+    }
+
+    fn nonces(&self) -> std::sync::MutexGuard<'_, Nonces> {
+        self.nonces.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Trades the refresh token for new tokens.
@@ -788,6 +851,47 @@ impl OAuthClient {
         self.config.store.save(&issuer, &session.credentials)
     }
 
+    /// The headers that authorize a request: `Authorization` with the
+    /// token, and for a DPoP-bound token a fresh proof for this request.
+    async fn request_credentials(
+        &self,
+        method: &reqwest::Method,
+        url: &str,
+    ) -> Vec<(reqwest::header::HeaderName, HeaderValue)> {
+        let Some(bearer) = self.current_authorization().await else {
+            return Vec::new();
+        };
+        let session = self.session.lock().await;
+        let Some(tokens) = session.credentials.tokens.as_ref() else {
+            return Vec::new();
+        };
+        let bound = tokens
+            .token_type
+            .as_deref()
+            .is_some_and(|t| t.eq_ignore_ascii_case("dpop"));
+        let key = self.dpop.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        match (bound, key) {
+            (true, Some(key)) => {
+                let nonce = self.nonces().resource.clone();
+                let proof = key.proof(
+                    method.as_str(),
+                    url,
+                    Some(&tokens.access_token),
+                    nonce.as_deref(),
+                );
+                let header = HeaderValue::from_str(&format!("DPoP {}", tokens.access_token));
+                match (proof.map(|p| HeaderValue::from_str(&p)), header) {
+                    (Ok(Ok(proof)), Ok(header)) => vec![
+                        (reqwest::header::AUTHORIZATION, header),
+                        (reqwest::header::HeaderName::from_static("dpop"), proof),
+                    ],
+                    _ => Vec::new(),
+                }
+            }
+            _ => vec![(reqwest::header::AUTHORIZATION, bearer)],
+        }
+    }
+
     async fn current_authorization(&self) -> Option<HeaderValue> {
         let mut session = self.session.lock().await;
         let tokens = session.credentials.tokens.clone()?;
@@ -806,6 +910,22 @@ impl OAuthClient {
     }
 
     async fn answer_challenge(&self, challenge: Challenge) -> bool {
+        // The resource server wants its nonce in the proofs: send again.
+        let nonce = challenge
+            .headers
+            .get(dpop::NONCE_HEADER)
+            .and_then(|v| v.to_str().ok());
+        let asks_nonce = challenge
+            .www_authenticate
+            .as_deref()
+            .is_some_and(|h| h.contains("use_dpop_nonce"));
+        if let (Some(nonce), true) = (nonce, asks_nonce) {
+            let mut nonces = self.nonces();
+            if nonces.resource.as_deref() != Some(nonce) {
+                nonces.resource = Some(nonce.to_owned());
+                return true;
+            }
+        }
         let bearer = challenge
             .www_authenticate
             .as_deref()
@@ -908,16 +1028,10 @@ fn check_iss(server: &AuthServerMetadata, iss: Option<&str>) -> Result<(), OAuth
 impl Authorizer for OAuthClient {
     fn credentials<'a>(
         &'a self,
-        _method: &'a reqwest::Method,
-        _url: &'a str,
+        method: &'a reqwest::Method,
+        url: &'a str,
     ) -> AuthFuture<'a, Vec<(reqwest::header::HeaderName, HeaderValue)>> {
-        Box::pin(async move {
-            self.current_authorization()
-                .await
-                .map(|value| (reqwest::header::AUTHORIZATION, value))
-                .into_iter()
-                .collect()
-        })
+        Box::pin(self.request_credentials(method, url))
     }
 
     fn challenged(&self, challenge: Challenge) -> AuthFuture<'_, bool> {

@@ -56,6 +56,9 @@ pub struct Tokens {
     /// The resource the tokens are for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource: Option<String>,
+    /// `Bearer`, or `DPoP` for a token bound to the client's key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_type: Option<String>,
 }
 
 /// What is kept for one issuer.
