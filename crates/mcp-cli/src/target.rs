@@ -1,7 +1,12 @@
 //! Where a command finds its server: a URL (HTTP or WebSocket) or a
 //! command line run as a child over stdio.
 
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
 use anyhow::{Context as _, Result, bail};
+use mcp_auth::client::{FileTokenStore, LoopbackUserAgent, OAuthClient, OAuthClientConfig};
 use mcp_client::{Client, EraChoice};
 use mcp_core::Transport;
 use mcp_core::child::ChildProcess;
@@ -91,7 +96,8 @@ async fn transport(target: &Target) -> Result<(Transport, Option<ChildProcess>)>
             Ok((transport, Some(child)))
         }
         Target::Http(url) => {
-            let transport = mcp_http::client::connect(mcp_http::HttpClientConfig::new(url))
+            let config = mcp_http::HttpClientConfig::new(url).authorizer(login(url).await?);
+            let transport = mcp_http::client::connect(config)
                 .await
                 .with_context(|| format!("cannot connect to {url}"))?;
             Ok((transport.into_transport(), None))
@@ -103,6 +109,40 @@ async fn transport(target: &Target) -> Result<(Transport, Option<ChildProcess>)>
             Ok((transport, None))
         }
     }
+}
+
+/// How long a person has to finish signing in.
+const SIGN_IN_WAIT: Duration = Duration::from_secs(300);
+
+/// Where credentials are kept: `MCP_CREDENTIALS_FILE`, else
+/// `$XDG_CONFIG_HOME/mcp/credentials.json` or `~/.config/mcp/credentials.json`.
+fn credentials_file() -> PathBuf {
+    if let Some(path) = std::env::var_os("MCP_CREDENTIALS_FILE") {
+        return PathBuf::from(path);
+    }
+    let config = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    config.join("mcp").join("credentials.json")
+}
+
+/// Tells the person where to sign in.
+fn show_sign_in(url: &url::Url) {
+    eprintln!("The server asks you to sign in. Open this address in a browser:\n\n  {url}\n");
+}
+
+/// The OAuth client that signs in when `url` demands it: the browser
+/// comes back to a listener on 127.0.0.1, credentials are kept (0600) by
+/// issuer for the next run.
+async fn login(url: &str) -> Result<Arc<dyn mcp_http::client::Authorizer>> {
+    let agent = LoopbackUserAgent::bind(show_sign_in, SIGN_IN_WAIT)
+        .await
+        .context("cannot listen for the sign-in redirect on 127.0.0.1")?;
+    let config = OAuthClientConfig::new("mcp command line", Arc::new(agent))
+        .store(Arc::new(FileTokenStore::new(credentials_file())));
+    let client = OAuthClient::new(url, config).map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(Arc::new(client))
 }
 
 #[cfg(test)]
