@@ -34,7 +34,10 @@ impl Extensions {
 
     /// Whether nothing was stored.
     pub fn is_empty(&self) -> bool {
-        self.map.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+        self.map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
     }
 
     /// The value of type `T`, if one was stored.

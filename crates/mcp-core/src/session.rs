@@ -320,9 +320,7 @@ impl Engine {
 
     async fn on_frame(&self, text: &str, extensions: Option<Arc<Extensions>>) {
         match Message::parse_frame(text) {
-            Ok(Frame::Single(message)) => {
-                self.on_message(message, Reply::Direct, extensions).await
-            }
+            Ok(Frame::Single(message)) => self.on_message(message, Reply::Direct, extensions).await,
             Ok(Frame::Batch(items)) => self.on_batch(items, extensions).await,
             Err(ErrorResponse { id, error }) => self.send_error(id, error).await,
         }
@@ -412,12 +410,7 @@ impl Engine {
         }
     }
 
-    async fn on_request(
-        &self,
-        req: Request,
-        reply: Reply,
-        extensions: Option<Arc<Extensions>>,
-    ) {
+    async fn on_request(&self, req: Request, reply: Reply, extensions: Option<Arc<Extensions>>) {
         let Request { id, method, params } = req;
         let admitted = match self.admit(&method, params.as_deref()) {
             Ok(Admission::Answer(result, revision)) => {

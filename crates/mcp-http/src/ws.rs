@@ -32,12 +32,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use axum::Extension;
 use axum::extract::State;
 use axum::extract::ws::{self as axum_ws, WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::{Sink, SinkExt, Stream, StreamExt};
-use axum::Extension;
 use mcp_core::{Extensions, FrameKind, InboundFrame, OutboundFrame, Peer, Transport};
 use mcp_schema::jsonrpc::ErrorObject;
 use tokio::sync::{mpsc, oneshot};

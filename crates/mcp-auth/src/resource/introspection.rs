@@ -145,7 +145,8 @@ impl IntrospectionValidator {
             .build()
             .map_err(|e| ConfigError::Client(e.to_string()))?;
         // RFC 6749, section 2.3.1: both parts form-encoded before base64.
-        let encode = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+        let encode =
+            |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
         let credentials = format!(
             "{}:{}",
             encode(&config.client_id),

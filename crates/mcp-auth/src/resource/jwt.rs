@@ -160,8 +160,8 @@ impl JwtValidator {
         if fresh(&set) && fits(&set) {
             return Ok(set);
         }
-        let allowed = last.is_none_or(|t| t.elapsed() >= self.config.min_refetch_interval)
-            || !fresh(&set);
+        let allowed =
+            last.is_none_or(|t| t.elapsed() >= self.config.min_refetch_interval) || !fresh(&set);
         if !allowed {
             return Ok(set);
         }
@@ -235,7 +235,11 @@ impl JwtValidator {
 
 impl Key {
     fn from_value(value: Value) -> Option<Key> {
-        if value.get("use").and_then(Value::as_str).is_some_and(|u| u != "sig") {
+        if value
+            .get("use")
+            .and_then(Value::as_str)
+            .is_some_and(|u| u != "sig")
+        {
             return None;
         }
         let jwk: Jwk = serde_json::from_value(value).ok()?;

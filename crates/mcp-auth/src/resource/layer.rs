@@ -250,12 +250,7 @@ fn unavailable() -> Response {
 }
 
 fn challenged(status: StatusCode, challenge: String, body: String) -> Response {
-    let mut response = (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body,
-    )
-        .into_response();
+    let mut response = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
     if let Ok(value) = HeaderValue::from_str(&challenge) {
         response
             .headers_mut()

@@ -67,8 +67,14 @@ pub fn protected_resource_router(config: &ResourceServerConfig) -> axum::Router 
 fn metadata_response(body: &str) -> Response {
     (
         [
-            (header::CONTENT_TYPE, HeaderValue::from_static("application/json")),
-            (header::CACHE_CONTROL, HeaderValue::from_static("max-age=3600")),
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("max-age=3600"),
+            ),
             (
                 header::ACCESS_CONTROL_ALLOW_ORIGIN,
                 HeaderValue::from_static("*"),
