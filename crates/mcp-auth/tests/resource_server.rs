@@ -247,8 +247,7 @@ impl Mcp {
             // An SSE stream: the last data line is the response.
             text.lines()
                 .filter_map(|l| l.strip_prefix("data:"))
-                .filter(|d| !d.trim().is_empty())
-                .last()
+                .rfind(|d| !d.trim().is_empty())
                 .map(|d| serde_json::from_str(d.trim()).expect("JSON event"))
                 .unwrap_or(Value::Null)
         };
