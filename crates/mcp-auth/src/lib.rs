@@ -6,3 +6,6 @@
 #![warn(missing_docs)]
 
 pub mod client;
+pub mod resource;
+
+pub use resource::{BearerAuthLayer, Principal, ResourceServerConfig, TokenValidator};

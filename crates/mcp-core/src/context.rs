@@ -12,6 +12,7 @@ use mcp_schema::{
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::extensions::Extensions;
 use crate::peer::Peer;
 use crate::session::Negotiated;
 
@@ -33,6 +34,9 @@ pub struct RequestContext {
     pub progress: Progress,
     /// Sends requests and notifications to the peer, tied to this request.
     pub peer: Peer,
+    /// What the transport attached to the message (see
+    /// [`RequestContext::extensions`]).
+    pub(crate) extensions: Option<Arc<Extensions>>,
 }
 
 impl RequestContext {
@@ -44,6 +48,24 @@ impl RequestContext {
     /// Whether the request has been cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.cancellation.is_cancelled()
+    }
+
+    /// Values the transport attached to the message that carried this
+    /// request, such as the principal an HTTP layer authenticated; empty
+    /// when there are none.
+    pub fn extensions(&self) -> &Extensions {
+        static EMPTY: std::sync::OnceLock<Extensions> = std::sync::OnceLock::new();
+        match &self.extensions {
+            Some(extensions) => extensions,
+            None => EMPTY.get_or_init(Extensions::default),
+        }
+    }
+
+    /// Replaces the values attached to this request (for roles that build
+    /// a context themselves, such as a gateway forwarding a request).
+    pub fn with_extensions(mut self, extensions: Arc<Extensions>) -> Self {
+        self.extensions = Some(extensions);
+        self
     }
 }
 

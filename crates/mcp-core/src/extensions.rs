@@ -1,5 +1,7 @@
 //! A small type map for per-session state that the layers above keep
-//! (the server's log level and subscriptions, the host's bookkeeping ...).
+//! (the server's log level and subscriptions, the host's bookkeeping ...)
+//! and for what a transport attaches to the messages it reads (the
+//! authenticated principal of an HTTP request ...).
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -22,6 +24,20 @@ impl Extensions {
         Arc::clone(entry)
             .downcast::<T>()
             .unwrap_or_else(|_| unreachable!("type map holds the wrong type"))
+    }
+
+    /// Stores `value`, replacing any earlier value of type `T`.
+    pub fn insert<T: Any + Send + Sync>(&self, value: T) {
+        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        map.insert(TypeId::of::<T>(), Arc::new(value));
+    }
+
+    /// Whether nothing was stored.
+    pub fn is_empty(&self) -> bool {
+        self.map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
     }
 
     /// The value of type `T`, if one was stored.
@@ -51,5 +67,8 @@ mod tests {
         let b = ext.get_or_insert_with(|| 9u32);
         assert_eq!((*a, *b), (7, 7));
         assert_eq!(*ext.get_or_insert_with(|| String::from("s")), "s");
+        ext.insert(8u32);
+        assert_eq!(ext.get::<u32>().as_deref(), Some(&8));
+        assert!(!ext.is_empty());
     }
 }

@@ -69,4 +69,12 @@ pub trait Service: Send + Sync + 'static {
         let _ = name;
         None
     }
+
+    /// The scopes a caller must hold to call tool `name`, so that a
+    /// transport can refuse the call (an HTTP step-up challenge) before
+    /// dispatch. `None`: no such tool, or it needs no scope.
+    fn tool_required_scopes(&self, name: &str) -> Option<Arc<[String]>> {
+        let _ = name;
+        None
+    }
 }

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::context::{Progress, RequestContext};
+use crate::extensions::Extensions;
 use crate::peer::{Peer, Phase, Shared};
 use crate::service::{HandlerResult, IncomingRequest, Service};
 use crate::transport::{FrameKind, InboundFrame, Transport};
@@ -284,7 +285,10 @@ impl Engine {
     async fn run(self, mut inbound: tokio::sync::mpsc::Receiver<InboundFrame>) {
         while let Some(frame) = inbound.recv().await {
             match frame {
-                InboundFrame::Text(text) => self.on_frame(&text).await,
+                InboundFrame::Text(text) => self.on_frame(&text, None).await,
+                InboundFrame::WithExtensions(text, extensions) => {
+                    self.on_frame(&text, Some(extensions)).await
+                }
                 InboundFrame::Unreadable(reason) => {
                     self.send_error(None, ErrorObject::parse_error(reason))
                         .await;
@@ -314,15 +318,19 @@ impl Engine {
         self.shared.close();
     }
 
-    async fn on_frame(&self, text: &str) {
+    async fn on_frame(&self, text: &str, extensions: Option<Arc<Extensions>>) {
         match Message::parse_frame(text) {
-            Ok(Frame::Single(message)) => self.on_message(message, Reply::Direct).await,
-            Ok(Frame::Batch(items)) => self.on_batch(items).await,
+            Ok(Frame::Single(message)) => self.on_message(message, Reply::Direct, extensions).await,
+            Ok(Frame::Batch(items)) => self.on_batch(items, extensions).await,
             Err(ErrorResponse { id, error }) => self.send_error(id, error).await,
         }
     }
 
-    async fn on_batch(&self, items: Vec<Result<Message, ErrorResponse>>) {
+    async fn on_batch(
+        &self,
+        items: Vec<Result<Message, ErrorResponse>>,
+        extensions: Option<Arc<Extensions>>,
+    ) {
         let revision = self
             .shared
             .state()
@@ -366,8 +374,12 @@ impl Engine {
                     .await;
                 }
                 Ok(message) => {
-                    self.on_message(message, Reply::Batch(Arc::clone(&batch)))
-                        .await
+                    self.on_message(
+                        message,
+                        Reply::Batch(Arc::clone(&batch)),
+                        extensions.clone(),
+                    )
+                    .await
                 }
                 Err(ErrorResponse { id, error }) => {
                     self.deliver(
@@ -381,9 +393,14 @@ impl Engine {
         }
     }
 
-    async fn on_message(&self, message: Message, reply: Reply) {
+    async fn on_message(
+        &self,
+        message: Message,
+        reply: Reply,
+        extensions: Option<Arc<Extensions>>,
+    ) {
         match message {
-            Message::Request(req) => self.on_request(req, reply).await,
+            Message::Request(req) => self.on_request(req, reply, extensions).await,
             Message::Notification(n) => self.on_notification(n).await,
             Message::Response(r) => self.shared.complete(&r.id, Ok(r.result)),
             Message::Error(e) => match e.id {
@@ -393,7 +410,7 @@ impl Engine {
         }
     }
 
-    async fn on_request(&self, req: Request, reply: Reply) {
+    async fn on_request(&self, req: Request, reply: Reply, extensions: Option<Arc<Extensions>>) {
         let Request { id, method, params } = req;
         let admitted = match self.admit(&method, params.as_deref()) {
             Ok(Admission::Answer(result, revision)) => {
@@ -435,6 +452,7 @@ impl Engine {
             cancellation: cancel.clone(),
             progress: progress.clone(),
             peer,
+            extensions,
         };
         let handler = self
             .service

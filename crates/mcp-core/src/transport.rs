@@ -6,8 +6,12 @@
 //! a transport with several streams (Streamable HTTP) can put it on the right
 //! one; single-stream transports (stdio) ignore that.
 
+use std::sync::Arc;
+
 use mcp_schema::jsonrpc::RequestId;
 use tokio::sync::mpsc;
+
+use crate::extensions::Extensions;
 
 /// What an outgoing frame is, so a transport can tell when a request's
 /// exchange is over.
@@ -41,9 +45,23 @@ pub struct OutboundFrame {
 pub enum InboundFrame {
     /// The JSON text, exactly as received.
     Text(String),
+    /// The JSON text with values the transport attaches to every request
+    /// in it (an HTTP request's authenticated principal ...); handlers see
+    /// them through [`RequestContext::extensions`](crate::RequestContext::extensions).
+    WithExtensions(String, Arc<Extensions>),
     /// Something arrived that cannot be a message (too large, not UTF-8);
     /// the engine answers it with a parse error and goes on.
     Unreadable(String),
+}
+
+impl InboundFrame {
+    /// The frame for `text`, carrying `extensions` when there are some.
+    pub fn new(text: String, extensions: Option<Arc<Extensions>>) -> Self {
+        match extensions {
+            Some(extensions) => InboundFrame::WithExtensions(text, extensions),
+            None => InboundFrame::Text(text),
+        }
+    }
 }
 
 impl From<String> for InboundFrame {

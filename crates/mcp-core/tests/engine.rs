@@ -251,8 +251,10 @@ impl Harness {
     /// The next message from the server (fails after [`WAIT`]).
     async fn recv(&mut self) -> Value {
         match tokio::time::timeout(WAIT, self.inbound.recv()).await {
-            Ok(Some(InboundFrame::Text(text))) => serde_json::from_str(&text)
-                .unwrap_or_else(|e| panic!("server sent invalid JSON {text:?}: {e}")),
+            Ok(Some(InboundFrame::Text(text) | InboundFrame::WithExtensions(text, _))) => {
+                serde_json::from_str(&text)
+                    .unwrap_or_else(|e| panic!("server sent invalid JSON {text:?}: {e}"))
+            }
             Ok(Some(InboundFrame::Unreadable(why))) => {
                 panic!("unreadable frame from the server: {why}")
             }

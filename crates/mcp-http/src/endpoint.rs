@@ -5,19 +5,21 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::Extension;
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures::Stream;
-use mcp_core::{FrameKind, InboundFrame, Service, SessionConfig, Transport};
+use mcp_core::{Extensions, FrameKind, InboundFrame, Service, SessionConfig, Transport};
 use mcp_schema::jsonrpc::{self, ErrorObject, Frame, Message, RequestId};
 use mcp_schema::{ProtocolVersion, error_codes, methods};
 use serde::Deserialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::authz::{MessageExtensions, ToolScopeGuard, check_tool_scopes};
 use crate::config::{HttpConfig, ResponseMode};
 use crate::headers::check_headers;
 use crate::legacy_sse::LegacySessions;
@@ -236,6 +238,8 @@ fn is_initialize(frame: &Frame) -> bool {
 
 async fn handle_post(
     State(endpoint): State<Arc<McpEndpoint>>,
+    extensions: Option<Extension<MessageExtensions>>,
+    scope_guard: Option<Extension<ToolScopeGuard>>,
     headers: HeaderMap,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Response {
@@ -275,17 +279,28 @@ async fn handle_post(
         Ok(frame) => frame,
         Err(e) => return error_response(StatusCode::BAD_REQUEST, e.id.as_ref(), &e.error),
     };
+    if let Some(Extension(guard)) = &scope_guard
+        && let Some(refusal) = check_tool_scopes(&frame, endpoint.service.as_ref(), guard)
+    {
+        return refusal;
+    }
+    let extensions = extensions.map(|Extension(e)| e.0);
     match header_str(&headers, SESSION_ID) {
-        Some(id) => post_to_session(&endpoint, id, &headers, frame, text).await,
+        Some(id) => post_to_session(&endpoint, id, &headers, frame, text, extensions).await,
         None if is_initialize(&frame) && !names_modern_version(&headers) => {
-            post_initialize(&endpoint, frame, text).await
+            post_initialize(&endpoint, frame, text, extensions).await
         }
-        None => post_stateless(&endpoint, &headers, frame, text).await,
+        None => post_stateless(&endpoint, &headers, frame, text, extensions).await,
     }
 }
 
 /// A new legacy session.
-async fn post_initialize(endpoint: &Arc<McpEndpoint>, frame: Frame, text: String) -> Response {
+async fn post_initialize(
+    endpoint: &Arc<McpEndpoint>,
+    frame: Frame,
+    text: String,
+    extensions: Option<Arc<Extensions>>,
+) -> Response {
     let session = match endpoint.sessions.create(
         Arc::clone(&endpoint.service),
         endpoint.session_config.clone(),
@@ -297,7 +312,7 @@ async fn post_initialize(endpoint: &Arc<McpEndpoint>, frame: Frame, text: String
         }
     };
     let receiver = session.open_stream(request_ids(&frame));
-    if !session.feed(text).await {
+    if !session.feed(text, extensions).await {
         return error_response(
             StatusCode::INTERNAL_SERVER_ERROR,
             None,
@@ -323,6 +338,7 @@ async fn post_to_session(
     headers: &HeaderMap,
     frame: Frame,
     text: String,
+    extensions: Option<Arc<Extensions>>,
 ) -> Response {
     let Some(session) = endpoint.sessions.get(id) else {
         let error = ErrorObject::invalid_request(
@@ -346,7 +362,7 @@ async fn post_to_session(
     let ids = request_ids(&frame);
     if ids.is_empty() {
         // Notifications and responses only.
-        return if session.feed(text).await {
+        return if session.feed(text, extensions).await {
             StatusCode::ACCEPTED.into_response()
         } else {
             error_response(
@@ -358,7 +374,7 @@ async fn post_to_session(
     }
     let guard = session.stream_opened();
     let receiver = session.open_stream(ids);
-    if !session.feed(text).await {
+    if !session.feed(text, extensions).await {
         return error_response(
             StatusCode::NOT_FOUND,
             None,
@@ -375,6 +391,7 @@ async fn post_stateless(
     headers: &HeaderMap,
     frame: Frame,
     text: String,
+    extensions: Option<Arc<Extensions>>,
 ) -> Response {
     if let Err(error) = check_headers(headers, &frame, endpoint.service.as_ref()) {
         let id = request_ids(&frame).into_iter().next();
@@ -394,7 +411,11 @@ async fn post_stateless(
         Arc::clone(&endpoint.service),
         config,
     );
-    if in_tx.send(InboundFrame::Text(text)).await.is_err() {
+    if in_tx
+        .send(InboundFrame::new(text, extensions))
+        .await
+        .is_err()
+    {
         return error_response(
             StatusCode::INTERNAL_SERVER_ERROR,
             None,

@@ -17,6 +17,7 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use axum::Extension;
 use axum::body::{Body, Bytes};
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -27,6 +28,7 @@ use mcp_schema::jsonrpc::{ErrorObject, Message};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::authz::{MessageExtensions, ToolScopeGuard, check_tool_scopes};
 use crate::endpoint::{McpEndpoint, error_response, header_str};
 use crate::sse;
 
@@ -240,6 +242,8 @@ fn percent_decode(value: &str) -> String {
 pub(crate) async fn handle_message(
     State(endpoint): State<Arc<McpEndpoint>>,
     RawQuery(query): RawQuery,
+    extensions: Option<Extension<MessageExtensions>>,
+    scope_guard: Option<Extension<ToolScopeGuard>>,
     headers: HeaderMap,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Response {
@@ -276,11 +280,22 @@ pub(crate) async fn handle_message(
             &ErrorObject::parse_error("body is not UTF-8"),
         );
     };
-    if let Err(e) = Message::parse_frame(&text) {
-        return error_response(StatusCode::BAD_REQUEST, e.id.as_ref(), &e.error);
+    let frame = match Message::parse_frame(&text) {
+        Ok(frame) => frame,
+        Err(e) => return error_response(StatusCode::BAD_REQUEST, e.id.as_ref(), &e.error),
+    };
+    if let Some(Extension(guard)) = &scope_guard
+        && let Some(refusal) = check_tool_scopes(&frame, endpoint.service.as_ref(), guard)
+    {
+        return refusal;
     }
+    let extensions = extensions.map(|Extension(e)| e.0);
     tracing::debug!(session = %id, bytes = text.len(), "legacy SSE message");
-    if inbound.send(InboundFrame::Text(text)).await.is_err() {
+    if inbound
+        .send(InboundFrame::new(text, extensions))
+        .await
+        .is_err()
+    {
         let error = ErrorObject::invalid_request("session ended");
         return error_response(StatusCode::NOT_FOUND, None, &error);
     }

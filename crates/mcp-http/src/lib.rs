@@ -16,6 +16,7 @@
 //! # }
 //! ```
 
+pub mod authz;
 pub mod client;
 mod config;
 mod endpoint;
@@ -28,6 +29,7 @@ mod session;
 pub mod sse;
 pub mod ws;
 
+pub use authz::{MessageExtensions, ToolScopeCheck, ToolScopeGuard};
 pub use client::{
     HttpClientConfig, HttpClientError, HttpClientHandle, HttpClientTransport, HttpTransportKind,
     WireProtocol,

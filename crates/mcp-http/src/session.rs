@@ -143,8 +143,15 @@ impl HttpSession {
     }
 
     /// Hands a frame to the engine.
-    pub(crate) async fn feed(&self, text: String) -> bool {
-        self.inbound.send(InboundFrame::Text(text)).await.is_ok()
+    pub(crate) async fn feed(
+        &self,
+        text: String,
+        extensions: Option<Arc<mcp_core::Extensions>>,
+    ) -> bool {
+        self.inbound
+            .send(InboundFrame::new(text, extensions))
+            .await
+            .is_ok()
     }
 
     /// Opens a stream for the responses to `requests`; deliveries arrive on

@@ -32,16 +32,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use axum::Extension;
 use axum::extract::State;
 use axum::extract::ws::{self as axum_ws, WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::{Sink, SinkExt, Stream, StreamExt};
-use mcp_core::{FrameKind, InboundFrame, OutboundFrame, Peer, Transport};
+use mcp_core::{Extensions, FrameKind, InboundFrame, OutboundFrame, Peer, Transport};
 use mcp_schema::jsonrpc::ErrorObject;
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::{self, http as ws_http};
 
+use crate::authz::MessageExtensions;
 use crate::endpoint::{McpEndpoint, error_response};
 
 /// The WebSocket subprotocol of MCP.
@@ -133,7 +135,11 @@ fn too_large(error: &(dyn std::error::Error + 'static)) -> bool {
 /// Runs a socket as a transport: a reader task feeding the engine, a writer
 /// task (the `flushed` handle) sending the engine's frames and, every
 /// `keep_alive`, a ping.
-fn pump<S, M, E>(socket: S, keep_alive: Option<Duration>) -> Transport
+fn pump<S, M, E>(
+    socket: S,
+    keep_alive: Option<Duration>,
+    extensions: Option<Arc<Extensions>>,
+) -> Transport
 where
     S: Stream<Item = Result<M, E>> + Sink<M> + Send + 'static,
     <S as Sink<M>>::Error: std::fmt::Display,
@@ -144,7 +150,7 @@ where
     let (outbound, out_rx) = mpsc::channel(mcp_core::DEFAULT_CHANNEL_CAPACITY);
     let (close_tx, close_rx) = oneshot::channel();
     let (sink, stream) = socket.split();
-    tokio::spawn(read_frames(stream, in_tx, close_tx));
+    tokio::spawn(read_frames(stream, in_tx, close_tx, extensions));
     let flushed = Some(tokio::spawn(write_frames(
         sink, out_rx, close_rx, keep_alive,
     )));
@@ -159,6 +165,7 @@ async fn read_frames<S, M, E>(
     mut stream: S,
     in_tx: mpsc::Sender<InboundFrame>,
     close_tx: oneshot::Sender<(u16, &'static str)>,
+    extensions: Option<Arc<Extensions>>,
 ) where
     S: Stream<Item = Result<M, E>> + Unpin,
     M: WsMessage,
@@ -168,7 +175,8 @@ async fn read_frames<S, M, E>(
         match item.map(WsMessage::classify) {
             Ok(Incoming::Text(text)) => {
                 tracing::debug!(bytes = text.len(), "WebSocket message in");
-                if in_tx.send(InboundFrame::Text(text)).await.is_err() {
+                let frame = InboundFrame::new(text, extensions.clone());
+                if in_tx.send(frame).await.is_err() {
                     return;
                 }
             }
@@ -314,8 +322,10 @@ impl Drop for ConnectionGuard {
 /// connection.
 pub(crate) async fn handle_upgrade(
     State(endpoint): State<Arc<McpEndpoint>>,
+    extensions: Option<Extension<MessageExtensions>>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
+    let extensions = extensions.map(|Extension(e)| e.0);
     let upgrade = match upgrade {
         Ok(upgrade) => upgrade,
         Err(rejection) => {
@@ -346,7 +356,7 @@ pub(crate) async fn handle_upgrade(
         .max_message_size(limit)
         .max_frame_size(limit)
         .on_upgrade(move |socket| async move {
-            let transport = pump(socket, Some(endpoint.config.keep_alive));
+            let transport = pump(socket, Some(endpoint.config.keep_alive), extensions);
             let running = mcp_core::serve(
                 transport,
                 Arc::clone(&endpoint.service),
@@ -494,5 +504,5 @@ pub async fn connect(url: &str, options: WsOptions) -> Result<Transport, WsError
                 other => WsError::Handshake(other.to_string()),
             })?;
     tracing::debug!(url, "WebSocket connected");
-    Ok(pump(socket, options.keep_alive))
+    Ok(pump(socket, options.keep_alive, None))
 }

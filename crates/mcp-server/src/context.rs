@@ -251,6 +251,13 @@ impl Context {
         self.request.client_capabilities()
     }
 
+    /// A value the transport attached to this request, such as the
+    /// principal an HTTP authorization layer authenticated
+    /// (`ctx.extension::<mcp_auth::Principal>()`).
+    pub fn extension<T: std::any::Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.request.extensions().get::<T>()
+    }
+
     /// Whether the client cancelled the request.
     pub fn is_cancelled(&self) -> bool {
         self.request.is_cancelled()

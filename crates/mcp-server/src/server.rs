@@ -918,4 +918,12 @@ impl Service for Server {
             .find(|t| t.tool.name == name)
             .and_then(|t| t.header_params.clone())
     }
+
+    fn tool_required_scopes(&self, name: &str) -> Option<Arc<[String]>> {
+        self.read_catalog()
+            .tools
+            .iter()
+            .find(|t| t.tool.name == name)
+            .and_then(|t| t.required_scopes.clone())
+    }
 }

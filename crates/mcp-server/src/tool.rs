@@ -31,6 +31,7 @@ pub struct ToolDef {
     pub(crate) handler: Arc<ToolFn>,
     pub(crate) header_params: Option<Arc<[HeaderParam]>>,
     pub(crate) deferred_task: bool,
+    pub(crate) required_scopes: Option<Arc<[String]>>,
 }
 
 impl std::fmt::Debug for ToolDef {
@@ -160,6 +161,7 @@ impl ToolDef {
             handler: Arc::new(move |args, ctx| Box::pin(handler(args, ctx))),
             header_params,
             deferred_task: false,
+            required_scopes: None,
         }
     }
 
@@ -194,6 +196,25 @@ impl ToolDef {
     pub fn deferred_task(mut self) -> Self {
         self.deferred_task = true;
         self
+    }
+
+    /// Declares the OAuth scopes a caller must hold to call this tool. An
+    /// HTTP endpoint behind an authorization layer refuses callers that lack
+    /// them with a `403 insufficient_scope` challenge naming these scopes,
+    /// before the handler runs.
+    pub fn required_scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let scopes: Vec<String> = scopes.into_iter().map(Into::into).collect();
+        self.required_scopes = (!scopes.is_empty()).then(|| scopes.into());
+        self
+    }
+
+    /// The scopes declared with [`ToolDef::required_scopes`].
+    pub fn scopes(&self) -> &[String] {
+        self.required_scopes.as_deref().unwrap_or(&[])
     }
 
     /// Whether calls may or must run as tasks.

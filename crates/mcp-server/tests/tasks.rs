@@ -172,7 +172,7 @@ impl Harness {
     /// The next message, as text.
     async fn recv_text(&mut self) -> String {
         match tokio::time::timeout(WAIT, self.inbound.recv()).await {
-            Ok(Some(InboundFrame::Text(text))) => text,
+            Ok(Some(InboundFrame::Text(text) | InboundFrame::WithExtensions(text, _))) => text,
             Ok(Some(InboundFrame::Unreadable(why))) => panic!("unreadable frame: {why}"),
             Ok(None) => panic!("the server closed the connection"),
             Err(_) => panic!("no message from the server within {WAIT:?}"),
