@@ -4,3 +4,7 @@
 //! stdio servers take their credentials from the environment instead.
 
 #![warn(missing_docs)]
+
+pub mod server;
+
+pub use server::{AuthServerConfig, AuthServerError, AuthorizationServer};
