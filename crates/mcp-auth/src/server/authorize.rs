@@ -280,10 +280,10 @@ pub(super) async fn get_authorize(
         Err(e) => return fail(e.error, &e.description),
     };
     let resource = p.get("resource").cloned();
-    if let Some(r) = &resource {
-        if let Err(e) = s.check_resource(r) {
-            return fail(e.error, &e.description);
-        }
+    if let Some(r) = &resource
+        && let Err(e) = s.check_resource(r)
+    {
+        return fail(e.error, &e.description);
     }
     let req = PendingRequest {
         csrf: util::random_token(),

@@ -64,10 +64,10 @@ impl AuthorizationServer {
                 .cimd_cache
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
-            if let Some((at, rec)) = cache.get(client_id) {
-                if at.elapsed() < CACHE_TTL {
-                    return Ok(Some(rec.clone()));
-                }
+            if let Some((at, rec)) = cache.get(client_id)
+                && at.elapsed() < CACHE_TTL
+            {
+                return Ok(Some(rec.clone()));
             }
         }
         let doc = self.fetch_json(client_id, MAX_DOCUMENT_BYTES).await?;
@@ -105,10 +105,10 @@ impl AuthorizationServer {
                 .jwks_cache
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
-            if let Some((at, v)) = cache.get(uri) {
-                if at.elapsed() < CACHE_TTL {
-                    return Ok(v.clone());
-                }
+            if let Some((at, v)) = cache.get(uri)
+                && at.elapsed() < CACHE_TTL
+            {
+                return Ok(v.clone());
             }
         }
         let v = self.fetch_json(uri, MAX_JWKS_BYTES).await?;

@@ -136,13 +136,13 @@ impl AuthorizationServer {
             })?,
             _ => return Err(OAuthError::invalid_client("no client id", false)),
         };
-        if let Some(body_id) = form.get("client_id") {
-            if body_id != &id {
-                return Err(OAuthError::invalid_client(
-                    "client_id does not match the credentials",
-                    basic,
-                ));
-            }
+        if let Some(body_id) = form.get("client_id")
+            && body_id != &id
+        {
+            return Err(OAuthError::invalid_client(
+                "client_id does not match the credentials",
+                basic,
+            ));
         }
         let client = match self.resolve_client(&id).await {
             Ok(Some(c)) => c,

@@ -389,12 +389,12 @@ impl AuthServerConfigBuilder {
                 })?;
             }
         }
-        if let Some(user) = &c.auto_approve_as_user_for_testing {
-            if !c.users.iter().any(|u| &u.name == user) {
-                return Err(AuthServerError::Config(format!(
-                    "auto-approve user {user} is not a configured user"
-                )));
-            }
+        if let Some(user) = &c.auto_approve_as_user_for_testing
+            && !c.users.iter().any(|u| &u.name == user)
+        {
+            return Err(AuthServerError::Config(format!(
+                "auto-approve user {user} is not a configured user"
+            )));
         }
         Ok(c)
     }

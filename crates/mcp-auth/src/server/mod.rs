@@ -396,13 +396,13 @@ impl AuthorizationServer {
             .map(str::to_owned)
             .collect();
         let supported = &self.inner.config.scopes_supported;
-        if !supported.is_empty() {
-            if let Some(bad) = scopes.iter().find(|s| !supported.contains(s)) {
-                return Err(OAuthError::bad(
-                    "invalid_scope",
-                    format!("unsupported scope {bad:?}"),
-                ));
-            }
+        if !supported.is_empty()
+            && let Some(bad) = scopes.iter().find(|s| !supported.contains(s))
+        {
+            return Err(OAuthError::bad(
+                "invalid_scope",
+                format!("unsupported scope {bad:?}"),
+            ));
         }
         let mut out: Vec<String> = Vec::new();
         for s in scopes {

@@ -99,12 +99,11 @@ fn handle(s: &AuthorizationServer, body: &[u8]) -> Result<Response, OAuthError> 
     if jwks.is_some() && jwks_uri.is_some() {
         return Err(meta("jwks and jwks_uri are mutually exclusive"));
     }
-    if let Some(uri) = &jwks_uri {
-        if !url::Url::parse(uri)
+    if let Some(uri) = &jwks_uri
+        && !url::Url::parse(uri)
             .is_ok_and(|u| u.scheme() == "https" || (u.scheme() == "http" && util::is_loopback(&u)))
-        {
-            return Err(meta("jwks_uri must be an https URL"));
-        }
+    {
+        return Err(meta("jwks_uri must be an https URL"));
     }
     if auth_method == TokenEndpointAuthMethod::PrivateKeyJwt && jwks.is_none() && jwks_uri.is_none()
     {
