@@ -14,6 +14,9 @@ use http::{HeaderValue, StatusCode};
 use super::store::{ClientRecord, CodeGrant, PendingRequest};
 use super::{AuthorizationServer, util};
 
+/// Failed logins allowed on one authorization request.
+const MAX_LOGIN_ATTEMPTS: u32 = 5;
+
 /// Query parameters: first values, and the names given more than once.
 fn parse_params(raw: &[u8]) -> (HashMap<String, String>, HashSet<String>) {
     let mut map = HashMap::new();
@@ -159,6 +162,16 @@ impl AuthorizationServer {
             .as_deref()
             .map(|r| format!("<p>For: <code>{}</code></p>", esc(r)))
             .unwrap_or_default();
+        let loopback_warning = if client
+            .redirect_uris
+            .iter()
+            .all(|u| url::Url::parse(u).is_ok_and(|u| util::is_loopback(&u)))
+        {
+            "<p><strong>Note:</strong> this application only returns to this computer \
+             (a localhost address). Allow it only if you started it yourself.</p>"
+        } else {
+            ""
+        };
         let error = error
             .map(|e| format!("<p role=\"alert\" style=\"color:#b00\">{}</p>", esc(e)))
             .unwrap_or_default();
@@ -166,7 +179,7 @@ impl AuthorizationServer {
             "<!doctype html><html><head><meta charset=\"utf-8\"><title>Authorize {name}</title></head><body>\
              <h1>Authorize {name}</h1>\
              <p><strong>{name}</strong> (<code>{client_id}</code>, returning to <code>{host}</code>) asks for access:</p>\
-             <ul>{scopes}</ul>{resource}{error}\
+             <ul>{scopes}</ul>{resource}{loopback_warning}{error}\
              <form method=\"post\" action=\"{action}\">\
              <input type=\"hidden\" name=\"request_id\" value=\"{id}\">\
              <input type=\"hidden\" name=\"csrf_token\" value=\"{csrf}\">\
@@ -349,6 +362,20 @@ pub(super) async fn post_authorize(State(s): State<AuthorizationServer>, body: B
     let password = f.get("password").map(String::as_str).unwrap_or("");
     if !s.check_user(username, password).await {
         tracing::debug!("authorization server: login failed");
+        match s.inner.store.login_failed(id) {
+            Ok(n) if n < MAX_LOGIN_ATTEMPTS => {}
+            Ok(_) => {
+                let _ = s.inner.store.take_pending(id);
+                return error_page(
+                    StatusCode::FORBIDDEN,
+                    "Too many failed attempts. Start again from the application.",
+                );
+            }
+            Err(e) => {
+                tracing::warn!("authorization server: {e}");
+                return error_page(StatusCode::INTERNAL_SERVER_ERROR, "Internal error.");
+            }
+        }
         let client = match s.resolve_client(&req.client_id).await {
             Ok(Some(c)) => c,
             _ => return error_page(StatusCode::BAD_REQUEST, "Unknown client."),

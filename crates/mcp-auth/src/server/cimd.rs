@@ -2,7 +2,10 @@
 //! JSON document describing the client. It is fetched (bounded in size and
 //! time, no redirects), checked (its `client_id` must be the URL) and
 //! cached; and the JWK Sets named by `jwks_uri`, fetched the same way.
+//! Names resolving to private, loopback or link-local addresses are not
+//! fetched (server-side request forgery).
 
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use super::AuthorizationServer;
@@ -14,8 +17,10 @@ use super::util;
 const MAX_DOCUMENT_BYTES: usize = 5 * 1024;
 /// Largest JWK Set accepted.
 const MAX_JWKS_BYTES: usize = 64 * 1024;
-/// How long a fetched document is reused.
+/// How long a fetched document is reused when its response says nothing.
 const CACHE_TTL: Duration = Duration::from_secs(300);
+/// The longest a fetched document is reused.
+const CACHE_TTL_MAX: Duration = Duration::from_secs(24 * 3600);
 /// Most cached documents.
 const CACHE_MAX: usize = 1024;
 
@@ -64,26 +69,29 @@ impl AuthorizationServer {
                 .cimd_cache
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
-            if let Some((at, rec)) = cache.get(client_id)
-                && at.elapsed() < CACHE_TTL
+            if let Some((until, rec)) = cache.get(client_id)
+                && Instant::now() < *until
             {
                 return Ok(Some(rec.clone()));
             }
         }
-        let doc = self.fetch_json(client_id, MAX_DOCUMENT_BYTES).await?;
+        let (doc, ttl) = self.fetch_json(client_id, MAX_DOCUMENT_BYTES).await?;
         let rec = client_from_document(client_id, &doc)?;
-        let mut cache = self
-            .inner
-            .cimd_cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if cache.len() >= CACHE_MAX {
-            cache.retain(|_, (at, _)| at.elapsed() < CACHE_TTL);
+        if !ttl.is_zero() {
+            let mut cache = self
+                .inner
+                .cimd_cache
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             if cache.len() >= CACHE_MAX {
-                cache.clear();
+                let now = Instant::now();
+                cache.retain(|_, (until, _)| now < *until);
+                if cache.len() >= CACHE_MAX {
+                    cache.clear();
+                }
             }
+            cache.insert(client_id.to_owned(), (Instant::now() + ttl, rec.clone()));
         }
-        cache.insert(client_id.to_owned(), (Instant::now(), rec.clone()));
         Ok(Some(rec))
     }
 
@@ -105,27 +113,40 @@ impl AuthorizationServer {
                 .jwks_cache
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
-            if let Some((at, v)) = cache.get(uri)
-                && at.elapsed() < CACHE_TTL
+            if let Some((until, v)) = cache.get(uri)
+                && Instant::now() < *until
             {
                 return Ok(v.clone());
             }
         }
-        let v = self.fetch_json(uri, MAX_JWKS_BYTES).await?;
-        let mut cache = self
-            .inner
-            .jwks_cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if cache.len() >= CACHE_MAX {
-            cache.clear();
+        let (v, ttl) = self.fetch_json(uri, MAX_JWKS_BYTES).await?;
+        if !ttl.is_zero() {
+            let mut cache = self
+                .inner
+                .jwks_cache
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if cache.len() >= CACHE_MAX {
+                cache.clear();
+            }
+            cache.insert(uri.clone(), (Instant::now() + ttl, v.clone()));
         }
-        cache.insert(uri.clone(), (Instant::now(), v.clone()));
         Ok(v)
     }
 
-    /// GETs a JSON document of at most `max` bytes.
-    async fn fetch_json(&self, url: &str, max: usize) -> Result<serde_json::Value, String> {
+    /// GETs a JSON document of at most `max` bytes; also how long it may
+    /// be cached.
+    async fn fetch_json(
+        &self,
+        url: &str,
+        max: usize,
+    ) -> Result<(serde_json::Value, Duration), String> {
+        if let Ok(u) = url::Url::parse(url)
+            && let Some(ip) = literal_ip(&u)
+            && !self.address_allowed(ip)
+        {
+            return Err(format!("{url}: address not allowed"));
+        }
         tracing::debug!(url, "authorization server: fetching client document");
         let mut resp = self
             .inner
@@ -141,6 +162,7 @@ impl AuthorizationServer {
         if resp.content_length().is_some_and(|n| n as usize > max) {
             return Err(format!("{url}: document too large"));
         }
+        let ttl = cache_ttl(resp.headers());
         let mut body = Vec::new();
         while let Some(chunk) = resp
             .chunk()
@@ -152,8 +174,107 @@ impl AuthorizationServer {
                 return Err(format!("{url}: document too large"));
             }
         }
-        serde_json::from_slice(&body).map_err(|e| format!("{url}: invalid JSON: {e}"))
+        let v = serde_json::from_slice(&body).map_err(|e| format!("{url}: invalid JSON: {e}"))?;
+        Ok((v, ttl))
     }
+
+    fn address_allowed(&self, ip: IpAddr) -> bool {
+        address_allowed(
+            ip,
+            self.inner
+                .config
+                .allow_loopback_client_id_documents_for_testing,
+        )
+    }
+}
+
+/// The host of a URL when it is an IP address.
+fn literal_ip(url: &url::Url) -> Option<IpAddr> {
+    match url.host()? {
+        url::Host::Ipv4(ip) => Some(IpAddr::V4(ip)),
+        url::Host::Ipv6(ip) => Some(IpAddr::V6(ip)),
+        url::Host::Domain(_) => None,
+    }
+}
+
+/// Whether a fetched document may come from `ip`: public addresses only
+/// (and loopback when the test switch is on).
+pub(crate) fn address_allowed(ip: IpAddr, allow_loopback: bool) -> bool {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map(IpAddr::V4)
+            .unwrap_or(IpAddr::V6(v6)),
+        v4 => v4,
+    };
+    if ip.is_loopback() {
+        return allow_loopback;
+    }
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            !(v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_documentation()
+                || v4.is_multicast()
+                || o[0] == 0
+                || (o[0] == 100 && (64..128).contains(&o[1]))
+                || (o[0] == 192 && o[1] == 0 && o[2] == 0))
+        }
+        IpAddr::V6(v6) => {
+            let seg = v6.segments();
+            !(v6.is_unspecified()
+                || v6.is_multicast()
+                || (seg[0] & 0xfe00) == 0xfc00
+                || (seg[0] & 0xffc0) == 0xfe80)
+        }
+    }
+}
+
+/// A DNS resolver that drops addresses documents may not come from.
+pub(crate) struct GuardedResolver {
+    pub(crate) allow_loopback: bool,
+}
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let allow_loopback = self.allow_loopback;
+        Box::pin(async move {
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((name.as_str(), 0))
+                .await?
+                .filter(|a| address_allowed(a.ip(), allow_loopback))
+                .collect();
+            if addrs.is_empty() {
+                return Err("no allowed address".into());
+            }
+            Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+/// How long a response may be cached, from its `Cache-Control`.
+fn cache_ttl(headers: &http::HeaderMap) -> Duration {
+    let Some(cc) = headers
+        .get(http::header::CACHE_CONTROL)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return CACHE_TTL;
+    };
+    let mut ttl = CACHE_TTL;
+    for directive in cc.split(',').map(str::trim) {
+        let lower = directive.to_ascii_lowercase();
+        if lower == "no-store" || lower == "no-cache" {
+            return Duration::ZERO;
+        }
+        if let Some(v) = lower.strip_prefix("max-age=")
+            && let Ok(secs) = v.trim_matches('"').parse::<u64>()
+        {
+            ttl = Duration::from_secs(secs).min(CACHE_TTL_MAX);
+        }
+    }
+    ttl
 }
 
 /// Reads a client from its metadata document.
@@ -161,6 +282,9 @@ fn client_from_document(url: &str, doc: &serde_json::Value) -> Result<ClientReco
     let s = |k: &str| doc.get(k).and_then(|v| v.as_str()).map(str::to_owned);
     if s("client_id").as_deref() != Some(url) {
         return Err("the document's client_id is not its URL".into());
+    }
+    if s("client_name").is_none_or(|n| n.trim().is_empty()) {
+        return Err("the document has no client_name".into());
     }
     let redirect_uris: Vec<String> = doc
         .get("redirect_uris")
@@ -211,4 +335,45 @@ fn client_from_document(url: &str, doc: &serde_json::Value) -> Result<ClientReco
         application_type: s("application_type"),
         issued_at: util::now(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses() {
+        let ok = |s: &str, lo| address_allowed(s.parse().expect("ip"), lo);
+        assert!(ok("93.184.216.34", false));
+        assert!(ok("2606:2800:220:1::1", false));
+        for bad in [
+            "10.0.0.1",
+            "192.168.1.1",
+            "172.16.0.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:10.0.0.1",
+        ] {
+            assert!(!ok(bad, true), "{bad}");
+        }
+        assert!(!ok("127.0.0.1", false));
+        assert!(ok("127.0.0.1", true));
+        assert!(!ok("::1", false));
+    }
+
+    #[test]
+    fn cache_control() {
+        let mut h = http::HeaderMap::new();
+        assert_eq!(cache_ttl(&h), CACHE_TTL);
+        h.insert(
+            http::header::CACHE_CONTROL,
+            "public, max-age=60".parse().expect("hv"),
+        );
+        assert_eq!(cache_ttl(&h), Duration::from_secs(60));
+        h.insert(http::header::CACHE_CONTROL, "no-store".parse().expect("hv"));
+        assert_eq!(cache_ttl(&h), Duration::ZERO);
+    }
 }

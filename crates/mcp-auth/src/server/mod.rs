@@ -150,7 +150,9 @@ struct Inner {
     /// Verified when the user is unknown, so that both failures take as long.
     dummy_hash: String,
     http: reqwest::Client,
+    /// Fetched client metadata documents, with the instant they go stale.
     cimd_cache: Mutex<HashMap<String, (Instant, ClientRecord)>>,
+    /// Fetched client JWK Sets, with the instant they go stale.
     jwks_cache: Mutex<HashMap<String, (Instant, serde_json::Value)>>,
     /// The issuer's path ("" at the root).
     base_path: String,
@@ -212,6 +214,9 @@ impl AuthorizationServer {
             .redirect(reqwest::redirect::Policy::none())
             .timeout(std::time::Duration::from_secs(5))
             .connect_timeout(std::time::Duration::from_secs(3))
+            .dns_resolver(Arc::new(cimd::GuardedResolver {
+                allow_loopback: config.allow_loopback_client_id_documents_for_testing,
+            }))
             .build()
             .map_err(|e| AuthServerError::Config(format!("HTTP client: {e}")))?;
         let base_path = url::Url::parse(&config.issuer)

@@ -89,12 +89,13 @@ pub(crate) enum CodeLookup {
 /// The database.
 pub(crate) struct Store {
     conn: Mutex<Connection>,
+    writes: std::sync::atomic::AtomicU32,
 }
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS keys (kid TEXT PRIMARY KEY, pkcs8 BLOB NOT NULL, created INTEGER NOT NULL, seq INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS clients (client_id TEXT PRIMARY KEY, record TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS pending (id TEXT PRIMARY KEY, record TEXT NOT NULL, expires INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS pending (id TEXT PRIMARY KEY, record TEXT NOT NULL, expires INTEGER NOT NULL, failures INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS codes (digest TEXT PRIMARY KEY, record TEXT NOT NULL, used INTEGER NOT NULL DEFAULT 0, expires INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS families (family TEXT PRIMARY KEY, revoked INTEGER NOT NULL DEFAULT 0, expires INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS refresh_tokens (digest TEXT PRIMARY KEY, family TEXT NOT NULL, record TEXT NOT NULL, rotated INTEGER NOT NULL DEFAULT 0, expires INTEGER NOT NULL);
@@ -126,6 +127,7 @@ impl Store {
         conn.execute_batch(SCHEMA)?;
         Ok(Store {
             conn: Mutex::new(conn),
+            writes: std::sync::atomic::AtomicU32::new(0),
         })
     }
 
@@ -199,8 +201,16 @@ impl Store {
 
     // --- pending requests ---
 
-    /// Stores a pending authorization request under `id`.
+    /// Stores a pending authorization request under `id`; every so often
+    /// drops expired rows first.
     pub fn put_pending(&self, id: &str, req: &PendingRequest) -> Result<(), AuthServerError> {
+        if self
+            .writes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            .is_multiple_of(256)
+        {
+            self.purge_expired()?;
+        }
         self.conn().execute(
             "INSERT INTO pending (id, record, expires) VALUES (?1, ?2, ?3)",
             params![id, json(req)?, req.expires],
@@ -219,6 +229,21 @@ impl Store {
             )
             .optional()?;
         rec.map(|s| unjson(&s)).transpose()
+    }
+
+    /// Counts a failed login on a pending request; returns the count.
+    pub fn login_failed(&self, id: &str) -> Result<u32, AuthServerError> {
+        let c = self.conn();
+        c.execute(
+            "UPDATE pending SET failures = failures + 1 WHERE id = ?1",
+            [id],
+        )?;
+        let n: Option<u32> = c
+            .query_row("SELECT failures FROM pending WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        Ok(n.unwrap_or(u32::MAX))
     }
 
     /// Removes a pending request; whether it was there.
