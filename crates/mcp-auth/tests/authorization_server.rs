@@ -893,10 +893,16 @@ async fn client_id_metadata_document() {
         "redirect_uris": [REDIRECT],
         "token_endpoint_auth_method": "none",
     });
+    let nameless_url = doc_url.replace("client.json", "nameless.json");
+    let nameless = json!({"client_id": nameless_url, "redirect_uris": [REDIRECT]});
     let app = axum::Router::new()
         .route(
             "/client.json",
             axum::routing::get(move || async move { json_body(doc) }),
+        )
+        .route(
+            "/nameless.json",
+            axum::routing::get(move || async move { json_body(nameless) }),
         )
         .route(
             "/wrong.json",
@@ -949,6 +955,14 @@ async fn client_id_metadata_document() {
     let wrong = doc_url.replace("client.json", "wrong.json");
     let resp = c
         .get(authorize_url(&s.base, &wrong, &challenge, &[]))
+        .send()
+        .await
+        .expect("authorize");
+    assert_eq!(resp.status(), 400);
+
+    // A document without client_name is refused.
+    let resp = c
+        .get(authorize_url(&s.base, &nameless_url, &challenge, &[]))
         .send()
         .await
         .expect("authorize");
@@ -1077,4 +1091,54 @@ async fn state_survives_a_restart() {
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{path_str}{suffix}"));
     }
+}
+
+#[tokio::test]
+async fn failed_logins_are_limited() {
+    let s = start().await;
+    let c = http();
+    let (_, challenge) = pkce();
+    let html = c
+        .get(authorize_url(&s.base, "public-app", &challenge, &[]))
+        .send()
+        .await
+        .expect("authorize")
+        .text()
+        .await
+        .expect("html");
+    assert!(html.contains("localhost address"));
+    let form = |password: &str| {
+        [
+            ("request_id", hidden(&html, "request_id")),
+            ("csrf_token", hidden(&html, "csrf_token")),
+            ("username", "alice".to_owned()),
+            ("password", password.to_owned()),
+            ("action", "approve".to_owned()),
+        ]
+    };
+    for _ in 0..4 {
+        let resp = c
+            .post(format!("{}/authorize", s.base))
+            .form(&form("guess"))
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(resp.status(), 401);
+    }
+    let resp = c
+        .post(format!("{}/authorize", s.base))
+        .form(&form("guess"))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(resp.status(), 403);
+    // The request is gone: even the right password no longer works.
+    let resp = c
+        .post(format!("{}/authorize", s.base))
+        .form(&form("wonderland"))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(resp.status(), 400);
+    assert!(resp.headers().get("location").is_none());
 }
