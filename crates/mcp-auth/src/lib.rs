@@ -7,5 +7,7 @@
 
 pub mod client;
 pub mod resource;
+pub mod server;
 
 pub use resource::{BearerAuthLayer, Principal, ResourceServerConfig, TokenValidator};
+pub use server::{AuthServerConfig, AuthServerError, AuthorizationServer};
