@@ -1,6 +1,7 @@
 //! The `mcp` command: run, host, call and benchmark MCP servers.
 
 mod call;
+mod oauth;
 mod serve;
 mod target;
 mod terminal;
@@ -41,6 +42,8 @@ enum Command {
         /// the loopback ones; `*` accepts any (only behind a trusted proxy).
         #[arg(long, value_name = "HOST_OR_ORIGIN")]
         allow: Vec<String>,
+        #[command(flatten)]
+        oauth: oauth::OAuthArgs,
     },
     /// Sends one request and prints its JSON result on stdout (errors on
     /// stderr, non-zero exit). `tools/call NAME '{...}'` is accepted too.
@@ -117,8 +120,9 @@ async fn run(cli: Cli) -> Result<()> {
             server: BuiltIn::Everything,
             http: Some(addr),
             allow,
+            oauth,
         } => {
-            serve::serve_http(mcp_servers::everything::server(), addr, &allow).await?;
+            serve::serve_http(mcp_servers::everything::server(), addr, &allow, &oauth).await?;
         }
         Command::Call {
             server,

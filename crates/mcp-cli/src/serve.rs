@@ -7,6 +7,7 @@ pub async fn serve_http(
     server: mcp_server::Server,
     addr: std::net::SocketAddr,
     allow: &[String],
+    oauth: &crate::oauth::OAuthArgs,
 ) -> Result<()> {
     use anyhow::Context as _;
     let listener = tokio::net::TcpListener::bind(addr)
@@ -29,8 +30,19 @@ pub async fn serve_http(
         server.session_config(),
         config,
     );
-    println!("MCP endpoint: http://{local}/mcp");
-    mcp_http::serve(listener, endpoint, shutdown_signal()).await?;
+    let origin = format!("http://{local}");
+    let resource = format!("{origin}/mcp");
+    if oauth.enabled() {
+        let protect = crate::oauth::protect(oauth, &origin, &resource).await?;
+        println!("MCP endpoint: {resource}");
+        if oauth.oauth {
+            println!("OAuth issuer: {origin}");
+        }
+        mcp_http::serve_with(listener, endpoint, protect, shutdown_signal()).await?;
+    } else {
+        println!("MCP endpoint: {resource}");
+        mcp_http::serve(listener, endpoint, shutdown_signal()).await?;
+    }
     Ok(())
 }
 

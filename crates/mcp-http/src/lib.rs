@@ -41,4 +41,4 @@ pub use event_store::{
     StreamId,
 };
 pub use guard::{GuardError, OriginPolicy};
-pub use serve::serve;
+pub use serve::{serve, serve_with};

@@ -23,6 +23,17 @@ pub async fn serve(
     endpoint: Arc<McpEndpoint>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_with(listener, endpoint, |router| router, shutdown).await
+}
+
+/// [`serve`], with the endpoint's router changed by `wrap` first: layers
+/// around it (authorization, say) and routes beside it.
+pub async fn serve_with(
+    listener: TcpListener,
+    endpoint: Arc<McpEndpoint>,
+    wrap: impl FnOnce(axum::Router) -> axum::Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     // Without TCP_NODELAY, a response written in two small pieces waits for
     // the peer's delayed ACK (about 40 ms) on every call.
     let listener = listener.tap_io(|tcp| {
@@ -30,7 +41,7 @@ pub async fn serve(
             tracing::debug!("TCP_NODELAY: {e}");
         }
     });
-    let app = endpoint.router();
+    let app = wrap(endpoint.router());
     let (began_tx, began_rx) = tokio::sync::oneshot::channel::<()>();
     let closing = Arc::clone(&endpoint);
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {

@@ -56,6 +56,9 @@ pub struct AuthServerMetadata {
     /// Authorization responses carry `iss` (RFC 9207).
     #[serde(default)]
     pub authorization_response_iss_parameter_supported: Option<bool>,
+    /// Where the server publishes its signing keys.
+    #[serde(default)]
+    pub jwks_uri: Option<String>,
     /// Algorithms accepted in DPoP proofs (RFC 9449).
     #[serde(default)]
     pub dpop_signing_alg_values_supported: Option<Vec<String>>,

@@ -216,6 +216,8 @@ const OFFLINE_ACCESS: &str = "offline_access";
 struct Session {
     /// The scopes of the latest authorization request.
     requested: Vec<String>,
+    /// Whether tokens kept from an earlier run were tried.
+    tried_store: bool,
     resource: Option<ProtectedResourceMetadata>,
     server: Option<AuthServerMetadata>,
     issuer: Option<String>,
@@ -909,6 +911,29 @@ impl OAuthClient {
         HeaderValue::from_str(&format!("Bearer {access}")).ok()
     }
 
+    /// Takes the stored credentials of this server's issuer when their
+    /// tokens are for this resource and still valid (or refreshable).
+    async fn adopt_stored(&self, session: &mut Session, bearer: &BearerChallenge) -> bool {
+        if let Err(e) = self.discover(session, bearer).await {
+            tracing::debug!("discovery failed: {e}");
+            return false;
+        }
+        let issuer = session.issuer.clone().unwrap_or_default();
+        let Ok(stored) = self.config.store.load(&issuer) else {
+            return false;
+        };
+        let resource = self.resource_parameter(session);
+        let usable = stored.tokens.as_ref().is_some_and(|t| {
+            let fresh = t.expires_at.is_none_or(|at| at > now_secs());
+            t.resource == resource && (fresh || t.refresh_token.is_some())
+        });
+        if usable {
+            tracing::debug!(issuer, "using stored credentials");
+            session.credentials = stored;
+        }
+        usable
+    }
+
     async fn answer_challenge(&self, challenge: Challenge) -> bool {
         // The resource server wants its nonce in the proofs: send again.
         let nonce = challenge
@@ -965,6 +990,14 @@ impl OAuthClient {
             }
             Some(scopes)
         } else {
+            // Tokens kept from an earlier run, for this resource and not
+            // expired: try them first (once).
+            if session.credentials.tokens.is_none() && !session.tried_store {
+                session.tried_store = true;
+                if self.adopt_stored(&mut session, &bearer).await {
+                    return true;
+                }
+            }
             let has_refresh = session
                 .credentials
                 .tokens

@@ -1,0 +1,239 @@
+//! `mcp serve everything --http ... --oauth`: the real binary with its
+//! built-in authorization server, and our client signing in through the
+//! server's own login form, in both eras; the credentials outlive a
+//! restart of either side.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use mcp_auth::client::{
+    Callback, FileTokenStore, OAuthClient, OAuthClientConfig, OAuthError, Registration, UserAgent,
+    UserAgentFuture,
+};
+use mcp_client::{Client, EraChoice};
+use mcp_schema::ProtocolVersion;
+use serde_json::json;
+use tokio::io::AsyncBufReadExt;
+
+const MCP: &str = env!("CARGO_BIN_EXE_mcp");
+const REDIRECT: &str = "http://127.0.0.1:9/callback";
+
+/// A person at the login page: fills in the form the server renders and
+/// approves; counts the sign-ins.
+struct FormLogin {
+    password: &'static str,
+    sign_ins: AtomicUsize,
+    http: reqwest::Client,
+}
+
+impl FormLogin {
+    fn new(password: &'static str) -> Arc<Self> {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        Arc::new(FormLogin {
+            password,
+            sign_ins: AtomicUsize::new(0),
+            http,
+        })
+    }
+}
+
+fn hidden(html: &str, name: &str) -> Option<String> {
+    let needle = format!("name=\"{name}\" value=\"");
+    let start = html.find(&needle)? + needle.len();
+    let end = html[start..].find('"')? + start;
+    Some(html[start..end].to_owned())
+}
+
+fn form_action(html: &str) -> Option<String> {
+    let start = html.find("<form method=\"post\" action=\"")? + 28;
+    let end = html[start..].find('"')? + start;
+    Some(html[start..end].replace("&amp;", "&"))
+}
+
+impl UserAgent for FormLogin {
+    fn redirect_uri(&self) -> String {
+        REDIRECT.to_owned()
+    }
+
+    fn authorize(&self, url: url::Url) -> UserAgentFuture<'_> {
+        Box::pin(async move {
+            self.sign_ins.fetch_add(1, Ordering::SeqCst);
+            let fail = |what: String| OAuthError::Authorization(what);
+            let page = self
+                .http
+                .get(url.clone())
+                .send()
+                .await
+                .map_err(|e| fail(e.to_string()))?;
+            let html = page.text().await.map_err(|e| fail(e.to_string()))?;
+            let (Some(request_id), Some(csrf), Some(action)) = (
+                hidden(&html, "request_id"),
+                hidden(&html, "csrf_token"),
+                form_action(&html),
+            ) else {
+                return Err(fail(format!("no login form in {html}")));
+            };
+            let target = url.join(&action).map_err(|e| fail(e.to_string()))?;
+            let answer = self
+                .http
+                .post(target)
+                .form(&[
+                    ("request_id", request_id.as_str()),
+                    ("csrf_token", csrf.as_str()),
+                    ("username", "alice"),
+                    ("password", self.password),
+                    ("action", "approve"),
+                ])
+                .send()
+                .await
+                .map_err(|e| fail(e.to_string()))?;
+            let Some(location) = answer.headers().get("location") else {
+                return Err(fail(format!("login refused: HTTP {}", answer.status())));
+            };
+            let back = url::Url::parse(location.to_str().unwrap_or_default())
+                .map_err(|e| fail(e.to_string()))?;
+            let callback: Callback = back.query_pairs().into_owned().collect();
+            Ok(callback)
+        })
+    }
+}
+
+/// The protected server; its endpoint URL.
+async fn serve(db: &Path, addr: &str) -> (tokio::process::Child, String) {
+    let mut child = tokio::process::Command::new(MCP)
+        .args(["serve", "everything", "--http", addr, "--oauth"])
+        .args(["--oauth-user", "alice:wonderland"])
+        .args(["--oauth-client", &format!("app@{REDIRECT}")])
+        .arg("--oauth-db")
+        .arg(db)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn mcp serve --oauth");
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+        .await
+        .expect("the server printed its URL")
+        .unwrap()
+        .unwrap();
+    let url = line.strip_prefix("MCP endpoint: ").unwrap().to_owned();
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
+}
+
+async fn connect(
+    url: &str,
+    agent: Arc<FormLogin>,
+    store: &Path,
+    era: EraChoice,
+) -> Result<Client, mcp_client::ClientError> {
+    let config = OAuthClientConfig::new("oauth-test", agent)
+        .registration(Registration::new("app", None, "none"))
+        .store(Arc::new(FileTokenStore::new(store)));
+    let oauth = Arc::new(OAuthClient::new(url, config).unwrap());
+    let transport =
+        mcp_http::client::connect(mcp_http::HttpClientConfig::new(url).authorizer(oauth))
+            .await
+            .unwrap()
+            .into_transport();
+    Client::builder("oauth-test", "1.0.0")
+        .era(era)
+        .connect(transport)
+        .await
+}
+
+#[tokio::test]
+async fn sign_in_through_the_login_form_in_both_eras() {
+    let dir = std::env::temp_dir().join(format!("mcp-oauth-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (db, store) = (dir.join("server.sqlite"), dir.join("client.json"));
+    let (mut server, url) = serve(&db, "127.0.0.1:0").await;
+
+    // Without a token: 401 naming the protected resource metadata.
+    let refused = reqwest::Client::new()
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    let challenge = refused.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(challenge.contains("resource_metadata="), "{challenge}");
+
+    // A wrong password gets no session.
+    let wrong = FormLogin::new("rabbit-hole");
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(20),
+        connect(
+            &url,
+            Arc::clone(&wrong),
+            &dir.join("wrong.json"),
+            EraChoice::Auto,
+        ),
+    )
+    .await
+    .unwrap();
+    assert!(outcome.is_err(), "signed in with a wrong password");
+
+    // The right one: one sign-in serves both eras.
+    let alice = FormLogin::new("wonderland");
+    for era in [
+        EraChoice::Auto,
+        EraChoice::Pinned(ProtocolVersion::V2025_11_25),
+    ] {
+        let client = tokio::time::timeout(
+            Duration::from_secs(20),
+            connect(&url, Arc::clone(&alice), &store, era),
+        )
+        .await
+        .unwrap()
+        .expect("signed in");
+        let echo = client
+            .call_tool("echo", json!({"text": "signed in"}))
+            .await
+            .unwrap();
+        assert_eq!(echo.content[0].as_text(), Some("signed in"));
+        client.close().await;
+    }
+    assert_eq!(
+        alice.sign_ins.load(Ordering::SeqCst),
+        1,
+        "the stored token was reused"
+    );
+
+    // A restarted server (same address, same database: same keys and
+    // issuer) takes the stored token: no new sign-in.
+    server.kill().await.unwrap();
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let (_server, url) = serve(&db, &addr).await;
+    let again = FormLogin::new("wonderland");
+    let client = tokio::time::timeout(
+        Duration::from_secs(20),
+        connect(&url, Arc::clone(&again), &store, EraChoice::Auto),
+    )
+    .await
+    .unwrap()
+    .expect("connected after the restart");
+    let _ = client.list_all_tools().await.unwrap();
+    client.close().await;
+    assert_eq!(
+        again.sign_ins.load(Ordering::SeqCst),
+        0,
+        "the stored token outlived the restart"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
