@@ -614,6 +614,32 @@ async fn websocket_connections_carry_the_upgrade_principal() {
         reply["result"]["content"][0]["text"], "subject=alice",
         "{reply}"
     );
+    // A tool that needs more scope than the connection's token has is
+    // refused message by message; the connection stays usable.
+    let mut refused = message.clone();
+    refused["id"] = json!(2);
+    refused["params"]["name"] = json!("write");
+    within("ws send", socket.send(refused.to_string().into()))
+        .await
+        .expect("send");
+    let reply = loop {
+        let frame = within("ws recv", socket.next())
+            .await
+            .expect("open")
+            .expect("frame");
+        if let tokio_tungstenite::tungstenite::Message::Text(text) = frame {
+            let value: Value = serde_json::from_str(text.as_str()).expect("JSON");
+            if value["id"] == 2 {
+                break value;
+            }
+        }
+    };
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    assert_eq!(
+        reply["error"]["data"]["requiredScopes"],
+        json!(["files:write"]),
+        "{reply}"
+    );
 }
 
 /// An introspection endpoint that knows three tokens; counts its calls.

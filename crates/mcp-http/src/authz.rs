@@ -52,6 +52,41 @@ impl std::fmt::Debug for ToolScopeGuard {
     }
 }
 
+/// A message-level refusal, for transports without HTTP statuses
+/// (WebSocket): the JSON-RPC error answering a `tools/call` whose tool
+/// needs scopes the guard does not grant; `None` lets the message through.
+pub(crate) fn refuse_tool_call_message(
+    text: &str,
+    service: &dyn Service,
+    guard: &ToolScopeGuard,
+) -> Option<String> {
+    if !text.contains("tools/call") {
+        return None;
+    }
+    let Ok(Message::Request(request)) = Message::parse(text) else {
+        return None;
+    };
+    if request.method != methods::TOOLS_CALL {
+        return None;
+    }
+    #[derive(Deserialize)]
+    struct NameProbe {
+        name: String,
+    }
+    let name = serde_json::from_str::<NameProbe>(request.params.as_deref()?.get())
+        .ok()?
+        .name;
+    let required = service.tool_required_scopes(&name)?;
+    guard.0.check(&name, &required)?;
+    tracing::debug!(tool = %name, "tool call refused: missing scopes");
+    let error = mcp_schema::ErrorObject::invalid_request(format!(
+        "tool {name} needs the scopes {}; authorize with them and connect again",
+        required.join(" ")
+    ))
+    .with_data(serde_json::json!({ "requiredScopes": &*required }));
+    Some(mcp_schema::jsonrpc::write_error(Some(&request.id), &error))
+}
+
 /// The refusal for the first `tools/call` in `frame` whose tool needs
 /// scopes the guard does not grant. Only `tools/call` params are looked at.
 pub(crate) fn check_tool_scopes(

@@ -43,7 +43,7 @@ use mcp_schema::jsonrpc::ErrorObject;
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::{self, http as ws_http};
 
-use crate::authz::MessageExtensions;
+use crate::authz::{MessageExtensions, ToolScopeGuard, refuse_tool_call_message};
 use crate::endpoint::{McpEndpoint, error_response};
 
 /// The WebSocket subprotocol of MCP.
@@ -135,10 +135,15 @@ fn too_large(error: &(dyn std::error::Error + 'static)) -> bool {
 /// Runs a socket as a transport: a reader task feeding the engine, a writer
 /// task (the `flushed` handle) sending the engine's frames and, every
 /// `keep_alive`, a ping.
+/// Answers a message itself instead of passing it on (with the answer's
+/// text), or lets it through (`None`).
+type MessageFilter = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 fn pump<S, M, E>(
     socket: S,
     keep_alive: Option<Duration>,
     extensions: Option<Arc<Extensions>>,
+    filter: Option<MessageFilter>,
 ) -> Transport
 where
     S: Stream<Item = Result<M, E>> + Sink<M> + Send + 'static,
@@ -150,7 +155,10 @@ where
     let (outbound, out_rx) = mpsc::channel(mcp_core::DEFAULT_CHANNEL_CAPACITY);
     let (close_tx, close_rx) = oneshot::channel();
     let (sink, stream) = socket.split();
-    tokio::spawn(read_frames(stream, in_tx, close_tx, extensions));
+    let answers = outbound.downgrade();
+    tokio::spawn(read_frames(
+        stream, in_tx, close_tx, extensions, filter, answers,
+    ));
     let flushed = Some(tokio::spawn(write_frames(
         sink, out_rx, close_rx, keep_alive,
     )));
@@ -166,6 +174,8 @@ async fn read_frames<S, M, E>(
     in_tx: mpsc::Sender<InboundFrame>,
     close_tx: oneshot::Sender<(u16, &'static str)>,
     extensions: Option<Arc<Extensions>>,
+    filter: Option<MessageFilter>,
+    answers: mpsc::WeakSender<OutboundFrame>,
 ) where
     S: Stream<Item = Result<M, E>> + Unpin,
     M: WsMessage,
@@ -175,6 +185,18 @@ async fn read_frames<S, M, E>(
         match item.map(WsMessage::classify) {
             Ok(Incoming::Text(text)) => {
                 tracing::debug!(bytes = text.len(), "WebSocket message in");
+                if let Some(answer) = filter.as_ref().and_then(|f| f(&text)) {
+                    let Some(out) = answers.upgrade() else { return };
+                    let frame = OutboundFrame {
+                        text: answer,
+                        related: None,
+                        kind: mcp_core::FrameKind::Response,
+                    };
+                    if out.send(frame).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
                 let frame = InboundFrame::new(text, extensions.clone());
                 if in_tx.send(frame).await.is_err() {
                     return;
@@ -323,9 +345,17 @@ impl Drop for ConnectionGuard {
 pub(crate) async fn handle_upgrade(
     State(endpoint): State<Arc<McpEndpoint>>,
     extensions: Option<Extension<MessageExtensions>>,
+    scope_guard: Option<Extension<ToolScopeGuard>>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
     let extensions = extensions.map(|Extension(e)| e.0);
+    // Tools that need scopes the connection's token lacks are refused
+    // message by message (a WebSocket has no 403 to answer with).
+    let filter = scope_guard.map(|Extension(guard)| {
+        let service = Arc::clone(&endpoint.service);
+        Arc::new(move |text: &str| refuse_tool_call_message(text, service.as_ref(), &guard))
+            as MessageFilter
+    });
     let upgrade = match upgrade {
         Ok(upgrade) => upgrade,
         Err(rejection) => {
@@ -356,7 +386,7 @@ pub(crate) async fn handle_upgrade(
         .max_message_size(limit)
         .max_frame_size(limit)
         .on_upgrade(move |socket| async move {
-            let transport = pump(socket, Some(endpoint.config.keep_alive), extensions);
+            let transport = pump(socket, Some(endpoint.config.keep_alive), extensions, filter);
             let running = mcp_core::serve(
                 transport,
                 Arc::clone(&endpoint.service),
@@ -504,5 +534,5 @@ pub async fn connect(url: &str, options: WsOptions) -> Result<Transport, WsError
                 other => WsError::Handshake(other.to_string()),
             })?;
     tracing::debug!(url, "WebSocket connected");
-    Ok(pump(socket, options.keep_alive, None))
+    Ok(pump(socket, options.keep_alive, None, None))
 }
