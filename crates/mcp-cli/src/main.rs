@@ -1,5 +1,6 @@
 //! The `mcp` command: run, host, call and benchmark MCP servers.
 
+mod bench;
 mod call;
 mod oauth;
 mod serve;
@@ -56,6 +57,10 @@ enum Command {
         /// then its arguments as JSON).
         params: Vec<String>,
     },
+    /// Load-tests a server: closed-loop clients for a while, then
+    /// throughput, latency percentiles, errors (and with --pid the
+    /// server's CPU and memory).
+    Bench(bench::BenchArgs),
     /// Lists a server's tools as a table (`*` marks required arguments).
     Tools {
         #[command(flatten)]
@@ -130,6 +135,7 @@ async fn run(cli: Cli) -> Result<()> {
             params,
         } => call::call(&server, &method, &params).await?,
         Command::Tools { server } => call::tools(&server).await?,
+        Command::Bench(args) => bench::run(&args).await?,
         Command::Tool {
             server,
             name,

@@ -49,12 +49,13 @@ pub struct Connection {
     /// The client.
     pub client: Client,
     child: Option<ChildProcess>,
+    http: Option<mcp_http::HttpClientHandle>,
 }
 
 impl Connection {
     /// Connects to `target`; the terminal answers what the server asks.
     pub async fn open(target: &Target, era: EraChoice, terminal: &Terminal) -> Result<Connection> {
-        let (transport, child) = transport(target).await?;
+        let (transport, child, http) = transport(target).await?;
         let sampling = terminal.clone();
         let elicitation = terminal.clone();
         let client = Client::builder("mcp", env!("CARGO_PKG_VERSION"))
@@ -74,7 +75,16 @@ impl Connection {
                 Some(rpc) => anyhow::anyhow!("cannot start the MCP session: {}", rpc.message),
                 None => anyhow::anyhow!("cannot start the MCP session: {e}"),
             })?;
-        Ok(Connection { client, child })
+        Ok(Connection {
+            client,
+            child,
+            http,
+        })
+    }
+
+    /// The HTTP transport's counts of JSON and SSE replies, over HTTP.
+    pub fn reply_kinds(&self) -> Option<mcp_http::ReplyKinds> {
+        self.http.as_ref().map(|h| h.reply_kinds())
     }
 
     /// Ends the session and stops the child the way the specification asks.
@@ -86,27 +96,36 @@ impl Connection {
     }
 }
 
-async fn transport(target: &Target) -> Result<(Transport, Option<ChildProcess>)> {
+/// The transport to `target`, the child process behind it, and the HTTP
+/// transport's handle.
+type Opened = (
+    Transport,
+    Option<ChildProcess>,
+    Option<mcp_http::HttpClientHandle>,
+);
+
+async fn transport(target: &Target) -> Result<Opened> {
     match target {
         Target::Command(words) => {
             let mut command = tokio::process::Command::new(&words[0]);
             command.args(&words[1..]);
             let (child, transport) = ChildProcess::spawn(command)
                 .with_context(|| format!("cannot run {:?}", words[0]))?;
-            Ok((transport, Some(child)))
+            Ok((transport, Some(child), None))
         }
         Target::Http(url) => {
             let config = mcp_http::HttpClientConfig::new(url).authorizer(login(url).await?);
             let transport = mcp_http::client::connect(config)
                 .await
                 .with_context(|| format!("cannot connect to {url}"))?;
-            Ok((transport.into_transport(), None))
+            let (transport, handle) = transport.into_parts();
+            Ok((transport, None, Some(handle)))
         }
         Target::WebSocket(url) => {
             let transport = mcp_http::ws::connect(url, mcp_http::ws::WsOptions::new())
                 .await
                 .with_context(|| format!("cannot connect to {url}"))?;
-            Ok((transport, None))
+            Ok((transport, None, None))
         }
     }
 }

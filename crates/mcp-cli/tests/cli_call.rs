@@ -173,3 +173,43 @@ async fn urls_pick_the_network_transport() {
         }
     }
 }
+
+#[tokio::test]
+async fn bench_measures_a_short_run() {
+    let (server, base) = http_server().await;
+    let pid = server.id().expect("server pid").to_string();
+    let url = format!("{base}/mcp");
+    let args = [
+        "bench", "-s", &url, "-c", "2", "-d", "1", "--warmup", "0.2", "--json", "--pid", &pid,
+    ];
+    let output = mcp(&args).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).expect("a JSON report");
+    assert!(
+        report["requests"].as_u64().is_some_and(|n| n > 0),
+        "{report}"
+    );
+    assert_eq!(report["errors"], 0, "{report}");
+    assert!(
+        report["latency_ms"]["p50"]
+            .as_f64()
+            .is_some_and(|ms| ms > 0.0),
+        "{report}"
+    );
+    let replies = &report["replies"];
+    assert!(replies["json"].as_u64().unwrap_or(0) + replies["sse"].as_u64().unwrap_or(0) > 0);
+    assert!(
+        report["server_process"]["rss_kib"]
+            .as_u64()
+            .is_some_and(|kib| kib > 0)
+    );
+
+    // A tool the server does not have fails the run at once.
+    let output = mcp(&["bench", "-s", &url, "-d", "1", "--tool", "no_such_tool"]).await;
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("tools/call failed"),
+        "{}",
+        stderr(&output)
+    );
+}

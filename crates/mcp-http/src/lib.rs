@@ -32,7 +32,7 @@ pub mod ws;
 pub use authz::{MessageExtensions, ToolScopeCheck, ToolScopeGuard};
 pub use client::{
     HttpClientConfig, HttpClientError, HttpClientHandle, HttpClientTransport, HttpTransportKind,
-    WireProtocol,
+    ReplyKinds, WireProtocol,
 };
 pub use config::{HttpConfig, ResponseMode};
 pub use endpoint::{LAST_EVENT_ID, METHOD, McpEndpoint, NAME, PROTOCOL_VERSION, SESSION_ID};

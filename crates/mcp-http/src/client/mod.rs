@@ -107,6 +107,21 @@ impl HttpClientHandle {
     pub fn protocol_version(&self) -> Option<String> {
         self.inner.protocol_version()
     }
+
+    /// How many replies came as plain JSON and how many as SSE streams.
+    pub fn reply_kinds(&self) -> ReplyKinds {
+        self.inner.reply_kinds()
+    }
+}
+
+/// Counts of the kinds of reply a client received.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReplyKinds {
+    /// `application/json` replies.
+    pub json: u64,
+    /// `text/event-stream` replies.
+    pub sse: u64,
 }
 
 /// Sets up a client transport for `config`. Streamable HTTP sends nothing

@@ -77,6 +77,8 @@ pub(crate) struct Inner {
     /// Requests whose POST is still running, and whether each is stateless.
     in_flight: Mutex<HashMap<IdKey, (AbortHandle, bool)>>,
     next_internal_id: AtomicU64,
+    json_replies: AtomicU64,
+    sse_replies: AtomicU64,
 }
 
 impl std::fmt::Debug for Inner {
@@ -168,6 +170,8 @@ impl Inner {
             legacy_stream: Mutex::new(None),
             in_flight: Mutex::new(HashMap::new()),
             next_internal_id: AtomicU64::new(1),
+            json_replies: AtomicU64::new(0),
+            sse_replies: AtomicU64::new(0),
         }
     }
 
@@ -177,6 +181,13 @@ impl Inner {
 
     pub(crate) fn wire(&self) -> Option<WireProtocol> {
         lock(&self.state).wire
+    }
+
+    pub(crate) fn reply_kinds(&self) -> super::ReplyKinds {
+        super::ReplyKinds {
+            json: self.json_replies.load(Ordering::Relaxed),
+            sse: self.sse_replies.load(Ordering::Relaxed),
+        }
     }
 
     pub(crate) fn protocol_version(&self) -> Option<String> {
@@ -410,13 +421,20 @@ impl Inner {
             return;
         }
         match media_type(&response).as_str() {
-            "text/event-stream" => self.read_stream(ex, response).await,
+            "text/event-stream" => {
+                self.sse_replies.fetch_add(1, Ordering::Relaxed);
+                self.read_stream(ex, response).await
+            }
             "application/json" => match response.text().await {
-                Ok(text) if text.trim_start().starts_with('[') => self.deliver(text).await,
+                Ok(text) if text.trim_start().starts_with('[') => {
+                    self.json_replies.fetch_add(1, Ordering::Relaxed);
+                    self.deliver(text).await
+                }
                 Ok(text) if text.trim().is_empty() => {
                     self.fail(ex, false, "empty response body").await
                 }
                 Ok(text) => {
+                    self.json_replies.fetch_add(1, Ordering::Relaxed);
                     if !self.receive(ex, text).await {
                         self.fail(ex, false, "the reply did not answer the request")
                             .await;

@@ -1,0 +1,387 @@
+//! `mcp bench`: a closed-loop load generator that speaks MCP to any server
+//! (ours or anyone's): one session per virtual client, each keeping
+//! `--pipeline` requests in flight for the duration; throughput, latency
+//! percentiles, errors, the kinds of HTTP replies, and with `--pid` the
+//! server's CPU and memory. `--sessions N` measures what idle sessions cost
+//! the server and what it gives back when they end.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+use hdrhistogram::Histogram;
+use mcp_client::{EraChoice, RequestOptions};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::call::parse_era;
+use crate::target::{Connection, Target};
+use crate::terminal::Terminal;
+
+/// The settings of `mcp bench`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// The server: an http(s):// or ws:// URL, or a command line run as a
+    /// child over stdio (one child per virtual client).
+    #[arg(long, short = 's', value_name = "URL_OR_COMMAND")]
+    pub server: String,
+    /// Virtual clients, each with its own session.
+    #[arg(long, short = 'c', default_value_t = 1)]
+    pub concurrency: usize,
+    /// Seconds measured.
+    #[arg(long, short = 'd', default_value_t = 10.0)]
+    pub duration: f64,
+    /// Seconds of load before measuring.
+    #[arg(long, default_value_t = 1.0)]
+    pub warmup: f64,
+    /// The tool to call (default `echo`).
+    #[arg(long, conflicts_with = "method")]
+    pub tool: Option<String>,
+    /// The tool's arguments, JSON.
+    #[arg(long, default_value = r#"{"text":"hello"}"#)]
+    pub args: String,
+    /// Send this method instead of calling a tool.
+    #[arg(long)]
+    pub method: Option<String>,
+    /// The method's params, JSON.
+    #[arg(long, default_value = "{}")]
+    pub params: String,
+    /// The protocol era: auto, legacy, modern or a revision.
+    #[arg(long, default_value = "auto", value_parser = parse_era)]
+    pub era: EraChoice,
+    /// Requests each client keeps in flight.
+    #[arg(long, default_value_t = 1)]
+    pub pipeline: usize,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The server's process id, to report its CPU and memory.
+    #[arg(long)]
+    pub pid: Option<u32>,
+    /// Instead of load: open this many idle sessions, report the server's
+    /// memory per session, close them and report what came back (needs
+    /// `--pid`).
+    #[arg(long, requires = "pid")]
+    pub sessions: Option<usize>,
+}
+
+/// What a run measured.
+#[derive(Debug, Serialize)]
+struct Report {
+    server: String,
+    request: String,
+    concurrency: usize,
+    pipeline: usize,
+    seconds: f64,
+    requests: u64,
+    errors: u64,
+    throughput: f64,
+    latency_ms: Latency,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replies: Option<Replies>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_process: Option<ProcessUse>,
+}
+
+#[derive(Debug, Serialize)]
+struct Latency {
+    p50: f64,
+    p90: f64,
+    p99: f64,
+    max: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct Replies {
+    json: u64,
+    sse: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct ProcessUse {
+    cpu_percent: f64,
+    rss_kib: u64,
+}
+
+/// The request every client sends, prepared once.
+#[derive(Clone)]
+struct Work {
+    method: String,
+    params: Value,
+}
+
+impl BenchArgs {
+    fn work(&self) -> Result<Work> {
+        let parse = |text: &str, what: &str| -> Result<Value> {
+            serde_json::from_str(text).with_context(|| format!("{what} is not JSON: {text}"))
+        };
+        Ok(match &self.method {
+            Some(method) => Work {
+                method: method.clone(),
+                params: parse(&self.params, "--params")?,
+            },
+            None => Work {
+                method: "tools/call".to_owned(),
+                params: serde_json::json!({
+                    "name": self.tool.as_deref().unwrap_or("echo"),
+                    "arguments": parse(&self.args, "--args")?,
+                }),
+            },
+        })
+    }
+
+    fn check(&self) -> Result<()> {
+        let valid = |s: f64| s.is_finite() && s >= 0.0;
+        if self.concurrency == 0 || self.pipeline == 0 {
+            bail!("--concurrency and --pipeline must be at least 1");
+        }
+        if !valid(self.duration) || self.duration == 0.0 || !valid(self.warmup) {
+            bail!("--duration must be positive and --warmup not negative");
+        }
+        if self.duration + self.warmup > 3600.0 {
+            bail!("a run is bounded to an hour");
+        }
+        Ok(())
+    }
+}
+
+/// Runs `mcp bench`.
+pub async fn run(args: &BenchArgs) -> Result<()> {
+    args.check()?;
+    let target = Target::parse(&args.server)?;
+    if let Some(n) = args.sessions {
+        return sessions(args, &target, n).await;
+    }
+    let work = args.work()?;
+    let terminal = Terminal::new();
+    let mut connections = Vec::with_capacity(args.concurrency);
+    for _ in 0..args.concurrency {
+        connections.push(Arc::new(
+            Connection::open(&target, args.era, &terminal).await?,
+        ));
+    }
+    // One request first: a wrong tool or method fails the run at once.
+    connections[0]
+        .client
+        .request_raw(&work.method, work.params.clone(), RequestOptions::new())
+        .await
+        .with_context(|| format!("{} failed", work.method))?;
+
+    let start = Instant::now();
+    let measure_from = start + Duration::from_secs_f64(args.warmup);
+    let end = measure_from + Duration::from_secs_f64(args.duration);
+    let before = args.pid.and_then(cpu_ticks);
+    let mut loops = tokio::task::JoinSet::new();
+    for connection in &connections {
+        for _ in 0..args.pipeline {
+            let connection = Arc::clone(connection);
+            let work = work.clone();
+            loops.spawn(closed_loop(connection, work, measure_from, end));
+        }
+    }
+    let mut histogram = Histogram::<u64>::new(3)?;
+    let (mut requests, mut errors) = (0, 0);
+    while let Some(outcome) = loops.join_next().await {
+        let (h, n, e) = outcome?;
+        histogram.add(h)?;
+        requests += n;
+        errors += e;
+    }
+    let seconds = args.duration;
+    let after = args.pid.and_then(cpu_ticks);
+    let replies =
+        connections
+            .iter()
+            .filter_map(|c| c.reply_kinds())
+            .fold(None, |sum: Option<Replies>, k| {
+                let sum = sum.unwrap_or(Replies { json: 0, sse: 0 });
+                Some(Replies {
+                    json: sum.json + k.json,
+                    sse: sum.sse + k.sse,
+                })
+            });
+    let server_process = args.pid.map(|pid| ProcessUse {
+        cpu_percent: match (before, after) {
+            (Some(b), Some(a)) => {
+                (a - b) as f64 / clock_ticks() / (start.elapsed().as_secs_f64()) * 100.0
+            }
+            _ => 0.0,
+        },
+        rss_kib: rss_kib(pid).unwrap_or(0),
+    });
+    let ms = |v: u64| v as f64 / 1000.0;
+    let report = Report {
+        server: args.server.clone(),
+        request: work.method.clone(),
+        concurrency: args.concurrency,
+        pipeline: args.pipeline,
+        seconds,
+        requests,
+        errors,
+        throughput: requests as f64 / seconds,
+        latency_ms: Latency {
+            p50: ms(histogram.value_at_quantile(0.5)),
+            p90: ms(histogram.value_at_quantile(0.9)),
+            p99: ms(histogram.value_at_quantile(0.99)),
+            max: ms(histogram.max()),
+        },
+        replies,
+        server_process,
+    };
+    for connection in connections {
+        if let Ok(connection) = Arc::try_unwrap(connection) {
+            connection.close().await;
+        }
+    }
+    print_report(&report, args.json)
+}
+
+/// One request at a time until `end`; latencies (microseconds) recorded
+/// from `measure_from` on.
+async fn closed_loop(
+    connection: Arc<Connection>,
+    work: Work,
+    measure_from: Instant,
+    end: Instant,
+) -> (Histogram<u64>, u64, u64) {
+    let mut histogram = Histogram::<u64>::new(3).expect("3 significant digits is valid");
+    let (mut requests, mut errors) = (0, 0);
+    loop {
+        let sent = Instant::now();
+        if sent >= end {
+            break;
+        }
+        let outcome = connection
+            .client
+            .request_raw(&work.method, work.params.clone(), RequestOptions::new())
+            .await;
+        let done = Instant::now();
+        if sent < measure_from || done > end {
+            continue;
+        }
+        match outcome {
+            Ok(_) => {
+                requests += 1;
+                let micros = (done - sent).as_micros().min(u128::from(u64::MAX)) as u64;
+                let _ = histogram.record(micros.max(1));
+            }
+            Err(_) => errors += 1,
+        }
+    }
+    (histogram, requests, errors)
+}
+
+/// Opens `n` idle sessions and reports the server's memory per session,
+/// then closes them and reports what the server gave back.
+async fn sessions(args: &BenchArgs, target: &Target, n: usize) -> Result<()> {
+    let pid = args.pid.context("--sessions needs --pid")?;
+    let terminal = Terminal::new();
+    let settle = || tokio::time::sleep(Duration::from_millis(500));
+    settle().await;
+    let baseline = rss_kib(pid).context("cannot read the server's memory")?;
+    let mut open = Vec::with_capacity(n);
+    for _ in 0..n {
+        open.push(Connection::open(target, args.era, &terminal).await?);
+    }
+    settle().await;
+    let loaded = rss_kib(pid).unwrap_or(baseline);
+    for connection in open {
+        connection.close().await;
+    }
+    settle().await;
+    let after = rss_kib(pid).unwrap_or(loaded);
+    let per_session = (loaded.saturating_sub(baseline)) as f64 / n as f64;
+    let returned = loaded.saturating_sub(after);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "sessions": n, "rss_kib_before": baseline, "rss_kib_open": loaded,
+                "rss_kib_after_close": after, "kib_per_session": per_session,
+                "kib_returned": returned,
+            })
+        );
+    } else {
+        println!("sessions:          {n}");
+        println!("server RSS before: {baseline} KiB");
+        println!("with sessions:     {loaded} KiB ({per_session:.1} KiB per session)");
+        println!("after closing:     {after} KiB ({returned} KiB returned)");
+    }
+    Ok(())
+}
+
+fn print_report(report: &Report, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(report)?);
+        return Ok(());
+    }
+    println!("server:      {}", report.server);
+    println!(
+        "load:        {} x {} ({} client{}, {} in flight each) for {} s",
+        report.request,
+        report.concurrency * report.pipeline,
+        report.concurrency,
+        if report.concurrency == 1 { "" } else { "s" },
+        report.pipeline,
+        report.seconds
+    );
+    println!(
+        "requests:    {} ({:.0}/s), {} errors",
+        report.requests, report.throughput, report.errors
+    );
+    let l = &report.latency_ms;
+    println!(
+        "latency ms:  p50 {:.3}  p90 {:.3}  p99 {:.3}  max {:.3}",
+        l.p50, l.p90, l.p99, l.max
+    );
+    if let Some(r) = &report.replies {
+        println!("replies:     {} JSON, {} SSE", r.json, r.sse);
+    }
+    if let Some(p) = &report.server_process {
+        println!(
+            "server:      {:.0}% CPU, {} KiB RSS",
+            p.cpu_percent, p.rss_kib
+        );
+    }
+    Ok(())
+}
+
+/// User plus system CPU ticks of a process (Linux).
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the parenthesised command name; utime and stime are
+    // the 14th and 15th fields overall.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// Clock ticks per second (`getconf CLK_TCK`; 100 on Linux).
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf only reads a configuration value.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 { ticks as f64 } else { 100.0 }
+}
+
+/// The resident set size of a process, KiB (Linux).
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_has_cpu_and_memory() {
+        let pid = std::process::id();
+        assert!(rss_kib(pid).is_some_and(|kib| kib > 0));
+        assert!(cpu_ticks(pid).is_some());
+    }
+}
