@@ -60,12 +60,13 @@ log() {
 }
 
 # build: the release `mcp` and rmcp-echo (rmcp-echo is its own project,
-# outside the workspace, built into the same target directory).
+# outside the workspace, built into the same target directory); an hour
+# at most each.
 build() {
   log "building mcp (release)"
-  cargo build --release --quiet -p mcp-cli
+  timeout 3600 cargo build --release --quiet -p mcp-cli
   log "building rmcp-echo (release)"
-  cargo build --release --quiet \
+  timeout 3600 cargo build --release --quiet \
     --manifest-path bench/peers/rmcp-echo/Cargo.toml --target-dir "$target_dir"
 }
 
@@ -324,7 +325,7 @@ table() {
   local rmcp_version
   rmcp_version="$(awk '/^name = "rmcp"$/ { getline; gsub(/version = |"/, ""); print }' \
     bench/peers/rmcp-echo/Cargo.lock)"
-  python3 - "$results" "$duration" "$sessions" "$load_at_start" "$(git rev-parse --short HEAD)" \
+  python3 - "$results" "$duration" "$sessions" "$load_at_start" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
     "$sdk_version" "$everything_version" "$python_sdk_version" "$rmcp_version" \
     <<'EOF' | tee "$work/table.md"
 import sys
