@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod client;
+mod common;
 pub mod resource;
 pub mod server;
 

@@ -42,11 +42,7 @@ impl OAuthArgs {
 }
 
 fn state_file() -> PathBuf {
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
-        .unwrap_or_else(|| PathBuf::from("."));
-    base.join("mcp").join("oauth.sqlite")
+    crate::target::xdg_dir("XDG_STATE_HOME", ".local/state").join("oauth.sqlite")
 }
 
 /// Reads `ID[:SECRET]@REDIRECT_URI`.

@@ -139,11 +139,17 @@ fn credentials_file() -> PathBuf {
     if let Some(path) = std::env::var_os("MCP_CREDENTIALS_FILE") {
         return PathBuf::from(path);
     }
-    let config = std::env::var_os("XDG_CONFIG_HOME")
+    xdg_dir("XDG_CONFIG_HOME", ".config").join("credentials.json")
+}
+
+/// This program's folder under an XDG base directory: `$VAR/mcp`, else
+/// `$HOME/FALLBACK/mcp`, else `./mcp`.
+pub fn xdg_dir(var: &str, fallback: &str) -> PathBuf {
+    std::env::var_os(var)
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
-        .unwrap_or_else(|| PathBuf::from("."));
-    config.join("mcp").join("credentials.json")
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(fallback)))
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("mcp")
 }
 
 /// Tells the person where to sign in.

@@ -118,8 +118,12 @@ async fn tool_takes_key_value_arguments() {
 
     // Asking the user needs a terminal; the server hears a clear refusal.
     let output = mcp(&["tool", "-s", &server, "test_elicitation", "message=Who?"]).await;
-    let said = format!("{}{}", stdout(&output), stderr(&output));
-    assert!(said.contains("not one"), "{said}");
+    assert!(!output.status.success(), "{}", stdout(&output));
+    assert!(
+        stderr(&output).contains("needs a person at a terminal, and stdin is not one"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 /// `mcp serve everything --http` on a free loopback port, and its base URL

@@ -477,20 +477,20 @@ impl Client {
         params: &Map<String, Value>,
         options: RequestOptions,
     ) -> Result<Box<RawValue>, ClientError> {
-        let mut meta = self
-            .inner
-            .meta
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        if let Some(Value::Object(own)) = params.get("_meta") {
-            meta.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
-        }
-        let body = MetaParams {
-            meta: &meta,
-            params,
+        // Serialized under the lock, straight from the shared `_meta`: no
+        // copy per request.
+        let raw = {
+            let meta = self.inner.meta.lock().unwrap_or_else(|p| p.into_inner());
+            let own = match params.get("_meta") {
+                Some(Value::Object(own)) => Some(own),
+                _ => None,
+            };
+            let body = MetaParams {
+                meta: MergedMeta { shared: &meta, own },
+                params,
+            };
+            jsonrpc::to_raw(&body).map_err(|e| RequestError::Invalid(e.to_string()))?
         };
-        let raw = jsonrpc::to_raw(&body).map_err(|e| RequestError::Invalid(e.to_string()))?;
         Ok(self
             .inner
             .peer
@@ -521,6 +521,16 @@ impl Client {
         options: RequestOptions,
     ) -> Result<R, ClientError> {
         let params = serde_json::to_value(params).map_err(|e| invalid(method, e))?;
+        self.call(method, params, options).await
+    }
+
+    /// A request whose params are JSON already; its result typed.
+    async fn call<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Value,
+        options: RequestOptions,
+    ) -> Result<R, ClientError> {
         let raw = self.request_raw(method, params, options).await?;
         serde_json::from_str(raw.get()).map_err(|e| invalid(method, e))
     }
@@ -533,7 +543,7 @@ impl Client {
         } else {
             methods::PING
         };
-        self.request::<_, Value>(method, &json!({}), RequestOptions::new())
+        self.call::<Value>(method, json!({}), RequestOptions::new())
             .await
             .map(drop)
     }
@@ -569,7 +579,7 @@ impl Client {
         options: RequestOptions,
     ) -> Result<CallToolResult, ClientError> {
         let params = json!({ "name": name, "arguments": arguments });
-        self.request(methods::TOOLS_CALL, &params, options).await
+        self.call(methods::TOOLS_CALL, params, options).await
     }
 
     /// One page of resources.
@@ -602,9 +612,9 @@ impl Client {
 
     /// Reads a resource.
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
-        self.request(
+        self.call(
             methods::RESOURCES_READ,
-            &json!({ "uri": uri }),
+            json!({ "uri": uri }),
             RequestOptions::new(),
         )
         .await
@@ -614,9 +624,9 @@ impl Client {
     /// the modern era uses `subscriptions/listen`).
     pub async fn subscribe_resource(&self, uri: &str) -> Result<(), ClientError> {
         self.legacy_only(methods::RESOURCES_SUBSCRIBE)?;
-        self.request::<_, Value>(
+        self.call::<Value>(
             methods::RESOURCES_SUBSCRIBE,
-            &json!({ "uri": uri }),
+            json!({ "uri": uri }),
             RequestOptions::new(),
         )
         .await
@@ -626,9 +636,9 @@ impl Client {
     /// Stops updates about `uri` (legacy era).
     pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), ClientError> {
         self.legacy_only(methods::RESOURCES_UNSUBSCRIBE)?;
-        self.request::<_, Value>(
+        self.call::<Value>(
             methods::RESOURCES_UNSUBSCRIBE,
-            &json!({ "uri": uri }),
+            json!({ "uri": uri }),
             RequestOptions::new(),
         )
         .await
@@ -659,9 +669,9 @@ impl Client {
         let options = RequestOptions::new()
             .timeout(FOREVER)
             .max_total_timeout(FOREVER);
-        self.request(
+        self.call(
             methods::SUBSCRIPTIONS_LISTEN,
-            &json!({ "notifications": filter }),
+            json!({ "notifications": filter }),
             options,
         )
         .await
@@ -687,7 +697,7 @@ impl Client {
         arguments: BTreeMap<String, String>,
     ) -> Result<GetPromptResult, ClientError> {
         let params = json!({ "name": name, "arguments": arguments });
-        self.request(methods::PROMPTS_GET, &params, RequestOptions::new())
+        self.call(methods::PROMPTS_GET, params, RequestOptions::new())
             .await
     }
 
@@ -713,9 +723,9 @@ impl Client {
                 .insert(mcp_schema::META_LOG_LEVEL.to_owned(), value);
             return Ok(());
         }
-        self.request::<_, Value>(
+        self.call::<Value>(
             methods::LOGGING_SET_LEVEL,
-            &json!({ "level": level }),
+            json!({ "level": level }),
             RequestOptions::new(),
         )
         .await
@@ -781,8 +791,7 @@ impl Client {
             Some(cursor) => json!({ "cursor": cursor }),
             None => json!({}),
         };
-        self.request(L::METHOD, &params, RequestOptions::new())
-            .await
+        self.call(L::METHOD, params, RequestOptions::new()).await
     }
 
     async fn list_all<L: Listing>(&self) -> Result<Vec<L::Item>, ClientError> {
@@ -821,15 +830,38 @@ impl Client {
 /// The params of a modern request: `_meta` first, then the caller's
 /// members (its own `_meta` already merged).
 struct MetaParams<'a> {
-    meta: &'a Map<String, Value>,
+    meta: MergedMeta<'a>,
     params: &'a Map<String, Value>,
+}
+
+/// The client's `_meta` with the caller's own members on top (the
+/// caller's win).
+struct MergedMeta<'a> {
+    shared: &'a Map<String, Value>,
+    own: Option<&'a Map<String, Value>>,
+}
+
+impl Serialize for MergedMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        for (key, value) in self.shared {
+            if !self.own.is_some_and(|own| own.contains_key(key)) {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        for (key, value) in self.own.into_iter().flatten() {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
 }
 
 impl Serialize for MetaParams<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let mut map = s.serialize_map(None)?;
-        map.serialize_entry("_meta", self.meta)?;
+        map.serialize_entry("_meta", &self.meta)?;
         for (key, value) in self.params {
             if key != "_meta" {
                 map.serialize_entry(key, value)?;
@@ -843,5 +875,28 @@ fn invalid(method: &str, error: impl std::fmt::Display) -> ClientError {
     ClientError::InvalidResult {
         method: method.to_owned(),
         message: error.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_callers_meta_members_win() {
+        let shared = json!({"a": 1, "b": 2});
+        let own = json!({"b": 3, "c": 4});
+        let params = json!({"_meta": own, "name": "x"});
+        let body = MetaParams {
+            meta: MergedMeta {
+                shared: shared.as_object().unwrap(),
+                own: own.as_object(),
+            },
+            params: params.as_object().unwrap(),
+        };
+        assert_eq!(
+            serde_json::to_value(&body).unwrap(),
+            json!({"_meta": {"a": 1, "b": 3, "c": 4}, "name": "x"})
+        );
     }
 }

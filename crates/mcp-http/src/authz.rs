@@ -52,6 +52,33 @@ impl std::fmt::Debug for ToolScopeGuard {
     }
 }
 
+/// What the guard says of `request` when it calls a tool that declares
+/// scopes: the tool, its scopes and the guard's refusal; `None` lets it
+/// through. Only `tools/call` params are read.
+fn refused_tool_call(
+    request: &Request,
+    service: &dyn Service,
+    guard: &ToolScopeGuard,
+) -> Option<(String, Arc<[String]>, Response)> {
+    if request.method != methods::TOOLS_CALL {
+        return None;
+    }
+    #[derive(Deserialize)]
+    struct NameProbe {
+        name: String,
+    }
+    let name = serde_json::from_str::<NameProbe>(request.params.as_deref()?.get())
+        .ok()?
+        .name;
+    let required = service.tool_required_scopes(&name)?;
+    if required.is_empty() {
+        return None;
+    }
+    let refusal = guard.0.check(&name, &required)?;
+    tracing::debug!(tool = %name, "tool call refused: missing scopes");
+    Some((name, required, refusal))
+}
+
 /// A message-level refusal, for transports without HTTP statuses
 /// (WebSocket): the JSON-RPC error answering a `tools/call` whose tool
 /// needs scopes the guard does not grant; `None` lets the message through.
@@ -66,19 +93,7 @@ pub(crate) fn refuse_tool_call_message(
     let Ok(Message::Request(request)) = Message::parse(text) else {
         return None;
     };
-    if request.method != methods::TOOLS_CALL {
-        return None;
-    }
-    #[derive(Deserialize)]
-    struct NameProbe {
-        name: String,
-    }
-    let name = serde_json::from_str::<NameProbe>(request.params.as_deref()?.get())
-        .ok()?
-        .name;
-    let required = service.tool_required_scopes(&name)?;
-    guard.0.check(&name, &required)?;
-    tracing::debug!(tool = %name, "tool call refused: missing scopes");
+    let (name, required, _) = refused_tool_call(&request, service, guard)?;
     let error = mcp_schema::ErrorObject::invalid_request(format!(
         "tool {name} needs the scopes {}; authorize with them and connect again",
         required.join(" ")
@@ -88,32 +103,14 @@ pub(crate) fn refuse_tool_call_message(
 }
 
 /// The refusal for the first `tools/call` in `frame` whose tool needs
-/// scopes the guard does not grant. Only `tools/call` params are looked at.
+/// scopes the guard does not grant.
 pub(crate) fn check_tool_scopes(
     frame: &Frame,
     service: &dyn Service,
     guard: &ToolScopeGuard,
 ) -> Option<Response> {
     let check = |request: &Request| {
-        if request.method != methods::TOOLS_CALL {
-            return None;
-        }
-        #[derive(Deserialize)]
-        struct NameProbe {
-            name: String,
-        }
-        let name = serde_json::from_str::<NameProbe>(request.params.as_deref()?.get())
-            .ok()?
-            .name;
-        let required = service.tool_required_scopes(&name)?;
-        if required.is_empty() {
-            return None;
-        }
-        let refusal = guard.0.check(&name, &required);
-        if refusal.is_some() {
-            tracing::debug!(tool = %name, "tool call refused: missing scopes");
-        }
-        refusal
+        refused_tool_call(request, service, guard).map(|(_, _, refusal)| refusal)
     };
     match frame {
         Frame::Single(Message::Request(request)) => check(request),

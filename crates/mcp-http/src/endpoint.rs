@@ -236,6 +236,63 @@ fn is_initialize(frame: &Frame) -> bool {
     matches!(frame, Frame::Single(Message::Request(r)) if r.method == methods::INITIALIZE)
 }
 
+/// The response refusing a request before it reaches a session (boxed:
+/// refusals are the rare path).
+pub(crate) type Refusal = Box<Response>;
+
+/// The POST body, or its refusal: too large (413) or unreadable, with a
+/// JSON-RPC error body.
+pub(crate) fn body_or_refusal(
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<Bytes, Refusal> {
+    body.map_err(|rejection| {
+        let error = ErrorObject::invalid_request(rejection.body_text());
+        Box::new(error_response(rejection.status(), None, &error))
+    })
+}
+
+/// 415 unless the body is declared `application/json`.
+pub(crate) fn check_json_content(headers: &HeaderMap) -> Result<(), Refusal> {
+    let json_content = header_str(headers, header::CONTENT_TYPE.as_str()).is_some_and(|ct| {
+        ct.split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .eq_ignore_ascii_case("application/json")
+    });
+    if json_content {
+        Ok(())
+    } else {
+        let error = ErrorObject::invalid_request("Content-Type must be application/json");
+        Err(Box::new(error_response(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            &error,
+        )))
+    }
+}
+
+/// The body as text and its parsed frame, or a 400 with the parse error.
+/// Takes the buffer over without a copy when the body is its only owner.
+pub(crate) fn read_message(body: Bytes) -> Result<(String, Frame), Refusal> {
+    let Ok(text) = String::from_utf8(Vec::from(body)) else {
+        let error = ErrorObject::parse_error("body is not UTF-8");
+        return Err(Box::new(error_response(
+            StatusCode::BAD_REQUEST,
+            None,
+            &error,
+        )));
+    };
+    match Message::parse_frame(&text) {
+        Ok(frame) => Ok((text, frame)),
+        Err(e) => Err(Box::new(error_response(
+            StatusCode::BAD_REQUEST,
+            e.id.as_ref(),
+            &e.error,
+        ))),
+    }
+}
+
 async fn handle_post(
     State(endpoint): State<Arc<McpEndpoint>>,
     extensions: Option<Extension<MessageExtensions>>,
@@ -243,41 +300,21 @@ async fn handle_post(
     headers: HeaderMap,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Response {
-    let body = match body {
+    let body = match body_or_refusal(body) {
         Ok(body) => body,
-        // Too large (413) or unreadable: the same status, with a JSON-RPC body.
-        Err(rejection) => {
-            let error = ErrorObject::invalid_request(rejection.body_text());
-            return error_response(rejection.status(), None, &error);
-        }
+        Err(refusal) => return *refusal,
     };
-    let json_content = header_str(&headers, header::CONTENT_TYPE.as_str()).is_some_and(|ct| {
-        ct.split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .eq_ignore_ascii_case("application/json")
-    });
-    if !json_content {
-        let error = ErrorObject::invalid_request("Content-Type must be application/json");
-        return error_response(StatusCode::UNSUPPORTED_MEDIA_TYPE, None, &error);
+    if let Err(refusal) = check_json_content(&headers) {
+        return *refusal;
     }
     if !(accepts(&headers, "application/json") && accepts(&headers, "text/event-stream")) {
         let error =
             ErrorObject::invalid_request("Accept must list application/json and text/event-stream");
         return error_response(StatusCode::NOT_ACCEPTABLE, None, &error);
     }
-    // Takes the buffer over without a copy when the body is its only owner.
-    let Ok(text) = String::from_utf8(Vec::from(body)) else {
-        return error_response(
-            StatusCode::BAD_REQUEST,
-            None,
-            &ErrorObject::parse_error("body is not UTF-8"),
-        );
-    };
-    let frame = match Message::parse_frame(&text) {
-        Ok(frame) => frame,
-        Err(e) => return error_response(StatusCode::BAD_REQUEST, e.id.as_ref(), &e.error),
+    let (text, frame) = match read_message(body) {
+        Ok(read) => read,
+        Err(refusal) => return *refusal,
     };
     if let Some(Extension(guard)) = &scope_guard
         && let Some(refusal) = check_tool_scopes(&frame, endpoint.service.as_ref(), guard)

@@ -34,7 +34,8 @@ struct MetaProbe {
     #[serde(rename = "io.modelcontextprotocol/protocolVersion", default)]
     protocol_version: Option<Value>,
     #[serde(rename = "io.modelcontextprotocol/clientCapabilities", default)]
-    client_capabilities: Option<Value>,
+    /// Only its presence matters here: skipped, not built.
+    client_capabilities: Option<serde::de::IgnoredAny>,
 }
 
 fn mismatch(what: impl std::fmt::Display) -> ErrorObject {

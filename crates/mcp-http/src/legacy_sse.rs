@@ -24,12 +24,14 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::Stream;
 use mcp_core::{FrameKind, InboundFrame, OutboundFrame, Peer, Transport};
-use mcp_schema::jsonrpc::{ErrorObject, Message};
+use mcp_schema::jsonrpc::ErrorObject;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::authz::{MessageExtensions, ToolScopeGuard, check_tool_scopes};
-use crate::endpoint::{McpEndpoint, error_response, header_str};
+use crate::endpoint::{
+    McpEndpoint, body_or_refusal, check_json_content, error_response, read_message,
+};
 use crate::sse;
 
 /// The query parameter naming the session on the message path.
@@ -247,42 +249,24 @@ pub(crate) async fn handle_message(
     headers: HeaderMap,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Response {
-    let body = match body {
+    let body = match body_or_refusal(body) {
         Ok(body) => body,
-        Err(rejection) => {
-            let error = ErrorObject::invalid_request(rejection.body_text());
-            return error_response(rejection.status(), None, &error);
-        }
+        Err(refusal) => return *refusal,
     };
     let Some(id) = session_param(query.as_deref()) else {
         let error = ErrorObject::invalid_request("the sessionId query parameter is required");
         return error_response(StatusCode::BAD_REQUEST, None, &error);
     };
-    let json_content = header_str(&headers, header::CONTENT_TYPE.as_str()).is_some_and(|ct| {
-        ct.split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .eq_ignore_ascii_case("application/json")
-    });
-    if !json_content {
-        let error = ErrorObject::invalid_request("Content-Type must be application/json");
-        return error_response(StatusCode::UNSUPPORTED_MEDIA_TYPE, None, &error);
+    if let Err(refusal) = check_json_content(&headers) {
+        return *refusal;
     }
     let Some(inbound) = endpoint.legacy_sse.inbound(&id) else {
         let error = ErrorObject::invalid_request("unknown or ended session");
         return error_response(StatusCode::NOT_FOUND, None, &error);
     };
-    let Ok(text) = String::from_utf8(Vec::from(body)) else {
-        return error_response(
-            StatusCode::BAD_REQUEST,
-            None,
-            &ErrorObject::parse_error("body is not UTF-8"),
-        );
-    };
-    let frame = match Message::parse_frame(&text) {
-        Ok(frame) => frame,
-        Err(e) => return error_response(StatusCode::BAD_REQUEST, e.id.as_ref(), &e.error),
+    let (text, frame) = match read_message(body) {
+        Ok(read) => read,
+        Err(refusal) => return *refusal,
     };
     if let Some(Extension(guard)) = &scope_guard
         && let Some(refusal) = check_tool_scopes(&frame, endpoint.service.as_ref(), guard)

@@ -9,19 +9,7 @@ use url::Url;
 
 use super::OAuthError;
 
-/// Protected resource metadata (RFC 9728).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct ProtectedResourceMetadata {
-    /// The resource's identifier, sent as `resource` (RFC 8707) verbatim.
-    pub resource: String,
-    /// Authorization servers that issue tokens for it.
-    #[serde(default)]
-    pub authorization_servers: Vec<String>,
-    /// Scopes the resource knows.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scopes_supported: Option<Vec<String>>,
-}
+pub use crate::resource::ProtectedResourceMetadata;
 
 /// Authorization server metadata (RFC 8414 / OpenID discovery).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -3,8 +3,6 @@
 //! a JWT signed with that key naming the method and URL (and, with a
 //! token, its hash); servers may demand a nonce in the proofs.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::jwk::{
     AlgorithmParameters, CommonParameters, EllipticCurve, EllipticCurveKeyParameters,
     EllipticCurveKeyType, Jwk,
@@ -12,9 +10,9 @@ use jsonwebtoken::jwk::{
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
-use sha2::{Digest, Sha256};
 
-use super::{OAuthError, now_secs, pkce};
+use super::{OAuthError, pkce};
+use crate::common::{now_secs, sha256_base64url};
 
 /// The header that carries a proof.
 pub const DPOP_HEADER: &str = "DPoP";
@@ -42,18 +40,15 @@ impl DpopKey {
             .map_err(|_| fail("generation failed"))?;
         let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
             .map_err(|_| fail("unreadable"))?;
-        // The uncompressed point: 0x04, x (32 bytes), y (32 bytes).
-        let point = pair.public_key().as_ref();
-        if point.len() != 65 {
-            return Err(fail("unexpected public key"));
-        }
+        let (x, y) = crate::common::p256_coordinates(pair.public_key().as_ref())
+            .ok_or_else(|| fail("unexpected public key"))?;
         let jwk = Jwk {
             common: CommonParameters::default(),
             algorithm: AlgorithmParameters::EllipticCurve(EllipticCurveKeyParameters {
                 key_type: EllipticCurveKeyType::EC,
                 curve: EllipticCurve::P256,
-                x: URL_SAFE_NO_PAD.encode(&point[1..33]),
-                y: URL_SAFE_NO_PAD.encode(&point[33..65]),
+                x,
+                y,
             }),
         };
         Ok(DpopKey {
@@ -80,9 +75,7 @@ impl DpopKey {
             "iat": now_secs(),
         });
         if let Some(token) = token {
-            claims["ath"] = URL_SAFE_NO_PAD
-                .encode(Sha256::digest(token.as_bytes()))
-                .into();
+            claims["ath"] = sha256_base64url(token).into();
         }
         if let Some(nonce) = nonce {
             claims["nonce"] = nonce.into();
@@ -127,9 +120,7 @@ mod tests {
         assert_eq!(claims["htm"], "POST");
         assert_eq!(claims["htu"], "https://rs.example/mcp");
         assert_eq!(claims["nonce"], "n1");
-        assert_eq!(
-            claims["ath"],
-            URL_SAFE_NO_PAD.encode(Sha256::digest(b"tok"))
-        );
+        // RFC 9449 §4.2: base64url of the token's SHA-256.
+        assert_eq!(claims["ath"], "GnZ0607njffhrEOak8P6jjyUV4TU3sn9jjARc4svHWI");
     }
 }

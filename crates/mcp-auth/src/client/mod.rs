@@ -17,9 +17,8 @@ mod store;
 mod user_agent;
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use base64::Engine;
 use mcp_http::client::{AuthFuture, Authorizer, Challenge};
 use reqwest::header::HeaderValue;
 use serde::Deserialize;
@@ -253,12 +252,7 @@ impl std::fmt::Debug for OAuthClient {
     }
 }
 
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or_default()
-}
+use crate::common::now_secs;
 
 /// The token endpoint's success answer.
 #[derive(Deserialize)]
@@ -350,7 +344,8 @@ impl OAuthClient {
                 session
                     .resource
                     .as_ref()
-                    .and_then(|r| r.scopes_supported.clone())
+                    .map(|r| r.scopes_supported.clone())
+                    .filter(|scopes| !scopes.is_empty())
             })
             .unwrap_or_default();
         let offers_offline = server
@@ -718,14 +713,7 @@ impl OAuthClient {
             &registration.client_secret,
         ) {
             ("client_secret_basic", Some(secret)) => {
-                let encode = |s: &str| {
-                    url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
-                };
-                let credentials = format!("{}:{}", encode(&registration.client_id), encode(secret));
-                let value = format!(
-                    "Basic {}",
-                    base64::engine::general_purpose::STANDARD.encode(credentials)
-                );
+                let value = crate::common::basic_credentials(&registration.client_id, secret);
                 request = request.header(reqwest::header::AUTHORIZATION, value);
             }
             ("client_secret_post", Some(secret)) => {
@@ -860,43 +848,10 @@ impl OAuthClient {
         method: &reqwest::Method,
         url: &str,
     ) -> Vec<(reqwest::header::HeaderName, HeaderValue)> {
-        let Some(bearer) = self.current_authorization().await else {
-            return Vec::new();
-        };
-        let session = self.session.lock().await;
-        let Some(tokens) = session.credentials.tokens.as_ref() else {
-            return Vec::new();
-        };
-        let bound = tokens
-            .token_type
-            .as_deref()
-            .is_some_and(|t| t.eq_ignore_ascii_case("dpop"));
-        let key = self.dpop.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        match (bound, key) {
-            (true, Some(key)) => {
-                let nonce = self.nonces().resource.clone();
-                let proof = key.proof(
-                    method.as_str(),
-                    url,
-                    Some(&tokens.access_token),
-                    nonce.as_deref(),
-                );
-                let header = HeaderValue::from_str(&format!("DPoP {}", tokens.access_token));
-                match (proof.map(|p| HeaderValue::from_str(&p)), header) {
-                    (Ok(Ok(proof)), Ok(header)) => vec![
-                        (reqwest::header::AUTHORIZATION, header),
-                        (reqwest::header::HeaderName::from_static("dpop"), proof),
-                    ],
-                    _ => Vec::new(),
-                }
-            }
-            _ => vec![(reqwest::header::AUTHORIZATION, bearer)],
-        }
-    }
-
-    async fn current_authorization(&self) -> Option<HeaderValue> {
         let mut session = self.session.lock().await;
-        let tokens = session.credentials.tokens.clone()?;
+        let Some(tokens) = &session.credentials.tokens else {
+            return Vec::new();
+        };
         let expiring = tokens
             .expires_at
             .is_some_and(|at| at <= now_secs() + self.config.refresh_margin.as_secs());
@@ -907,8 +862,32 @@ impl OAuthClient {
         {
             tracing::debug!("refresh before expiry failed: {e}");
         }
-        let access = session.credentials.tokens.as_ref()?.access_token.clone();
-        HeaderValue::from_str(&format!("Bearer {access}")).ok()
+        let Some(tokens) = &session.credentials.tokens else {
+            return Vec::new();
+        };
+        let bound = tokens
+            .token_type
+            .as_deref()
+            .is_some_and(|t| t.eq_ignore_ascii_case("dpop"));
+        let key = self.dpop.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let access = &tokens.access_token;
+        match (bound, key) {
+            (true, Some(key)) => {
+                let nonce = self.nonces().resource.clone();
+                let proof = key.proof(method.as_str(), url, Some(access), nonce.as_deref());
+                let header = HeaderValue::from_str(&format!("DPoP {access}"));
+                match (proof.map(|p| HeaderValue::from_str(&p)), header) {
+                    (Ok(Ok(proof)), Ok(header)) => vec![
+                        (reqwest::header::AUTHORIZATION, header),
+                        (reqwest::header::HeaderName::from_static("dpop"), proof),
+                    ],
+                    _ => Vec::new(),
+                }
+            }
+            _ => HeaderValue::from_str(&format!("Bearer {access}"))
+                .map(|bearer| vec![(reqwest::header::AUTHORIZATION, bearer)])
+                .unwrap_or_default(),
+        }
     }
 
     /// Takes the stored credentials of this server's issuer when their

@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use base64::Engine as _;
 use mcp_core::BoxFuture;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -144,18 +143,8 @@ impl IntrospectionValidator {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| ConfigError::Client(e.to_string()))?;
-        // RFC 6749, section 2.3.1: both parts form-encoded before base64.
-        let encode =
-            |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
-        let credentials = format!(
-            "{}:{}",
-            encode(&config.client_id),
-            encode(&config.client_secret)
-        );
-        let authorization = format!(
-            "Basic {}",
-            base64::engine::general_purpose::STANDARD.encode(credentials)
-        );
+        let authorization =
+            crate::common::basic_credentials(&config.client_id, &config.client_secret);
         Ok(IntrospectionValidator {
             config,
             http,

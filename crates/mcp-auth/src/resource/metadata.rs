@@ -23,6 +23,7 @@ pub struct ProtectedResourceMetadata {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes_supported: Vec<String>,
     /// How tokens may be sent: only `header`.
+    #[serde(default)]
     pub bearer_methods_supported: Vec<String>,
     /// A human-readable name.
     #[serde(default, skip_serializing_if = "Option::is_none")]

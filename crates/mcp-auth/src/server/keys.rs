@@ -1,13 +1,10 @@
 //! ES256 signing keys: generated with `ring`, kept in SQLite, published as
 //! a JWK Set, used to sign RFC 9068 access tokens.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use super::AuthServerError;
 
@@ -34,17 +31,11 @@ impl SigningKey {
         let rng = SystemRandom::new();
         let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &pkcs8, &rng)
             .map_err(|_| AuthServerError::Key("invalid stored key".into()))?;
-        let point = pair.public_key().as_ref();
-        if point.len() != 65 || point[0] != 4 {
-            return Err(AuthServerError::Key(
-                "unexpected public key encoding".into(),
-            ));
-        }
-        let x = URL_SAFE_NO_PAD.encode(&point[1..33]);
-        let y = URL_SAFE_NO_PAD.encode(&point[33..65]);
+        let (x, y) = crate::common::p256_coordinates(pair.public_key().as_ref())
+            .ok_or_else(|| AuthServerError::Key("unexpected public key encoding".into()))?;
         let kid = kid.unwrap_or_else(|| {
             let canonical = format!(r#"{{"crv":"P-256","kty":"EC","x":"{x}","y":"{y}"}}"#);
-            URL_SAFE_NO_PAD.encode(Sha256::digest(canonical.as_bytes()))
+            crate::common::sha256_base64url(&canonical)
         });
         Ok(SigningKey { kid, pkcs8, x, y })
     }

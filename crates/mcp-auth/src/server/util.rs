@@ -1,31 +1,13 @@
 //! Small helpers: random tokens, hashing, constant-time comparison, URI
 //! checks, HTML escaping.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+
+pub(crate) use crate::common::{random_token, sha256_base64url as digest};
 
 /// Seconds since the Unix epoch.
 pub(crate) fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
-
-/// 32 random bytes, base64url.
-pub(crate) fn random_token() -> String {
-    let mut bytes = [0u8; 32];
-    rand::Rng::fill(&mut rand::rng(), &mut bytes);
-    URL_SAFE_NO_PAD.encode(bytes)
-}
-
-/// SHA-256 of `s`, base64url; how secrets are stored.
-pub(crate) fn digest(s: &str) -> String {
-    URL_SAFE_NO_PAD.encode(Sha256::digest(s.as_bytes()))
+    crate::common::now_secs() as i64
 }
 
 /// Constant-time equality of two strings.
@@ -93,11 +75,7 @@ pub(crate) fn pkce_s256_matches(verifier: &str, challenge: &str) -> bool {
         && verifier
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'));
-    well_formed
-        && ct_eq(
-            &URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes())),
-            challenge,
-        )
+    well_formed && ct_eq(&digest(verifier), challenge)
 }
 
 #[cfg(test)]

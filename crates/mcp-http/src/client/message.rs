@@ -106,8 +106,6 @@ impl Outgoing {
     }
 }
 
-/// Whether `version` names a stateless-era revision (anything newer than
-/// the last legacy one).
 /// An error with its causes (`error sending request: tcp connect: refused`),
 /// which is what a person needs to see.
 pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
@@ -124,6 +122,8 @@ pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// Whether `version` names a stateless-era revision (anything newer than
+/// the last legacy one).
 pub(crate) fn is_modern_version(version: &str) -> bool {
     version
         .parse::<mcp_schema::ProtocolVersion>()

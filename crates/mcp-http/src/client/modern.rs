@@ -7,7 +7,9 @@ use std::sync::Mutex;
 
 use mcp_schema::header_params::{HeaderParam, encode_header_value, header_params};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::endpoint::{METHOD, NAME};
 
@@ -65,13 +67,16 @@ impl ToolHeaders {
     }
 
     /// The `Mcp-Param-*` headers of a call to `tool` with `arguments`.
-    fn param_headers(&self, tool: &str, arguments: Option<&Value>, headers: &mut HeaderMap) {
+    fn param_headers(&self, tool: &str, arguments: Option<&RawValue>, headers: &mut HeaderMap) {
         let Ok(known) = self.tools.lock() else { return };
         let Some(params) = known.get(tool) else {
             return;
         };
-        let empty = serde_json::Map::new();
-        let arguments = arguments.and_then(Value::as_object).unwrap_or(&empty);
+        // Only a tool with mirrored arguments has its arguments read.
+        let arguments: serde_json::Map<String, Value> = arguments
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+            .unwrap_or_default();
+        let arguments = &arguments;
         for param in params {
             let Some(value) = param.header_value(arguments) else {
                 continue;
@@ -96,21 +101,47 @@ fn insert_encoded(headers: &mut HeaderMap, name: &'static str, value: &str) {
 /// The metadata headers of a 2026-07-28 message with `method` and `params`.
 pub(crate) fn request_headers(
     method: &str,
-    params: &Value,
+    params: Option<&RawValue>,
     tools: &ToolHeaders,
     headers: &mut HeaderMap,
 ) {
+    /// The members the headers mirror; the arguments stay raw.
+    #[derive(Deserialize, Default)]
+    struct NameProbe {
+        #[serde(default)]
+        name: Option<String>,
+        #[serde(default)]
+        uri: Option<String>,
+        #[serde(rename = "taskId", default)]
+        task_id: Option<String>,
+        #[serde(default)]
+        arguments: Option<Box<RawValue>>,
+    }
     insert_encoded(headers, METHOD, method);
+    let named = matches!(
+        method,
+        "tools/call"
+            | "prompts/get"
+            | "resources/read"
+            | "tasks/get"
+            | "tasks/update"
+            | "tasks/cancel"
+    );
+    if !named {
+        return;
+    }
+    let probe: NameProbe = params
+        .and_then(|p| serde_json::from_str(p.get()).ok())
+        .unwrap_or_default();
     let name = match method {
-        "tools/call" | "prompts/get" => params.get("name"),
-        "resources/read" => params.get("uri"),
-        "tasks/get" | "tasks/update" | "tasks/cancel" => params.get("taskId"),
-        _ => None,
+        "tools/call" | "prompts/get" => probe.name,
+        "resources/read" => probe.uri,
+        _ => probe.task_id,
     };
-    if let Some(name) = name.and_then(Value::as_str) {
-        insert_encoded(headers, NAME, name);
+    if let Some(name) = name {
+        insert_encoded(headers, NAME, &name);
         if method == "tools/call" {
-            tools.param_headers(name, params.get("arguments"), headers);
+            tools.param_headers(&name, probe.arguments.as_deref(), headers);
         }
     }
 }
@@ -136,7 +167,8 @@ mod tests {
 
         let mut headers = HeaderMap::new();
         let params = json!({"name": "good", "arguments": {"region": "Hello, 世界"}});
-        request_headers("tools/call", &params, &tools, &mut headers);
+        let params = serde_json::value::to_raw_value(&params).unwrap();
+        request_headers("tools/call", Some(&params), &tools, &mut headers);
         assert_eq!(headers["mcp-method"], "tools/call");
         assert_eq!(headers["mcp-name"], "good");
         assert_eq!(

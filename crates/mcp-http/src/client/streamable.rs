@@ -257,7 +257,7 @@ impl Inner {
                 headers.insert(PROTOCOL_VERSION, v);
             }
             if let Some(method) = &out.method {
-                request_headers(method, &out.params_value(), &self.tools, &mut headers);
+                request_headers(method, out.params.as_deref(), &self.tools, &mut headers);
             }
             lock(&self.state).modern_version = Some(version.clone());
         } else if out.is_request("initialize") {
@@ -270,7 +270,7 @@ impl Inner {
                 if let Some(v) = modern.and_then(|v| HeaderValue::from_str(&v).ok()) {
                     headers.insert(PROTOCOL_VERSION, v);
                     if let Some(method) = &out.method {
-                        request_headers(method, &Value::Null, &self.tools, &mut headers);
+                        request_headers(method, None, &self.tools, &mut headers);
                     }
                 }
             }
