@@ -3,7 +3,8 @@
 //! `--pipeline` requests in flight for the duration; throughput, latency
 //! percentiles, errors, the kinds of HTTP replies, and with `--pid` the
 //! server's CPU and memory. `--sessions N` measures what idle sessions cost
-//! the server and what it gives back when they end.
+//! the server and what it gives back when they end (see
+//! [`crate::idle_sessions`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -58,11 +59,15 @@ pub struct BenchArgs {
     /// The server's process id, to report its CPU and memory.
     #[arg(long)]
     pub pid: Option<u32>,
-    /// Instead of load: open this many idle sessions, report the server's
-    /// memory per session, close them and report what came back (needs
-    /// `--pid`).
+    /// Instead of load: open this many idle Streamable HTTP sessions,
+    /// report the server's memory per session, delete them and report what
+    /// came back (needs `--pid`).
     #[arg(long, requires = "pid")]
     pub sessions: Option<usize>,
+    /// With `--sessions`: open and delete the sessions this many times and
+    /// report how the server's memory moves from round to round.
+    #[arg(long, default_value_t = 1, requires = "sessions")]
+    pub cycles: usize,
 }
 
 /// What a run measured.
@@ -149,8 +154,8 @@ impl BenchArgs {
 pub async fn run(args: &BenchArgs) -> Result<()> {
     args.check()?;
     let target = Target::parse(&args.server)?;
-    if let Some(n) = args.sessions {
-        return sessions(args, &target, n).await;
+    if let (Some(n), Some(pid)) = (args.sessions, args.pid) {
+        return crate::idle_sessions::run(&args.server, pid, n, args.cycles, args.json).await;
     }
     let work = args.work()?;
     let terminal = Terminal::new();
@@ -271,45 +276,6 @@ async fn closed_loop(
     (histogram, requests, errors)
 }
 
-/// Opens `n` idle sessions and reports the server's memory per session,
-/// then closes them and reports what the server gave back.
-async fn sessions(args: &BenchArgs, target: &Target, n: usize) -> Result<()> {
-    let pid = args.pid.context("--sessions needs --pid")?;
-    let terminal = Terminal::new();
-    let settle = || tokio::time::sleep(Duration::from_millis(500));
-    settle().await;
-    let baseline = rss_kib(pid).context("cannot read the server's memory")?;
-    let mut open = Vec::with_capacity(n);
-    for _ in 0..n {
-        open.push(Connection::open(target, args.era, &terminal).await?);
-    }
-    settle().await;
-    let loaded = rss_kib(pid).unwrap_or(baseline);
-    for connection in open {
-        connection.close().await;
-    }
-    settle().await;
-    let after = rss_kib(pid).unwrap_or(loaded);
-    let per_session = (loaded.saturating_sub(baseline)) as f64 / n as f64;
-    let returned = loaded.saturating_sub(after);
-    if args.json {
-        println!(
-            "{}",
-            serde_json::json!({
-                "sessions": n, "rss_kib_before": baseline, "rss_kib_open": loaded,
-                "rss_kib_after_close": after, "kib_per_session": per_session,
-                "kib_returned": returned,
-            })
-        );
-    } else {
-        println!("sessions:          {n}");
-        println!("server RSS before: {baseline} KiB");
-        println!("with sessions:     {loaded} KiB ({per_session:.1} KiB per session)");
-        println!("after closing:     {after} KiB ({returned} KiB returned)");
-    }
-    Ok(())
-}
-
 fn print_report(report: &Report, json: bool) -> Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(report)?);
@@ -366,7 +332,7 @@ fn clock_ticks() -> f64 {
 }
 
 /// The resident set size of a process, KiB (Linux).
-fn rss_kib(pid: u32) -> Option<u64> {
+pub(crate) fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()

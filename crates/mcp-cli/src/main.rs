@@ -2,6 +2,7 @@
 
 mod bench;
 mod call;
+mod idle_sessions;
 mod oauth;
 mod serve;
 mod target;

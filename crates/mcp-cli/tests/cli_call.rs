@@ -208,6 +208,34 @@ async fn bench_measures_a_short_run() {
             .is_some_and(|kib| kib > 0)
     );
 
+    // Idle sessions: opened, measured and deleted, round after round (each
+    // initialize must yield a session id and each DELETE succeed).
+    let args = [
+        "bench",
+        "-s",
+        &url,
+        "--sessions",
+        "40",
+        "--cycles",
+        "2",
+        "--json",
+        "--pid",
+        &pid,
+    ];
+    let output = mcp(&args).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).expect("a JSON report");
+    assert_eq!(report["sessions"], 40, "{report}");
+    let cycles = report["cycles"].as_array().expect("rounds");
+    assert_eq!(cycles.len(), 2, "{report}");
+    assert!(
+        cycles
+            .iter()
+            .all(|c| c["rss_kib_open"].as_u64().is_some_and(|kib| kib > 0)),
+        "{report}"
+    );
+    assert!(report["growth_percent"].is_number(), "{report}");
+
     // A tool the server does not have fails the run at once.
     let output = mcp(&["bench", "-s", &url, "-d", "1", "--tool", "no_such_tool"]).await;
     assert!(!output.status.success());

@@ -43,7 +43,10 @@ pub use extensions::Extensions;
 pub use peer::{Peer, ProgressCallback, RequestOptions};
 pub use service::{BoxFuture, HandlerResult, IncomingRequest, Service};
 pub use session::{
-    ClientIdentity, Negotiated, Role, RunningSession, ServerIdentity, SessionConfig, serve,
-    unsupported_version,
+    ClientIdentity, DirectSession, Negotiated, Role, RunningSession, ServerIdentity, SessionConfig,
+    serve, unsupported_version,
 };
-pub use transport::{DEFAULT_CHANNEL_CAPACITY, FrameKind, InboundFrame, OutboundFrame, Transport};
+pub use transport::{
+    DEFAULT_CHANNEL_CAPACITY, FrameKind, FrameSink, InboundFrame, OutboundFrame, SinkClosed,
+    Transport,
+};

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::RequestError;
 use crate::extensions::Extensions;
 use crate::session::{Negotiated, Role, SessionConfig};
-use crate::transport::{FrameKind, OutboundFrame};
+use crate::transport::{FrameKind, FrameSink, OutboundFrame};
 
 /// Called with each progress notification the peer sends for a request.
 pub type ProgressCallback = Arc<dyn Fn(ProgressNotificationParams) + Send + Sync>;
@@ -100,10 +100,49 @@ pub(crate) struct SessionState {
     pub(crate) negotiated: Option<Arc<Negotiated>>,
 }
 
+/// Where a session's frames go: the channel of a transport task, or a sink
+/// the transport drives in the sending task.
+#[derive(Clone)]
+pub(crate) enum Outbound {
+    Channel(mpsc::Sender<OutboundFrame>),
+    Sink(Arc<dyn FrameSink>),
+}
+
+impl Outbound {
+    async fn send(self, frame: OutboundFrame) -> Result<(), RequestError> {
+        match self {
+            Outbound::Channel(sender) => sender
+                .send(frame)
+                .await
+                .map_err(|_| RequestError::ConnectionClosed),
+            Outbound::Sink(sink) => sink
+                .send(frame)
+                .await
+                .map_err(|_| RequestError::ConnectionClosed),
+        }
+    }
+
+    /// Sends without making the caller wait: best effort, for drop paths.
+    fn send_detached(self, frame: OutboundFrame) {
+        match self {
+            Outbound::Channel(sender) => {
+                let _ = sender.try_send(frame);
+            }
+            Outbound::Sink(sink) => {
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(async move {
+                        let _ = sink.send(frame).await;
+                    });
+                }
+            }
+        }
+    }
+}
+
 /// Everything a session's handles share.
 pub(crate) struct Shared {
     /// Taken (dropped) when the session closes, which ends the transport.
-    outbound: std::sync::RwLock<Option<mpsc::Sender<OutboundFrame>>>,
+    outbound: std::sync::RwLock<Option<Outbound>>,
     pending: Mutex<HashMap<RequestId, Pending>>,
     next_id: AtomicI64,
     pub(crate) config: Arc<SessionConfig>,
@@ -113,7 +152,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(outbound: mpsc::Sender<OutboundFrame>, config: Arc<SessionConfig>) -> Self {
+    pub(crate) fn new(outbound: Outbound, config: Arc<SessionConfig>) -> Self {
         Shared {
             outbound: std::sync::RwLock::new(Some(outbound)),
             pending: Mutex::new(HashMap::new()),
@@ -169,8 +208,8 @@ impl Shared {
             .take();
     }
 
-    /// The sender to the transport, unless the session has closed.
-    pub(crate) fn sender(&self) -> Option<mpsc::Sender<OutboundFrame>> {
+    /// The way to the transport, unless the session has closed.
+    pub(crate) fn sender(&self) -> Option<Outbound> {
         self.outbound
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -381,10 +420,7 @@ impl Peer {
             kind,
         };
         let sender = self.shared.sender().ok_or(RequestError::ConnectionClosed)?;
-        sender
-            .send(frame)
-            .await
-            .map_err(|_| RequestError::ConnectionClosed)
+        sender.send(frame).await
     }
 
     /// Lifecycle and capability rules for what this side may send.
@@ -489,7 +525,7 @@ impl Drop for CancelOnDrop<'_> {
             // Best effort: a full queue or a closed session means the peer
             // will not process the request anyway.
             if let Some(sender) = self.peer.shared.sender() {
-                let _ = sender.try_send(frame);
+                sender.send_detached(frame);
             }
         }
     }

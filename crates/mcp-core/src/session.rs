@@ -23,9 +23,9 @@ use tokio_util::task::TaskTracker;
 
 use crate::context::{Progress, RequestContext};
 use crate::extensions::Extensions;
-use crate::peer::{Peer, Phase, Shared};
+use crate::peer::{Outbound, Peer, Phase, Shared};
 use crate::service::{HandlerResult, IncomingRequest, Service};
-use crate::transport::{FrameKind, InboundFrame, Transport};
+use crate::transport::{FrameKind, FrameSink, InboundFrame, Transport};
 
 /// Who the server is and what it offers, as announced at `initialize` and
 /// `server/discover`.
@@ -38,6 +38,9 @@ pub struct ServerIdentity {
     pub capabilities: ServerCapabilities,
     /// How to use the server.
     pub instructions: Option<String>,
+    /// The `_meta` member naming the server on modern-era results, made
+    /// once for the `info` it was made from.
+    meta_member: std::sync::OnceLock<(Implementation, Option<Arc<str>>)>,
 }
 
 impl ServerIdentity {
@@ -47,6 +50,19 @@ impl ServerIdentity {
             info,
             capabilities,
             instructions: None,
+            meta_member: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The `_meta` member naming the server (`"_meta":{...serverInfo...}`).
+    fn meta_member(&self) -> Option<Arc<str>> {
+        let (made_for, member) = self
+            .meta_member
+            .get_or_init(|| (self.info.clone(), server_meta_member(&self.info)));
+        if *made_for == self.info {
+            member.clone()
+        } else {
+            server_meta_member(&self.info)
         }
     }
 
@@ -223,25 +239,8 @@ pub fn serve(
         outbound,
         flushed,
     } = transport;
-    let max = config.max_concurrent_requests;
-    let shared = Arc::new(Shared::new(outbound, Arc::new(config)));
-    let peer = Peer {
-        shared: Arc::clone(&shared),
-        related: None,
-    };
-    let server_meta = match &shared.config.role {
-        Role::Server(identity) => server_meta_member(identity).map(Arc::from),
-        Role::Client(_) => None,
-    };
-    let engine = Engine {
-        server_meta,
-        shared,
-        service,
-        in_flight: Arc::new(Mutex::new(HashMap::new())),
-        tracker: TaskTracker::new(),
-        limiter: Arc::new(Semaphore::new(max)),
-        peer: peer.clone(),
-    };
+    let engine = Engine::new(Outbound::Channel(outbound), service, config);
+    let peer = engine.peer.clone();
     let task = tokio::spawn(async move {
         engine.run(inbound).await;
         if let Some(flushed) = flushed {
@@ -251,8 +250,89 @@ pub fn serve(
     RunningSession { peer, task }
 }
 
+/// A session its transport drives message by message, in the transport's
+/// own tasks, with frames going out through a [`FrameSink`]. It has no task
+/// or channel of its own, so an idle session is only its state: the shape
+/// for transports where every message arrives on its own (HTTP).
+#[derive(Clone)]
+pub struct DirectSession {
+    engine: Arc<Engine>,
+}
+
+impl std::fmt::Debug for DirectSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirectSession").finish_non_exhaustive()
+    }
+}
+
+impl DirectSession {
+    /// A session whose frames go to `sink`.
+    pub fn new(sink: Arc<dyn FrameSink>, service: Arc<dyn Service>, config: SessionConfig) -> Self {
+        DirectSession {
+            engine: Arc::new(Engine::new(Outbound::Sink(sink), service, config)),
+        }
+    }
+
+    /// The handle to the peer.
+    pub fn peer(&self) -> &Peer {
+        &self.engine.peer
+    }
+
+    /// Handles one frame. A single request runs in the returned future,
+    /// which resolves once its response has gone to the sink; dropping the
+    /// future abandons the request (no response is sent). The requests of a
+    /// batch run on tasks of their own, and the array goes to the sink when
+    /// the last is answered.
+    pub fn handle(&self, frame: InboundFrame) -> impl Future<Output = ()> + Send + 'static {
+        let engine = Arc::clone(&self.engine);
+        async move {
+            match frame {
+                InboundFrame::Text(text) => engine.on_frame(&text, None, Dispatch::Inline).await,
+                InboundFrame::WithExtensions(text, extensions) => {
+                    engine
+                        .on_frame(&text, Some(extensions), Dispatch::Inline)
+                        .await
+                }
+                InboundFrame::Unreadable(reason) => {
+                    engine
+                        .send_error(None, ErrorObject::parse_error(reason))
+                        .await;
+                }
+            }
+        }
+    }
+
+    /// Ends the session: requests still running are cancelled, waiting
+    /// outgoing requests fail, and the service hears that it closed.
+    pub fn close(&self) {
+        let engine = &self.engine;
+        if engine.shared.closed.is_cancelled() {
+            return;
+        }
+        engine.tracker.close();
+        engine.service.session_closed(&engine.peer);
+        engine.shared.close();
+    }
+}
+
 /// Cancellation tokens of the requests being handled, by id.
 type InFlightMap = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
+
+/// A request's place in the in-flight map, given up when the request ends
+/// however it ends (answered, cancelled, or its future dropped).
+struct InFlightEntry {
+    map: InFlightMap,
+    id: RequestId,
+}
+
+impl Drop for InFlightEntry {
+    fn drop(&mut self) {
+        self.map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.id);
+    }
+}
 
 struct Engine {
     shared: Arc<Shared>,
@@ -263,6 +343,15 @@ struct Engine {
     peer: Peer,
     /// The `_meta` member naming this server on modern-era results.
     server_meta: Option<Arc<str>>,
+}
+
+/// How a request's handler runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dispatch {
+    /// On a task of its own, so the reading loop goes on (a session task).
+    Spawn,
+    /// In the caller's future (a transport driving the session).
+    Inline,
 }
 
 /// Where a request's response goes: straight to the peer, or into the
@@ -282,12 +371,35 @@ struct BatchReply {
 }
 
 impl Engine {
+    fn new(outbound: Outbound, service: Arc<dyn Service>, config: SessionConfig) -> Self {
+        let max = config.max_concurrent_requests;
+        let server_meta = match &config.role {
+            Role::Server(identity) => identity.meta_member(),
+            Role::Client(_) => None,
+        };
+        let shared = Arc::new(Shared::new(outbound, Arc::new(config)));
+        let peer = Peer {
+            shared: Arc::clone(&shared),
+            related: None,
+        };
+        Engine {
+            server_meta,
+            shared,
+            service,
+            in_flight: Arc::new(Mutex::new(HashMap::new())),
+            tracker: TaskTracker::new(),
+            limiter: Arc::new(Semaphore::new(max)),
+            peer,
+        }
+    }
+
     async fn run(self, mut inbound: tokio::sync::mpsc::Receiver<InboundFrame>) {
         while let Some(frame) = inbound.recv().await {
             match frame {
-                InboundFrame::Text(text) => self.on_frame(&text, None).await,
+                InboundFrame::Text(text) => self.on_frame(&text, None, Dispatch::Spawn).await,
                 InboundFrame::WithExtensions(text, extensions) => {
-                    self.on_frame(&text, Some(extensions)).await
+                    self.on_frame(&text, Some(extensions), Dispatch::Spawn)
+                        .await
                 }
                 InboundFrame::Unreadable(reason) => {
                     self.send_error(None, ErrorObject::parse_error(reason))
@@ -318,9 +430,12 @@ impl Engine {
         self.shared.close();
     }
 
-    async fn on_frame(&self, text: &str, extensions: Option<Arc<Extensions>>) {
+    async fn on_frame(&self, text: &str, extensions: Option<Arc<Extensions>>, dispatch: Dispatch) {
         match Message::parse_frame(text) {
-            Ok(Frame::Single(message)) => self.on_message(message, Reply::Direct, extensions).await,
+            Ok(Frame::Single(message)) => {
+                self.on_message(message, Reply::Direct, extensions, dispatch)
+                    .await
+            }
             Ok(Frame::Batch(items)) => self.on_batch(items, extensions).await,
             Err(ErrorResponse { id, error }) => self.send_error(id, error).await,
         }
@@ -373,11 +488,13 @@ impl Engine {
                     )
                     .await;
                 }
+                // Spawned: the requests of a batch run side by side.
                 Ok(message) => {
                     self.on_message(
                         message,
                         Reply::Batch(Arc::clone(&batch)),
                         extensions.clone(),
+                        Dispatch::Spawn,
                     )
                     .await
                 }
@@ -398,9 +515,10 @@ impl Engine {
         message: Message,
         reply: Reply,
         extensions: Option<Arc<Extensions>>,
+        dispatch: Dispatch,
     ) {
         match message {
-            Message::Request(req) => self.on_request(req, reply, extensions).await,
+            Message::Request(req) => self.on_request(req, reply, extensions, dispatch).await,
             Message::Notification(n) => self.on_notification(n).await,
             Message::Response(r) => self.shared.complete(&r.id, Ok(r.result)),
             Message::Error(e) => match e.id {
@@ -410,7 +528,13 @@ impl Engine {
         }
     }
 
-    async fn on_request(&self, req: Request, reply: Reply, extensions: Option<Arc<Extensions>>) {
+    async fn on_request(
+        &self,
+        req: Request,
+        reply: Reply,
+        extensions: Option<Arc<Extensions>>,
+        dispatch: Dispatch,
+    ) {
         let Request { id, method, params } = req;
         let admitted = match self.admit(&method, params.as_deref()) {
             Ok(Admission::Answer(result, revision)) => {
@@ -457,20 +581,20 @@ impl Engine {
         let handler = self
             .service
             .handle_request(IncomingRequest { method, params }, ctx);
-        let in_flight = Arc::clone(&self.in_flight);
+        let in_flight = InFlightEntry {
+            map: Arc::clone(&self.in_flight),
+            id: id.clone(),
+        };
         let engine_peer = self.peer.clone();
         let server_meta = self.server_meta.clone();
-        self.tracker.spawn(async move {
+        let work = async move {
             let outcome = tokio::select! {
                 // Cancellation wins a tie: a cancelled request is never answered.
                 biased;
                 _ = cancel.cancelled() => None,
                 result = handler => Some(result).filter(|_| !cancel.is_cancelled()),
             };
-            in_flight
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&id);
+            drop(in_flight);
             progress.finish();
             drop(permit);
             let text = match outcome {
@@ -482,7 +606,13 @@ impl Engine {
                 None => String::new(),
             };
             deliver_to(&engine_peer, &reply, text, Some(&id)).await;
-        });
+        };
+        match dispatch {
+            Dispatch::Spawn => {
+                self.tracker.spawn(work);
+            }
+            Dispatch::Inline => self.tracker.track_future(work).await,
+        }
     }
 
     /// Lifecycle, version and capability checks; answers what the engine
@@ -877,14 +1007,17 @@ fn has_result_type(text: &str) -> bool {
     serde_json::from_str::<Probe>(text).is_ok_and(|p| p.result_type.is_some())
 }
 
-/// The `_meta` member that names the server on modern-era results.
-fn server_meta_member(identity: &ServerIdentity) -> Option<String> {
+/// The `_meta` member that names a server on modern-era results.
+fn server_meta_member(info: &Implementation) -> Option<Arc<str>> {
     let mut meta = mcp_schema::Meta::new();
     meta.insert(
         mcp_schema::META_SERVER_INFO.into(),
-        serde_json::to_value(&identity.info).ok()?,
+        serde_json::to_value(info).ok()?,
     );
-    Some(format!("\"_meta\":{}", serde_json::to_string(&meta).ok()?))
+    Some(Arc::from(format!(
+        "\"_meta\":{}",
+        serde_json::to_string(&meta).ok()?
+    )))
 }
 
 #[cfg(test)]

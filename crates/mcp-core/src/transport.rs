@@ -12,6 +12,7 @@ use mcp_schema::jsonrpc::RequestId;
 use tokio::sync::mpsc;
 
 use crate::extensions::Extensions;
+use crate::service::BoxFuture;
 
 /// What an outgoing frame is, so a transport can tell when a request's
 /// exchange is over.
@@ -39,6 +40,19 @@ pub struct OutboundFrame {
     /// What the frame is.
     pub kind: FrameKind,
 }
+
+/// Where a session driven by its transport (see
+/// [`DirectSession`](crate::DirectSession)) puts its outgoing frames, in
+/// the sending task: no channel and no task in between. A transport with
+/// several streams routes each frame there.
+pub trait FrameSink: Send + Sync + 'static {
+    /// Takes one frame; an error means the transport is gone.
+    fn send(&self, frame: OutboundFrame) -> BoxFuture<'_, Result<(), SinkClosed>>;
+}
+
+/// The transport behind a [`FrameSink`] has closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SinkClosed;
 
 /// One frame read from the peer.
 #[derive(Debug)]

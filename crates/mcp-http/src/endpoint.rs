@@ -12,7 +12,10 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures::Stream;
-use mcp_core::{Extensions, FrameKind, InboundFrame, Service, SessionConfig, Transport};
+use mcp_core::{
+    BoxFuture, DirectSession, Extensions, FrameKind, FrameSink, InboundFrame, OutboundFrame,
+    Service, SessionConfig, SinkClosed,
+};
 use mcp_schema::jsonrpc::{self, ErrorObject, Frame, Message, RequestId};
 use mcp_schema::{ProtocolVersion, error_codes, methods};
 use serde::Deserialize;
@@ -64,11 +67,7 @@ impl McpEndpoint {
         session_config: SessionConfig,
         config: HttpConfig,
     ) -> Arc<Self> {
-        let sessions = SessionManager::new(
-            config.max_sessions,
-            config.session_idle_timeout,
-            Arc::clone(&config.event_store),
-        );
+        let sessions = SessionManager::new(&config);
         Arc::new(McpEndpoint {
             service,
             session_config,
@@ -348,15 +347,16 @@ async fn post_initialize(
             return error_response(StatusCode::SERVICE_UNAVAILABLE, None, &error);
         }
     };
-    let receiver = session.open_stream(request_ids(&frame));
-    if !session.feed(text, extensions).await {
+    let Some(receiver) = session.open_stream(request_ids(&frame)).await else {
         return error_response(
             StatusCode::INTERNAL_SERVER_ERROR,
             None,
             &ErrorObject::internal("session ended"),
         );
-    }
-    let mut response = respond(endpoint, receiver, None, Era::Legacy).await;
+    };
+    // The engine answers initialize itself, right away.
+    session.handle(text, extensions).await;
+    let mut response = respond(endpoint, receiver, None, Era::Legacy, None).await;
     if session.revision().is_none() {
         // initialize failed (bad params): no session was established.
         endpoint.sessions.remove(&session.id).await;
@@ -396,33 +396,35 @@ async fn post_to_session(
     {
         return bad_request("JSON-RPC batches are not part of this session's protocol revision");
     }
-    let ids = request_ids(&frame);
-    if ids.is_empty() {
-        // Notifications and responses only.
-        return if session.feed(text, extensions).await {
-            StatusCode::ACCEPTED.into_response()
-        } else {
-            error_response(
-                StatusCode::NOT_FOUND,
-                None,
-                &ErrorObject::invalid_request("session ended"),
-            )
-        };
-    }
-    let guard = session.stream_opened();
-    let receiver = session.open_stream(ids);
-    if !session.feed(text, extensions).await {
-        return error_response(
+    let ended = || {
+        error_response(
             StatusCode::NOT_FOUND,
             None,
             &ErrorObject::invalid_request("session ended"),
-        );
+        )
+    };
+    let ids = request_ids(&frame);
+    if ids.is_empty() {
+        // Notifications and responses only.
+        if session.is_closed() {
+            return ended();
+        }
+        session.handle(text, extensions).await;
+        return StatusCode::ACCEPTED.into_response();
     }
-    respond(endpoint, receiver, Some(guard), Era::Legacy).await
+    let guard = session.stream_opened();
+    let Some(receiver) = session.open_stream(ids).await else {
+        return ended();
+    };
+    // A client that disconnects does not cancel its request in this era,
+    // and may resume the stream to read the response.
+    let handling = Handling::finished_if_dropped(session.handle(text, extensions));
+    respond(endpoint, receiver, Some(guard), Era::Legacy, Some(handling)).await
 }
 
-/// A stateless (2026-07-28) request: a short-lived engine session for this
-/// one message.
+/// A stateless (2026-07-28) request: a session of its own for this one
+/// message, run in this task while nothing but the response comes, so a
+/// plain call costs no task and no channel hop.
 async fn post_stateless(
     endpoint: &Arc<McpEndpoint>,
     headers: &HeaderMap,
@@ -434,62 +436,108 @@ async fn post_stateless(
         let id = request_ids(&frame).into_iter().next();
         return error_response(StatusCode::BAD_REQUEST, id.as_ref(), &error);
     }
-    let ids = request_ids(&frame);
-    let (in_tx, in_rx) = mpsc::channel(4);
-    let (out_tx, mut out_rx) = mpsc::channel(mcp_core::DEFAULT_CHANNEL_CAPACITY);
-    let mut config = endpoint.session_config.clone();
-    config.shutdown_grace = Duration::ZERO;
-    let running = mcp_core::serve(
-        Transport {
-            inbound: in_rx,
-            outbound: out_tx,
-            flushed: None,
-        },
+    let (sink, receiver) = mpsc::unbounded_channel();
+    let response_gone = sink.clone();
+    let session = DirectSession::new(
+        Arc::new(ResponseSink(sink)),
         Arc::clone(&endpoint.service),
-        config,
+        endpoint.session_config.clone(),
     );
-    if in_tx
-        .send(InboundFrame::new(text, extensions))
-        .await
-        .is_err()
-    {
-        return error_response(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            None,
-            &ErrorObject::internal("engine ended"),
-        );
-    }
-    if ids.is_empty() {
-        drop(in_tx);
-        running.wait().await;
+    let handling = session.handle(InboundFrame::new(text, extensions));
+    let closing = CloseOnDrop(session);
+    let work = async move {
+        // However the request ends (answered, abandoned, or this future
+        // dropped with its connection), its session closes.
+        let _closing = closing;
+        tokio::select! {
+            () = handling => {}
+            // The client closed the response: in 2026-07-28 that cancels
+            // the request.
+            () = response_gone.closed() => {}
+        }
+    };
+    if request_ids(&frame).is_empty() {
+        work.await;
         return StatusCode::ACCEPTED.into_response();
     }
-    // Bridge the engine's frames into deliveries; the engine (and the
-    // request) lives as long as the response stream.
-    let (sink, receiver) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        let _keep_open = in_tx;
-        loop {
-            tokio::select! {
-                frame = out_rx.recv() => {
-                    let Some(frame) = frame else { break };
-                    if frame.kind == FrameKind::Ended {
-                        break;
-                    }
-                    let last = frame.kind == FrameKind::Response;
-                    if sink.send(Delivery { text: Arc::from(frame.text), event_id: None, last }).is_err() || last {
-                        break;
-                    }
-                }
-                // The client closed the response: in 2026-07-28 that cancels
-                // the request.
-                _ = sink.closed() => break,
-            }
+    let handling = Handling::abandoned_if_dropped(work);
+    respond(endpoint, receiver, None, Era::Modern, Some(handling)).await
+}
+
+/// Closes a request's own session when dropped.
+struct CloseOnDrop(DirectSession);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+/// The handling of a POSTed message, which its response drives until the
+/// first message comes (so a plain call needs no task of its own).
+struct Handling {
+    work: Option<BoxFuture<'static, ()>>,
+    /// Whether the work goes on when the response is dropped unfinished
+    /// (the client went away): yes for a session's request, which the
+    /// client may resume; no for a stateless one, which that cancels.
+    finish_if_dropped: bool,
+}
+
+impl Handling {
+    fn finished_if_dropped(work: impl Future<Output = ()> + Send + 'static) -> Self {
+        Handling {
+            work: Some(Box::pin(work)),
+            finish_if_dropped: true,
         }
-        // Dropping the inbound sender ends the engine session, which
-        // cancels whatever still runs.
-    });
-    respond(endpoint, receiver, None, Era::Modern).await
+    }
+
+    fn abandoned_if_dropped(work: impl Future<Output = ()> + Send + 'static) -> Self {
+        Handling {
+            work: Some(Box::pin(work)),
+            finish_if_dropped: false,
+        }
+    }
+
+    /// Runs the rest of the work on a task of its own, unless it finishes
+    /// right now.
+    fn detach(mut self) {
+        if let Some(mut work) = self.work.take()
+            && futures::FutureExt::now_or_never(&mut work).is_none()
+        {
+            tokio::spawn(work);
+        }
+    }
+}
+
+impl Drop for Handling {
+    fn drop(&mut self) {
+        if let Some(work) = self.work.take().filter(|_| self.finish_if_dropped)
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(work);
+        }
+    }
+}
+
+/// The frames of a stateless request, straight onto its response.
+struct ResponseSink(mpsc::UnboundedSender<Delivery>);
+
+impl FrameSink for ResponseSink {
+    fn send(&self, frame: OutboundFrame) -> BoxFuture<'_, Result<(), SinkClosed>> {
+        let sent = match frame.kind {
+            // Cancelled: the response ends when the session closes.
+            FrameKind::Ended => Ok(()),
+            kind => self
+                .0
+                .send(Delivery {
+                    text: Arc::from(frame.text),
+                    event_id: None,
+                    last: kind == FrameKind::Response,
+                })
+                .map_err(|_| SinkClosed),
+        };
+        Box::pin(std::future::ready(sent))
+    }
 }
 
 /// Which era a response belongs to, for its status code.
@@ -538,21 +586,43 @@ fn status_of(text: &str, era: Era) -> StatusCode {
 
 /// Answers a POST from its deliveries: plain JSON when the first message is
 /// the response (and the endpoint allows it), an SSE stream otherwise.
+/// The handling of the message runs here until the first message comes,
+/// and goes on on a task of its own if it is not done by then.
 async fn respond(
     endpoint: &Arc<McpEndpoint>,
     mut receiver: mpsc::UnboundedReceiver<Delivery>,
     guard: Option<StreamGuard>,
     era: Era,
+    mut handling: Option<Handling>,
 ) -> Response {
     let mut priming = None;
     let first = loop {
-        match receiver.recv().await {
-            Some(d) if d.text.is_empty() => priming = Some(d),
-            Some(d) => break d,
-            // The request ended without a response (cancelled, or the
-            // session closed): a stream that ends with no message says so.
-            None => return sse_response(endpoint, priming.into_iter().collect(), receiver, None),
+        let delivery = match handling.as_mut().and_then(|h| h.work.as_mut()) {
+            Some(working) => tokio::select! {
+                biased;
+                delivery = receiver.recv() => Some(delivery),
+                () = working => None,
+            },
+            None => Some(receiver.recv().await),
+        };
+        match delivery {
+            // The work is done (and must not be polled again).
+            None => {
+                if let Some(mut done) = handling.take() {
+                    done.work = None;
+                }
+            }
+            Some(Some(d)) if d.text.is_empty() => priming = Some(d),
+            Some(other) => break other,
         }
+    };
+    if let Some(handling) = handling {
+        handling.detach();
+    }
+    let Some(first) = first else {
+        // The request ended without a response (cancelled, or the session
+        // closed): a stream that ends with no message says so.
+        return sse_response(endpoint, priming.into_iter().collect(), receiver, None);
     };
     if first.last && endpoint.config.response_mode == ResponseMode::Auto {
         let status = status_of(&first.text, era);

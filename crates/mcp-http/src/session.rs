@@ -1,11 +1,13 @@
-//! Legacy-era HTTP sessions: one engine session per `Mcp-Session-Id`, and a
-//! router task that puts each outgoing message on exactly one stream.
+//! Legacy-era HTTP sessions: one engine session per `Mcp-Session-Id`,
+//! driven by the HTTP requests themselves, and a routing table that puts
+//! each outgoing message on exactly one stream.
 //!
-//! The router task owns the map from requests to streams, so registering a
-//! stream, attaching a resumed connection and delivering a message happen in
-//! one order: every message is stored (for resumption) before it is sent,
-//! and a resumed connection gets what it missed, then what follows, with
-//! nothing lost or repeated.
+//! An idle session is only state: no task and no channel. Each POST runs
+//! its messages through the session's [`DirectSession`]; what the engine
+//! sends goes through [`Routes`], which stores it (for resumption) and
+//! hands it to the connection of its stream under one lock, so that
+//! registering a stream, attaching a resumed connection and delivering a
+//! message happen in one order, with nothing lost or repeated.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -13,13 +15,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_core::{
-    FrameKind, InboundFrame, OutboundFrame, Peer, RunningSession, Service, SessionConfig, Transport,
+    BoxFuture, DirectSession, FrameKind, FrameSink, InboundFrame, OutboundFrame, Peer, Service,
+    SessionConfig, SinkClosed,
 };
 use mcp_schema::ProtocolVersion;
 use mcp_schema::jsonrpc::RequestId;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::config::{HttpConfig, ResponseMode};
 use crate::event_store::{EventId, EventStore, StreamId};
 
 /// One message on its way to an HTTP response stream.
@@ -36,30 +40,6 @@ pub(crate) struct Delivery {
 /// The id of the standalone (GET) stream of a session.
 const STANDALONE: &str = "0";
 
-/// Instructions to a session's router task.
-enum Control {
-    /// Messages about these requests go to a new stream, which starts with
-    /// a priming event when `priming` is set.
-    Open {
-        requests: Vec<RequestId>,
-        stream: StreamId,
-        sink: mpsc::UnboundedSender<Delivery>,
-        priming: bool,
-    },
-    /// A connection for the standalone stream.
-    OpenStandalone {
-        sink: mpsc::UnboundedSender<Delivery>,
-        priming: bool,
-        taken: oneshot::Sender<bool>,
-    },
-    /// A connection resuming after `last_event_id`.
-    Resume {
-        last_event_id: String,
-        sink: mpsc::UnboundedSender<Delivery>,
-        done: oneshot::Sender<ResumeOutcome>,
-    },
-}
-
 /// What became of a resumption.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ResumeOutcome {
@@ -74,55 +54,42 @@ pub(crate) enum ResumeOutcome {
 /// A live legacy session.
 pub(crate) struct HttpSession {
     pub(crate) id: Arc<str>,
-    inbound: mpsc::Sender<InboundFrame>,
-    control: mpsc::UnboundedSender<Control>,
-    pub(crate) peer: Peer,
+    engine: DirectSession,
+    routes: Arc<Routes>,
     last_active: Mutex<Instant>,
     open_streams: AtomicUsize,
     next_stream: AtomicU64,
-    store: Arc<dyn EventStore>,
 }
 
 impl HttpSession {
-    /// Starts the engine session and its router.
-    fn start(
+    /// A new session whose engine sends through its routing table.
+    fn new(
         id: Arc<str>,
         service: Arc<dyn Service>,
         config: SessionConfig,
         store: Arc<dyn EventStore>,
-    ) -> (Arc<HttpSession>, RunningSession) {
-        let (in_tx, in_rx) = mpsc::channel(mcp_core::DEFAULT_CHANNEL_CAPACITY);
-        let (out_tx, out_rx) = mpsc::channel(mcp_core::DEFAULT_CHANNEL_CAPACITY);
-        let running = mcp_core::serve(
-            Transport {
-                inbound: in_rx,
-                outbound: out_tx,
-                flushed: None,
-            },
-            service,
-            config,
-        );
-        let (control_tx, control_rx) = mpsc::unbounded_channel();
-        let session = Arc::new(HttpSession {
-            id: Arc::clone(&id),
-            inbound: in_tx,
-            control: control_tx,
-            peer: running.peer().clone(),
+        json_replies: bool,
+    ) -> Arc<HttpSession> {
+        let routes = Arc::new(Routes {
+            session: Arc::clone(&id),
+            store,
+            json_replies,
+            table: tokio::sync::Mutex::new(RouteTable::default()),
+        });
+        let engine = DirectSession::new(Arc::clone(&routes) as Arc<dyn FrameSink>, service, config);
+        Arc::new(HttpSession {
+            id,
+            engine,
+            routes,
             last_active: Mutex::new(Instant::now()),
             open_streams: AtomicUsize::new(0),
             next_stream: AtomicU64::new(1),
-            store: Arc::clone(&store),
-        });
-        tokio::spawn(
-            Router {
-                session: id,
-                store,
-                streams: HashMap::new(),
-                by_request: HashMap::new(),
-            }
-            .run(out_rx, control_rx),
-        );
-        (session, running)
+        })
+    }
+
+    /// The handle to the client.
+    pub(crate) fn peer(&self) -> &Peer {
+        self.engine.peer()
     }
 
     /// Marks the session as used now.
@@ -139,37 +106,50 @@ impl HttpSession {
 
     /// The revision negotiated at `initialize`.
     pub(crate) fn revision(&self) -> Option<ProtocolVersion> {
-        self.peer.negotiated().and_then(|n| n.revision)
+        self.peer().negotiated().and_then(|n| n.revision)
     }
 
-    /// Hands a frame to the engine.
-    pub(crate) async fn feed(
+    /// Whether the session has ended.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.peer().is_closed()
+    }
+
+    /// Runs a frame through the engine (see [`DirectSession::handle`]).
+    pub(crate) fn handle(
         &self,
         text: String,
         extensions: Option<Arc<mcp_core::Extensions>>,
-    ) -> bool {
-        self.inbound
-            .send(InboundFrame::new(text, extensions))
-            .await
-            .is_ok()
+    ) -> impl Future<Output = ()> + Send + 'static {
+        self.engine.handle(InboundFrame::new(text, extensions))
     }
 
     /// Opens a stream for the responses to `requests`; deliveries arrive on
-    /// the returned receiver. Call before feeding the requests.
-    pub(crate) fn open_stream(
+    /// the returned receiver. Call before handing the requests in.
+    /// `None` once the session has ended.
+    pub(crate) async fn open_stream(
         &self,
         requests: Vec<RequestId>,
-    ) -> mpsc::UnboundedReceiver<Delivery> {
+    ) -> Option<mpsc::UnboundedReceiver<Delivery>> {
         let (sink, rx) = mpsc::unbounded_channel();
         let stream = self.next_stream.fetch_add(1, Ordering::Relaxed).to_string();
         let priming = self.primes_streams();
-        let _ = self.control.send(Control::Open {
-            requests,
+        let mut table = self.routes.table.lock().await;
+        // Checked under the lock that `close` clears the table under.
+        if self.is_closed() {
+            return None;
+        }
+        for id in requests {
+            table.by_request.insert(id, stream.clone());
+        }
+        table.streams.insert(
             stream,
-            sink,
-            priming,
-        });
-        rx
+            StreamRoute {
+                sink,
+                fresh: true,
+                priming,
+            },
+        );
+        Some(rx)
     }
 
     /// Streams start with a priming event from 2025-11-25 on (SEP-1699):
@@ -181,17 +161,24 @@ impl HttpSession {
 
     /// Opens the standalone stream; `None` if one is already open.
     pub(crate) async fn open_standalone(&self) -> Option<mpsc::UnboundedReceiver<Delivery>> {
-        let (sink, rx) = mpsc::unbounded_channel();
-        let (taken, answer) = oneshot::channel();
         let priming = self.primes_streams();
-        self.control
-            .send(Control::OpenStandalone {
-                sink,
-                priming,
-                taken,
-            })
-            .ok()?;
-        answer.await.ok().filter(|ok| *ok).map(|_| rx)
+        let mut table = self.routes.table.lock().await;
+        if self.is_closed()
+            || table
+                .streams
+                .get(STANDALONE)
+                .is_some_and(|s| !s.sink.is_closed())
+        {
+            return None;
+        }
+        let (sink, rx) = mpsc::unbounded_channel();
+        if priming {
+            self.routes.prime(STANDALONE, &sink).await;
+        }
+        table
+            .streams
+            .insert(STANDALONE.to_owned(), StreamRoute::started(sink));
+        Some(rx)
     }
 
     /// Resumes the stream of `last_event_id` on a new connection.
@@ -200,13 +187,42 @@ impl HttpSession {
         last_event_id: String,
     ) -> (ResumeOutcome, mpsc::UnboundedReceiver<Delivery>) {
         let (sink, rx) = mpsc::unbounded_channel();
-        let (done, answer) = oneshot::channel();
-        let _ = self.control.send(Control::Resume {
-            last_event_id,
-            sink,
-            done,
-        });
-        (answer.await.unwrap_or(ResumeOutcome::Unknown), rx)
+        let mut table = self.routes.table.lock().await;
+        if self.is_closed() {
+            return (ResumeOutcome::Unknown, rx);
+        }
+        let replay = self
+            .routes
+            .store
+            .replay_after(&self.routes.session, &last_event_id)
+            .await;
+        let outcome = match replay {
+            Ok(replay) => {
+                for (id, text) in replay
+                    .events
+                    .into_iter()
+                    .filter(|(_, text)| !text.is_empty())
+                {
+                    let _ = sink.send(Delivery {
+                        text,
+                        event_id: Some(id),
+                        last: false,
+                    });
+                }
+                let live = replay.stream == STANDALONE
+                    || table.by_request.values().any(|s| *s == replay.stream);
+                if live {
+                    table
+                        .streams
+                        .insert(replay.stream, StreamRoute::started(sink));
+                    ResumeOutcome::Live
+                } else {
+                    ResumeOutcome::Ended
+                }
+            }
+            Err(_) => ResumeOutcome::Unknown,
+        };
+        (outcome, rx)
     }
 
     /// Counts an open SSE connection; the session does not expire while it lasts.
@@ -215,10 +231,23 @@ impl HttpSession {
         StreamGuard(Arc::clone(self))
     }
 
-    /// Ends the session: the engine stops, streams end, stored events go.
+    /// Ends the session: requests in flight stop, streams end, stored
+    /// events go.
     pub(crate) async fn close(&self) {
-        self.peer.close();
-        self.store.drop_session(&self.id).await;
+        self.engine.close();
+        self.routes.table.lock().await.clear();
+        self.routes.store.drop_session(&self.id).await;
+    }
+
+    /// Ends the session and its streams, keeping stored events (server
+    /// shutdown).
+    fn end(&self) {
+        self.engine.close();
+        if let Ok(mut table) = self.routes.table.try_lock() {
+            return table.clear();
+        }
+        let routes = Arc::clone(&self.routes);
+        tokio::spawn(async move { routes.table.lock().await.clear() });
     }
 }
 
@@ -232,100 +261,57 @@ impl Drop for StreamGuard {
     }
 }
 
-/// The per-session task that decides where each outgoing message goes.
-struct Router {
+/// Where a session's outgoing messages go: its event store and the live
+/// connection of each stream.
+struct Routes {
     session: Arc<str>,
     store: Arc<dyn EventStore>,
+    /// A response that is the first message of its stream goes out as a
+    /// plain JSON reply (`ResponseMode::Auto`), so it is not stored.
+    json_replies: bool,
+    table: tokio::sync::Mutex<RouteTable>,
+}
+
+/// The session's streams, held under the lock that orders deliveries.
+#[derive(Default)]
+struct RouteTable {
     /// Live connections by stream.
-    streams: HashMap<StreamId, mpsc::UnboundedSender<Delivery>>,
+    streams: HashMap<StreamId, StreamRoute>,
     /// Which stream carries the messages about a request.
     by_request: HashMap<RequestId, StreamId>,
 }
 
-impl Router {
-    async fn run(
-        mut self,
-        mut outbound: mpsc::Receiver<OutboundFrame>,
-        mut control: mpsc::UnboundedReceiver<Control>,
-    ) {
-        loop {
-            tokio::select! {
-                // Instructions first: a stream is registered before the engine
-                // can answer the request it is for.
-                biased;
-                Some(instruction) = control.recv() => self.on_control(instruction).await,
-                frame = outbound.recv() => match frame {
-                    Some(frame) => self.deliver(frame).await,
-                    None => break,
-                },
-            }
+/// The live connection of a stream.
+struct StreamRoute {
+    sink: mpsc::UnboundedSender<Delivery>,
+    /// Nothing was sent on it yet: it becomes an event stream (primed,
+    /// where `priming`) only when a message other than its response comes
+    /// first.
+    fresh: bool,
+    priming: bool,
+}
+
+impl StreamRoute {
+    /// A route for a connection whose stream is already under way.
+    fn started(sink: mpsc::UnboundedSender<Delivery>) -> Self {
+        StreamRoute {
+            sink,
+            fresh: false,
+            priming: false,
         }
     }
+}
 
-    async fn on_control(&mut self, instruction: Control) {
-        match instruction {
-            Control::Open {
-                requests,
-                stream,
-                sink,
-                priming,
-            } => {
-                for id in requests {
-                    self.by_request.insert(id, stream.clone());
-                }
-                if priming {
-                    self.prime(&stream, &sink).await;
-                }
-                self.streams.insert(stream, sink);
-            }
-            Control::OpenStandalone {
-                sink,
-                priming,
-                taken,
-            } => {
-                let busy = self.streams.get(STANDALONE).is_some_and(|s| !s.is_closed());
-                if !busy {
-                    if priming {
-                        self.prime(STANDALONE, &sink).await;
-                    }
-                    self.streams.insert(STANDALONE.to_owned(), sink);
-                }
-                let _ = taken.send(!busy);
-            }
-            Control::Resume {
-                last_event_id,
-                sink,
-                done,
-            } => {
-                let outcome = match self.store.replay_after(&self.session, &last_event_id).await {
-                    Ok(replay) => {
-                        for (id, text) in replay
-                            .events
-                            .into_iter()
-                            .filter(|(_, text)| !text.is_empty())
-                        {
-                            let _ = sink.send(Delivery {
-                                text,
-                                event_id: Some(id),
-                                last: false,
-                            });
-                        }
-                        let live = replay.stream == STANDALONE
-                            || self.by_request.values().any(|s| *s == replay.stream);
-                        if live {
-                            self.streams.insert(replay.stream, sink);
-                            ResumeOutcome::Live
-                        } else {
-                            ResumeOutcome::Ended
-                        }
-                    }
-                    Err(_) => ResumeOutcome::Unknown,
-                };
-                let _ = done.send(outcome);
-            }
-        }
+impl FrameSink for Routes {
+    fn send(&self, frame: OutboundFrame) -> BoxFuture<'_, Result<(), SinkClosed>> {
+        Box::pin(async move {
+            self.deliver(frame).await;
+            Ok(())
+        })
     }
+}
 
+impl Routes {
     /// Stores an empty event at the start of `stream` and sends it, so the
     /// client has an id to resume from before any message arrives.
     async fn prime(&self, stream: &str, sink: &mpsc::UnboundedSender<Delivery>) {
@@ -340,24 +326,43 @@ impl Router {
         });
     }
 
-    async fn deliver(&mut self, frame: OutboundFrame) {
+    async fn deliver(&self, frame: OutboundFrame) {
+        let mut table = self.table.lock().await;
         if frame.kind == FrameKind::Ended {
-            return self.request_ended(frame.related.as_ref());
+            return table.request_ended(frame.related.as_ref());
         }
         let stream = frame
             .related
             .as_ref()
-            .and_then(|id| self.by_request.get(id))
+            .and_then(|id| table.by_request.get(id))
             .cloned()
             .unwrap_or_else(|| STANDALONE.to_owned());
         let text: Arc<str> = Arc::from(frame.text);
+        let last = frame.kind == FrameKind::Response && stream != STANDALONE;
+        if let Some(route) = table.streams.get_mut(&stream)
+            && route.fresh
+        {
+            route.fresh = false;
+            if last && self.json_replies {
+                // A plain JSON reply: nothing to resume, nothing to store.
+                let _ = route.sink.send(Delivery {
+                    text,
+                    event_id: None,
+                    last,
+                });
+                return table.stream_done(&stream);
+            }
+            if route.priming {
+                self.prime(&stream, &route.sink).await;
+            }
+        }
         let event_id = Some(
             self.store
                 .append(&self.session, &stream, Arc::clone(&text))
                 .await,
         );
-        let last = frame.kind == FrameKind::Response && stream != STANDALONE;
-        if let Some(sink) = self.streams.get(&stream) {
+        if let Some(route) = table.streams.get(&stream) {
+            let sink = &route.sink;
             // A dropped connection is not a cancellation: the message stays
             // in the store for a resuming client.
             let _ = sink.send(Delivery {
@@ -367,9 +372,22 @@ impl Router {
             });
         }
         if last {
-            self.streams.remove(&stream);
-            self.by_request.retain(|_, s| *s != stream);
+            table.stream_done(&stream);
         }
+    }
+}
+
+impl RouteTable {
+    /// The stream's response went out: it and its requests are done.
+    fn stream_done(&mut self, stream: &str) {
+        self.streams.remove(stream);
+        self.by_request.retain(|_, s| s != stream);
+    }
+
+    /// Forgets every stream: their connections end.
+    fn clear(&mut self) {
+        self.streams.clear();
+        self.by_request.clear();
     }
 
     /// A request ended without a response (cancelled): its stream ends
@@ -397,15 +415,19 @@ pub(crate) struct SessionManager {
     max: usize,
     idle_timeout: Duration,
     store: Arc<dyn EventStore>,
+    json_replies: bool,
 }
 
 impl SessionManager {
-    pub(crate) fn new(max: usize, idle_timeout: Duration, store: Arc<dyn EventStore>) -> Arc<Self> {
+    /// The sessions of an endpoint with these settings.
+    pub(crate) fn new(config: &HttpConfig) -> Arc<Self> {
+        let idle_timeout = config.session_idle_timeout;
         let manager = Arc::new(SessionManager {
             sessions: Mutex::new(HashMap::new()),
-            max,
+            max: config.max_sessions,
             idle_timeout,
-            store,
+            store: Arc::clone(&config.event_store),
+            json_replies: config.response_mode == ResponseMode::Auto,
         });
         let weak = Arc::downgrade(&manager);
         let every = (idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
@@ -434,9 +456,13 @@ impl SessionManager {
             return Err(SessionLimit::Full);
         }
         let id: Arc<str> = Arc::from(new_session_id());
-        let (session, running) =
-            HttpSession::start(Arc::clone(&id), service, config, Arc::clone(&self.store));
-        tokio::spawn(running.wait());
+        let session = HttpSession::new(
+            Arc::clone(&id),
+            service,
+            config,
+            Arc::clone(&self.store),
+            self.json_replies,
+        );
         self.map().insert(id, Arc::clone(&session));
         Ok(session)
     }
@@ -488,7 +514,7 @@ impl SessionManager {
     pub(crate) fn close_all(&self) {
         let all: Vec<Arc<HttpSession>> = self.map().drain().map(|(_, s)| s).collect();
         for session in all {
-            session.peer.close();
+            session.end();
         }
     }
 }

@@ -1,0 +1,233 @@
+//! `mcp bench --sessions N`: what idle legacy Streamable HTTP sessions cost
+//! a server, and whether it gives the memory back.
+//!
+//! Each session is opened the way a client opens one (`initialize`, then
+//! `notifications/initialized`) over a single keep-alive connection, and is
+//! then left alone: no stream open and no connection of its own, so what
+//! the server's memory grows by is the session state itself. The sessions
+//! are then deleted (`DELETE`), and with `--cycles K` the whole round is
+//! repeated, to show whether memory comes back or leaks.
+
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use serde::Serialize;
+use serde_json::Value;
+
+/// The revision the sessions ask for; the server may answer with another.
+const REQUESTED_REVISION: &str = "2025-11-25";
+
+/// The report of a run.
+#[derive(Debug, Serialize)]
+struct Report {
+    sessions: usize,
+    rss_kib_before: u64,
+    /// After opening the first round.
+    rss_kib_open: u64,
+    /// After deleting the first round.
+    rss_kib_after_close: u64,
+    kib_per_session: f64,
+    kib_returned: u64,
+    /// RSS after opening and after deleting, round by round.
+    cycles: Vec<Cycle>,
+    /// How much the RSS after the last round's deletion exceeds the one
+    /// after the first round's, in percent.
+    growth_percent: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct Cycle {
+    rss_kib_open: u64,
+    rss_kib_closed: u64,
+}
+
+/// Opens `n` idle sessions at `url` `cycles` times, deleting them after
+/// each round, and reports the RSS of process `pid`.
+pub async fn run(url: &str, pid: u32, n: usize, cycles: usize, json: bool) -> Result<()> {
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        bail!("--sessions measures Streamable HTTP sessions: give an http(s):// URL");
+    }
+    if n == 0 || cycles == 0 {
+        bail!("--sessions and --cycles must be at least 1");
+    }
+    let http = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .timeout(Duration::from_secs(30))
+        .build()?;
+    let rss = || crate::bench::rss_kib(pid).context("cannot read the server's memory");
+    let settle = || tokio::time::sleep(Duration::from_millis(500));
+    settle().await;
+    let before = rss()?;
+    let mut rounds = Vec::with_capacity(cycles);
+    for _ in 0..cycles {
+        let mut open = Vec::with_capacity(n);
+        for _ in 0..n {
+            open.push(open_session(&http, url).await?);
+        }
+        settle().await;
+        let rss_kib_open = rss()?;
+        for session in &open {
+            delete_session(&http, url, session).await?;
+        }
+        settle().await;
+        rounds.push(Cycle {
+            rss_kib_open,
+            rss_kib_closed: rss()?,
+        });
+    }
+    let first = &rounds[0];
+    let last = &rounds[rounds.len() - 1];
+    let report = Report {
+        sessions: n,
+        rss_kib_before: before,
+        rss_kib_open: first.rss_kib_open,
+        rss_kib_after_close: first.rss_kib_closed,
+        kib_per_session: first.rss_kib_open.saturating_sub(before) as f64 / n as f64,
+        kib_returned: first.rss_kib_open.saturating_sub(first.rss_kib_closed),
+        growth_percent: (last.rss_kib_closed as f64 - first.rss_kib_closed as f64) * 100.0
+            / first.rss_kib_closed.max(1) as f64,
+        cycles: rounds,
+    };
+    print(&report, json)
+}
+
+fn print(report: &Report, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(report)?);
+        return Ok(());
+    }
+    println!(
+        "sessions:          {} (idle: no stream, no connection)",
+        report.sessions
+    );
+    println!("server RSS before: {} KiB", report.rss_kib_before);
+    println!(
+        "with sessions:     {} KiB ({:.1} KiB per session)",
+        report.rss_kib_open, report.kib_per_session
+    );
+    println!(
+        "after deleting:    {} KiB ({} KiB returned)",
+        report.rss_kib_after_close, report.kib_returned
+    );
+    if report.cycles.len() > 1 {
+        for (i, cycle) in report.cycles.iter().enumerate() {
+            println!(
+                "round {:>3}:         {} KiB open, {} KiB deleted",
+                i + 1,
+                cycle.rss_kib_open,
+                cycle.rss_kib_closed
+            );
+        }
+        println!(
+            "growth:            {:+.1}% from the first round to the last",
+            report.growth_percent
+        );
+    }
+    Ok(())
+}
+
+fn headers(session: Option<&Session>) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        ACCEPT,
+        HeaderValue::from_static("application/json, text/event-stream"),
+    );
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(session) = session {
+        headers.insert("mcp-session-id", session.id.clone());
+        headers.insert("mcp-protocol-version", session.revision.clone());
+    }
+    headers
+}
+
+/// A session the server handed out.
+struct Session {
+    id: HeaderValue,
+    revision: HeaderValue,
+}
+
+/// `initialize` and `notifications/initialized`: one established session.
+async fn open_session(http: &reqwest::Client, url: &str) -> Result<Session> {
+    let initialize = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": REQUESTED_REVISION,
+            "capabilities": {},
+            "clientInfo": {"name": "mcp-bench", "version": env!("CARGO_PKG_VERSION")},
+        },
+    });
+    let response = http
+        .post(url)
+        .headers(headers(None))
+        .json(&initialize)
+        .send()
+        .await
+        .context("initialize")?;
+    let status = response.status();
+    let id = response.headers().get("mcp-session-id").cloned();
+    let body = response.text().await.context("initialize")?;
+    let Some(id) = id.filter(|_| status.is_success()) else {
+        bail!("initialize got {status} and no session id: {body}");
+    };
+    let revision = negotiated_revision(&body)
+        .with_context(|| format!("initialize got no protocolVersion: {body}"))?;
+    let session = Session {
+        id,
+        revision: HeaderValue::from_str(&revision)?,
+    };
+    let initialized = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let response = http
+        .post(url)
+        .headers(headers(Some(&session)))
+        .json(&initialized)
+        .send()
+        .await
+        .context("notifications/initialized")?;
+    if !response.status().is_success() {
+        bail!("notifications/initialized got {}", response.status());
+    }
+    Ok(session)
+}
+
+async fn delete_session(http: &reqwest::Client, url: &str, session: &Session) -> Result<()> {
+    let response = http
+        .delete(url)
+        .headers(headers(Some(session)))
+        .send()
+        .await
+        .context("DELETE")?;
+    // 405: the server does not let clients end sessions; they expire.
+    if !(response.status().is_success() || response.status() == 405) {
+        bail!("DELETE got {}", response.status());
+    }
+    Ok(())
+}
+
+/// The `protocolVersion` of an `initialize` response, sent as JSON or as
+/// the data of an SSE event.
+fn negotiated_revision(body: &str) -> Option<String> {
+    let from_json = |text: &str| -> Option<String> {
+        let value: Value = serde_json::from_str(text).ok()?;
+        Some(value["result"]["protocolVersion"].as_str()?.to_owned())
+    };
+    from_json(body).or_else(|| {
+        body.lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .find_map(|data| from_json(data.trim_start()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn revision_from_json_or_sse() {
+        let json = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}"#;
+        assert_eq!(negotiated_revision(json).as_deref(), Some("2025-06-18"));
+        let sse = format!("id: 1\ndata:\n\nevent: message\ndata: {json}\n\n");
+        assert_eq!(negotiated_revision(&sse).as_deref(), Some("2025-06-18"));
+        assert_eq!(negotiated_revision("{}"), None);
+    }
+}
