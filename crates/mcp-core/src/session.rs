@@ -302,6 +302,17 @@ impl DirectSession {
         }
     }
 
+    /// Like [`DirectSession::handle`], for a frame the transport has
+    /// already parsed (to route it), so it is not parsed twice.
+    pub fn handle_parsed(
+        &self,
+        frame: Frame,
+        extensions: Option<Arc<Extensions>>,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let engine = Arc::clone(&self.engine);
+        async move { engine.on_parsed(frame, extensions, Dispatch::Inline).await }
+    }
+
     /// Ends the session: requests still running are cancelled, waiting
     /// outgoing requests fail, and the service hears that it closed.
     pub fn close(&self) {
@@ -432,12 +443,23 @@ impl Engine {
 
     async fn on_frame(&self, text: &str, extensions: Option<Arc<Extensions>>, dispatch: Dispatch) {
         match Message::parse_frame(text) {
-            Ok(Frame::Single(message)) => {
+            Ok(frame) => self.on_parsed(frame, extensions, dispatch).await,
+            Err(ErrorResponse { id, error }) => self.send_error(id, error).await,
+        }
+    }
+
+    async fn on_parsed(
+        &self,
+        frame: Frame,
+        extensions: Option<Arc<Extensions>>,
+        dispatch: Dispatch,
+    ) {
+        match frame {
+            Frame::Single(message) => {
                 self.on_message(message, Reply::Direct, extensions, dispatch)
                     .await
             }
-            Ok(Frame::Batch(items)) => self.on_batch(items, extensions).await,
-            Err(ErrorResponse { id, error }) => self.send_error(id, error).await,
+            Frame::Batch(items) => self.on_batch(items, extensions).await,
         }
     }
 

@@ -13,8 +13,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures::Stream;
 use mcp_core::{
-    BoxFuture, DirectSession, Extensions, FrameKind, FrameSink, InboundFrame, OutboundFrame,
-    Service, SessionConfig, SinkClosed,
+    BoxFuture, DirectSession, Extensions, FrameKind, FrameSink, OutboundFrame, Service,
+    SessionConfig, SinkClosed,
 };
 use mcp_schema::jsonrpc::{self, ErrorObject, Frame, Message, RequestId};
 use mcp_schema::{ProtocolVersion, error_codes, methods};
@@ -311,7 +311,7 @@ async fn handle_post(
             ErrorObject::invalid_request("Accept must list application/json and text/event-stream");
         return error_response(StatusCode::NOT_ACCEPTABLE, None, &error);
     }
-    let (text, frame) = match read_message(body) {
+    let (_, frame) = match read_message(body) {
         Ok(read) => read,
         Err(refusal) => return *refusal,
     };
@@ -322,11 +322,11 @@ async fn handle_post(
     }
     let extensions = extensions.map(|Extension(e)| e.0);
     match header_str(&headers, SESSION_ID) {
-        Some(id) => post_to_session(&endpoint, id, &headers, frame, text, extensions).await,
+        Some(id) => post_to_session(&endpoint, id, &headers, frame, extensions).await,
         None if is_initialize(&frame) && !names_modern_version(&headers) => {
-            post_initialize(&endpoint, frame, text, extensions).await
+            post_initialize(&endpoint, frame, extensions).await
         }
-        None => post_stateless(&endpoint, &headers, frame, text, extensions).await,
+        None => post_stateless(&endpoint, &headers, frame, extensions).await,
     }
 }
 
@@ -334,7 +334,6 @@ async fn handle_post(
 async fn post_initialize(
     endpoint: &Arc<McpEndpoint>,
     frame: Frame,
-    text: String,
     extensions: Option<Arc<Extensions>>,
 ) -> Response {
     let session = match endpoint.sessions.create(
@@ -355,7 +354,7 @@ async fn post_initialize(
         );
     };
     // The engine answers initialize itself, right away.
-    session.handle(text, extensions).await;
+    session.handle(frame, extensions).await;
     let mut response = respond(endpoint, receiver, None, Era::Legacy, None).await;
     if session.revision().is_none() {
         // initialize failed (bad params): no session was established.
@@ -374,7 +373,6 @@ async fn post_to_session(
     id: &str,
     headers: &HeaderMap,
     frame: Frame,
-    text: String,
     extensions: Option<Arc<Extensions>>,
 ) -> Response {
     let Some(session) = endpoint.sessions.get(id) else {
@@ -409,7 +407,7 @@ async fn post_to_session(
         if session.is_closed() {
             return ended();
         }
-        session.handle(text, extensions).await;
+        session.handle(frame, extensions).await;
         return StatusCode::ACCEPTED.into_response();
     }
     let guard = session.stream_opened();
@@ -418,7 +416,7 @@ async fn post_to_session(
     };
     // A client that disconnects does not cancel its request in this era,
     // and may resume the stream to read the response.
-    let handling = Handling::finished_if_dropped(session.handle(text, extensions));
+    let handling = Handling::finished_if_dropped(session.handle(frame, extensions));
     respond(endpoint, receiver, Some(guard), Era::Legacy, Some(handling)).await
 }
 
@@ -429,7 +427,6 @@ async fn post_stateless(
     endpoint: &Arc<McpEndpoint>,
     headers: &HeaderMap,
     frame: Frame,
-    text: String,
     extensions: Option<Arc<Extensions>>,
 ) -> Response {
     if let Err(error) = check_headers(headers, &frame, endpoint.service.as_ref()) {
@@ -443,7 +440,8 @@ async fn post_stateless(
         Arc::clone(&endpoint.service),
         endpoint.session_config.clone(),
     );
-    let handling = session.handle(InboundFrame::new(text, extensions));
+    let notifications_only = request_ids(&frame).is_empty();
+    let handling = session.handle_parsed(frame, extensions);
     let closing = CloseOnDrop(session);
     let work = async move {
         // However the request ends (answered, abandoned, or this future
@@ -456,7 +454,7 @@ async fn post_stateless(
             () = response_gone.closed() => {}
         }
     };
-    if request_ids(&frame).is_empty() {
+    if notifications_only {
         work.await;
         return StatusCode::ACCEPTED.into_response();
     }

@@ -15,11 +15,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_core::{
-    BoxFuture, DirectSession, FrameKind, FrameSink, InboundFrame, OutboundFrame, Peer, Service,
-    SessionConfig, SinkClosed,
+    BoxFuture, DirectSession, FrameKind, FrameSink, OutboundFrame, Peer, Service, SessionConfig,
+    SinkClosed,
 };
 use mcp_schema::ProtocolVersion;
-use mcp_schema::jsonrpc::RequestId;
+use mcp_schema::jsonrpc::{Frame, RequestId};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -114,13 +114,13 @@ impl HttpSession {
         self.peer().is_closed()
     }
 
-    /// Runs a frame through the engine (see [`DirectSession::handle`]).
+    /// Runs a parsed frame through the engine (see [`DirectSession::handle`]).
     pub(crate) fn handle(
         &self,
-        text: String,
+        frame: Frame,
         extensions: Option<Arc<mcp_core::Extensions>>,
     ) -> impl Future<Output = ()> + Send + 'static {
-        self.engine.handle(InboundFrame::new(text, extensions))
+        self.engine.handle_parsed(frame, extensions)
     }
 
     /// Opens a stream for the responses to `requests`; deliveries arrive on
