@@ -359,7 +359,8 @@ struct Engine {
 /// How a request's handler runs.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Dispatch {
-    /// On a task of its own, so the reading loop goes on (a session task).
+    /// On a task of its own unless it finishes on its first poll, so the
+    /// reading loop goes on (a session task).
     Spawn,
     /// In the caller's future (a transport driving the session).
     Inline,
@@ -631,7 +632,12 @@ impl Engine {
         };
         match dispatch {
             Dispatch::Spawn => {
-                self.tracker.spawn(work);
+                // A handler that finishes at once (most do) is answered
+                // here, without a task of its own and the hop to it.
+                let mut work = Box::pin(work);
+                if futures::FutureExt::now_or_never(&mut work).is_none() {
+                    self.tracker.spawn(work);
+                }
             }
             Dispatch::Inline => self.tracker.track_future(work).await,
         }
