@@ -217,13 +217,23 @@ l = r["latency_ms"]
 note = "p50 %.3f ms, p99 %.3f ms" % (l["p50"], l["p99"])
 if r["errors"]:
     note += ", %d errors" % r["errors"]
-print("%.0f\t%s" % (r["throughput"], note))
+# The server's CPU time per call (with --pid): what a call costs the server
+# even when the load generator, sharing the machine, is what limits the rate.
+process = r.get("server_process") or {}
+cpu = "n/a"
+if process.get("cpu_percent") and r["throughput"] > 0:
+    cpu = "%.1f" % (process["cpu_percent"] / 100 / r["throughput"] * 1e6)
+print("%.0f\t%s\t%s" % (r["throughput"], note, cpu))
 EOF
   )"; then
     skip "$row" "$column" "unusable report (see $file.json)"
     return 0
   fi
-  record "$row" "$column" "${summary%%$'\t'*}" "${summary#*$'\t'}"
+  local throughput="${summary%%$'\t'*}" rest="${summary#*$'\t'}"
+  record "$row" "$column" "$throughput" "${rest%%$'\t'*}"
+  if [ "${rest##*$'\t'}" != n/a ]; then
+    record "$row" "$column.cpu" "${rest##*$'\t'}" "server CPU microseconds per call"
+  fi
 }
 
 # bench_sessions ROW PID ARGS...: the server's memory per idle session.
@@ -281,7 +291,13 @@ run_server() {
     if start_server "$row" "$port" "${command[@]}"; then
       log "$row: listening at $url, pid $server_pid"
       http_load "$row" "$era" "$url" "$server_pid" "$args"
-      bench_sessions "$row" "$server_pid" -s "$url" --era "$era"
+      if [ "$era" = modern ]; then
+        skip "$row" sessions "2026-07-28 has no sessions"
+      elif [ "$row" = "bare axum" ]; then
+        skip "$row" sessions "no MCP, no sessions"
+      else
+        bench_sessions "$row" "$server_pid" -s "$url"
+      fi
     else
       for word in http1 http16 sessions; do skip "$row" "$word" "the server did not start"; done
     fi
@@ -311,8 +327,10 @@ run_rmcp() {
   stop_servers
   port="$(free_port)"
   url="http://127.0.0.1:$port/mcp"
-  if start_server "$row-stateful" "$port" "$rmcp_echo" http "127.0.0.1:$port" --stateful; then
-    bench_sessions "$row" "$server_pid" -s "$url" --era "$era"
+  if [ "$era" = modern ]; then
+    skip "$row" sessions "2026-07-28 has no sessions"
+  elif start_server "$row-stateful" "$port" "$rmcp_echo" http "127.0.0.1:$port" --stateful; then
+    bench_sessions "$row" "$server_pid" -s "$url"
   else
     skip "$row" sessions "the stateful server did not start"
   fi
@@ -395,20 +413,33 @@ def ours_for(row):
     return "mcp (legacy)"
 
 
+cpu_columns = [("http1.cpu", "HTTP c=1"), ("http16.cpu", "HTTP c=16")]
+if any(number(r, c) for r in cells for c, _ in cpu_columns):
+    out.append("")
+    out.append("Server CPU per call (microseconds, lower is better; the load generator shares "
+               "the machine, so where it limits the rate this is the fairer comparison):")
+    out.append("")
+    out.append("| server | " + " | ".join(t for _, t in cpu_columns) + " |")
+    out.append("|---|" + "---:|" * len(cpu_columns))
+    for row in cells:
+        out.append("| %s | %s |" % (row, " | ".join(
+            cells[row].get(c, ("n/a", ""))[0] for c, _ in cpu_columns)))
+
 peers = [r for r in cells if not r.startswith("mcp ")]
 if peers:
     out.append("")
     out.append("Ours vs each peer (throughput: ours / theirs, above 1 is ours faster; "
-               "memory: theirs / ours, above 1 is ours smaller; same era where both have it):")
+               "memory and CPU: theirs / ours, above 1 is ours smaller; same era where both have it):")
     out.append("")
-    out.append("| peer | vs | " + " | ".join(t.split(" (")[0] for _, t in columns) + " |")
-    out.append("|---|---|" + "---:|" * len(columns))
+    compared = columns + [("http16.cpu", "server CPU per call at c=16")]
+    out.append("| peer | vs | " + " | ".join(t.split(" (")[0] for _, t in compared) + " |")
+    out.append("|---|---|" + "---:|" * len(compared))
     for row in peers:
         ours = ours_for(row)
         parts = []
-        for column, _ in columns:
+        for column, _ in compared:
             a, b = number(ours, column), number(row, column)
-            if column == "sessions":
+            if column in ("sessions", "http16.cpu"):
                 a, b = b, a
             if a is None or b is None or b <= 0:
                 parts.append("n/a")
@@ -422,9 +453,10 @@ out.append("Servers: mcp = `mcp serve everything`; rmcp = bench/peers/rmcp-echo 
            "@modelcontextprotocol/server-everything %s on @modelcontextprotocol/sdk %s (stateful, "
            "SSE replies); python = bench/peers/python_echo.py on mcp %s (stateful, JSON replies); "
            "bare axum = `rmcp-echo bare`, a fixed reply with no MCP. Rows marked (modern) speak "
-           "2026-07-28, which has no sessions, so their memory column, like bare axum's, is what an "
-           "idle client's keep-alive connection costs. Stdio runs start one child per client and "
-           "report no server CPU or memory." % (rmcp, everything, ts_sdk, py_sdk))
+           "2026-07-28, which has no sessions. An idle session is opened with initialize and "
+           "notifications/initialized over one keep-alive connection and left with no stream open, "
+           "then deleted. Stdio runs start one child per client and report no server CPU or "
+           "memory." % (rmcp, everything, ts_sdk, py_sdk))
 
 skipped = [(r, c, n) for r in cells for c, (v, n) in cells[r].items() if v == "n/a"]
 if skipped:
