@@ -4,7 +4,10 @@
 //! A [`Transport`] moves whole frames; [`serve`] runs a session over it,
 //! answering what the protocol itself defines and handing every other
 //! request to the role's [`Service`]. A [`Peer`] sends requests and
-//! notifications back.
+//! notifications back. Where every message arrives on its own (HTTP), a
+//! [`DirectSession`] is driven by the transport instead, in the tasks that
+//! carry the messages, and sends through a [`FrameSink`]: an idle session
+//! then holds no task and no channel.
 //!
 //! ```
 //! use std::sync::Arc;

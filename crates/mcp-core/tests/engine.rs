@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_core::{
-    BoxFuture, FrameKind, HandlerResult, InboundFrame, IncomingRequest, OutboundFrame,
-    RequestContext, RequestError, RequestOptions, Role, RunningSession, ServerIdentity, Service,
-    SessionConfig, Transport, serve,
+    BoxFuture, DirectSession, FrameKind, FrameSink, HandlerResult, InboundFrame, IncomingRequest,
+    OutboundFrame, RequestContext, RequestError, RequestOptions, Role, RunningSession,
+    ServerIdentity, Service, SessionConfig, SinkClosed, Transport, serve,
 };
 use mcp_schema::jsonrpc;
 use mcp_schema::validation::SchemaValidator;
@@ -1355,4 +1355,129 @@ async fn an_id_in_flight_cannot_be_reused() {
     h.send(cancelled(json!(1))).await;
     assert_eq!(h.event().await, "slow:cancelled:1");
     h.expect_no_message_within(200).await;
+}
+
+// ---------------------------------------------------------------------------
+// A session its transport drives (DirectSession)
+// ---------------------------------------------------------------------------
+
+/// Keeps what a direct session sends.
+#[derive(Default)]
+struct Collected(std::sync::Mutex<Vec<OutboundFrame>>);
+
+impl Collected {
+    fn take(&self) -> Vec<OutboundFrame> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+impl FrameSink for Collected {
+    fn send(&self, frame: OutboundFrame) -> BoxFuture<'_, Result<(), SinkClosed>> {
+        self.0.lock().unwrap().push(frame);
+        Box::pin(std::future::ready(Ok(())))
+    }
+}
+
+fn direct() -> (
+    DirectSession,
+    Arc<Collected>,
+    mpsc::UnboundedReceiver<String>,
+) {
+    let (events_tx, events) = mpsc::unbounded_channel();
+    let sent = Arc::new(Collected::default());
+    let session = DirectSession::new(
+        Arc::clone(&sent) as Arc<dyn FrameSink>,
+        Arc::new(TestService { events: events_tx }),
+        SessionConfig::new(Role::Server(Arc::new(identity()))),
+    );
+    (session, sent, events)
+}
+
+async fn next_event(events: &mut mpsc::UnboundedReceiver<String>) -> String {
+    tokio::time::timeout(WAIT, events.recv())
+        .await
+        .expect("an event in time")
+        .expect("the service is alive")
+}
+
+fn text(value: Value) -> InboundFrame {
+    InboundFrame::Text(value.to_string())
+}
+
+#[tokio::test]
+async fn direct_session_answers_within_the_callers_future() {
+    let (session, sent, _events) = direct();
+    session
+        .handle(text(modern_call(1, "echo", json!({ "a": 1 }))))
+        .await;
+    let frames = sent.take();
+    assert_eq!(frames.len(), 1, "{frames:?}");
+    assert_eq!(frames[0].kind, FrameKind::Response);
+    assert_eq!(frames[0].related, Some(jsonrpc::RequestId::Number(1)));
+    let response: Value = serde_json::from_str(&frames[0].text).unwrap();
+    assert_eq!(response["result"]["resultType"], "complete", "{response}");
+    assert_eq!(response["result"]["echo"], json!({ "a": 1 }), "{response}");
+
+    // A legacy handshake on the same kind of session, then a call.
+    let init = json!({
+        "jsonrpc": "2.0", "id": 2, "method": "initialize",
+        "params": { "protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": { "name": "t", "version": "1" } }
+    });
+    session.handle(text(init)).await;
+    session
+        .handle(text(
+            json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+        ))
+        .await;
+    session.handle(text(call(3, "echo", json!({})))).await;
+    let ids: Vec<Value> = sent
+        .take()
+        .iter()
+        .map(|f| serde_json::from_str::<Value>(&f.text).unwrap())
+        .inspect(|r| assert!(r.get("result").is_some(), "{r}"))
+        .map(|r| r["id"].clone())
+        .collect();
+    assert_eq!(ids, [json!(2), json!(3)]);
+    assert_eq!(
+        session.peer().negotiated().and_then(|n| n.revision),
+        Some(ProtocolVersion::V2025_06_18)
+    );
+}
+
+#[tokio::test]
+async fn direct_session_abandons_dropped_requests_and_cancels_on_close() {
+    let (session, sent, mut events) = direct();
+    // A request whose future is dropped unfinished gets no response, and
+    // its id is free again.
+    let pending = session.handle(text(modern_call(7, "slow", json!({}))));
+    assert!(futures::FutureExt::now_or_never(pending).is_none());
+    assert_eq!(next_event(&mut events).await, "slow:started:7");
+    session
+        .handle(text(modern_call(7, "echo", json!({}))))
+        .await;
+    let frames = sent.take();
+    assert_eq!(frames.len(), 1, "{frames:?}");
+    let response: Value = serde_json::from_str(&frames[0].text).unwrap();
+    assert_eq!(response["id"], 7);
+    assert!(response.get("result").is_some(), "{response}");
+
+    // Closing the session cancels what still runs; it is not answered.
+    let running = tokio::spawn(session.handle(text(modern_call(8, "slow", json!({})))));
+    loop {
+        if next_event(&mut events).await == "slow:started:8" {
+            break;
+        }
+    }
+    session.close();
+    tokio::time::timeout(WAIT, running)
+        .await
+        .expect("the request ends once the session closes")
+        .unwrap();
+    assert_eq!(next_event(&mut events).await, "slow:cancelled:8");
+    assert!(session.peer().is_closed());
+    assert!(
+        sent.take().iter().all(|f| f.kind == FrameKind::Ended),
+        "a cancelled request is not answered"
+    );
 }
