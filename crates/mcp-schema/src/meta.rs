@@ -39,7 +39,7 @@ pub const EXTENSION_OAUTH_CLIENT_CREDENTIALS: &str =
 
 /// The typed view of a 2026-07-28 request `_meta` (`RequestMetaObject`);
 /// other keys are kept in `other`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct RequestMetaObject {
     /// The protocol version of this request (required in 2026-07-28).
     #[serde(
@@ -79,6 +79,46 @@ pub struct RequestMetaObject {
     /// Any other keys.
     #[serde(flatten)]
     pub other: Meta,
+}
+
+/// Read member by member: every request of the stateless era carries one,
+/// and a derived reader with a flattened `other` would first buffer the
+/// whole object.
+impl<'de> Deserialize<'de> for RequestMetaObject {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Members;
+
+        impl<'de> serde::de::Visitor<'de> for Members {
+            type Value = RequestMetaObject;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a _meta object")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<RequestMetaObject, A::Error> {
+                let mut meta = RequestMetaObject::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        META_PROTOCOL_VERSION => meta.protocol_version = map.next_value()?,
+                        META_CLIENT_INFO => meta.client_info = map.next_value()?,
+                        META_CLIENT_CAPABILITIES => meta.client_capabilities = map.next_value()?,
+                        META_LOG_LEVEL => meta.log_level = map.next_value()?,
+                        META_PROGRESS_TOKEN => meta.progress_token = map.next_value()?,
+                        _ => {
+                            let value = map.next_value()?;
+                            meta.other.insert(key, value);
+                        }
+                    }
+                }
+                Ok(meta)
+            }
+        }
+
+        deserializer.deserialize_map(Members)
+    }
 }
 
 /// The typed view of a result `_meta` (`ResultMetaObject`, also covering the
@@ -139,3 +179,51 @@ macro_rules! meta_conversions {
 }
 
 meta_conversions!(RequestMetaObject, ResultMetaObject, NotificationMetaObject);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_meta_reads_known_members_and_keeps_the_rest() {
+        let text = r#"{
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+            "io.modelcontextprotocol/logLevel": "debug",
+            "progressToken": 7,
+            "com.example/trace": {"id": "abc"}
+        }"#;
+        let meta: RequestMetaObject = serde_json::from_str(text).unwrap();
+        assert_eq!(meta.protocol_version.as_deref(), Some("2026-07-28"));
+        assert_eq!(
+            meta.client_info.as_ref().map(|i| i.name.as_str()),
+            Some("c")
+        );
+        assert!(
+            meta.client_capabilities
+                .as_ref()
+                .unwrap()
+                .sampling
+                .is_some()
+        );
+        assert_eq!(meta.log_level, Some(LoggingLevel::Debug));
+        assert_eq!(meta.progress_token, Some(ProgressToken::Number(7)));
+        assert_eq!(meta.other.len(), 1);
+        assert_eq!(meta.other["com.example/trace"]["id"], "abc");
+        // What is written reads back the same.
+        let again: RequestMetaObject =
+            serde_json::from_str(&serde_json::to_string(&meta).unwrap()).unwrap();
+        assert_eq!(again, meta);
+        // Nulls read as absent; a wrong type is an error naming it.
+        let nulls: RequestMetaObject =
+            serde_json::from_str(r#"{"io.modelcontextprotocol/protocolVersion": null}"#).unwrap();
+        assert_eq!(nulls, RequestMetaObject::default());
+        let wrong = serde_json::from_str::<RequestMetaObject>(
+            r#"{"io.modelcontextprotocol/protocolVersion": 5}"#,
+        )
+        .unwrap_err();
+        assert!(wrong.to_string().contains("invalid type"), "{wrong}");
+        assert!(serde_json::from_str::<RequestMetaObject>("[]").is_err());
+    }
+}

@@ -464,7 +464,7 @@ impl Server {
                 (result.ttl_ms, result.cache_scope) = self.cache_hints(revision);
                 to_result(&result)
             }
-            methods::TOOLS_CALL => self.call_tool(jsonrpc::from_params(params)?, ctx).await,
+            methods::TOOLS_CALL => self.call_tool(call_params(params)?, ctx).await,
             methods::RESOURCES_LIST => {
                 let (resources, next) = self.list(
                     "resources",
@@ -926,4 +926,32 @@ impl Service for Server {
             .find(|t| t.tool.name == name)
             .and_then(|t| t.required_scopes.clone())
     }
+}
+
+/// `tools/call` params as the server reads them: `_meta` is skipped, not
+/// built into values, since the engine has already read it into the
+/// request's context (in the stateless era it comes with every call).
+fn call_params(params: Option<&RawValue>) -> Result<CallToolRequestParams, ErrorObject> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct WithoutMeta {
+        name: String,
+        #[serde(default)]
+        arguments: Option<mcp_schema::JsonObject>,
+        #[serde(default)]
+        task: Option<mcp_schema::TaskMetadata>,
+        #[serde(default)]
+        input_responses: Option<mcp_schema::InputResponses>,
+        #[serde(default)]
+        request_state: Option<String>,
+    }
+    let read: WithoutMeta = jsonrpc::from_params(params)?;
+    Ok(CallToolRequestParams {
+        meta: None,
+        name: read.name,
+        arguments: read.arguments,
+        task: read.task,
+        input_responses: read.input_responses,
+        request_state: read.request_state,
+    })
 }
