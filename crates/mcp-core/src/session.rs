@@ -239,7 +239,7 @@ pub fn serve(
         outbound,
         flushed,
     } = transport;
-    let engine = Engine::new(Outbound::Channel(outbound), service, config);
+    let engine = Engine::new(Outbound::Channel(outbound), service, Arc::new(config));
     let peer = engine.peer.clone();
     let task = tokio::spawn(async move {
         engine.run(inbound).await;
@@ -267,9 +267,15 @@ impl std::fmt::Debug for DirectSession {
 
 impl DirectSession {
     /// A session whose frames go to `sink`.
-    pub fn new(sink: Arc<dyn FrameSink>, service: Arc<dyn Service>, config: SessionConfig) -> Self {
+    /// `config` may be shared (an `Arc`) by the many short-lived sessions of
+    /// one endpoint.
+    pub fn new(
+        sink: Arc<dyn FrameSink>,
+        service: Arc<dyn Service>,
+        config: impl Into<Arc<SessionConfig>>,
+    ) -> Self {
         DirectSession {
-            engine: Arc::new(Engine::new(Outbound::Sink(sink), service, config)),
+            engine: Arc::new(Engine::new(Outbound::Sink(sink), service, config.into())),
         }
     }
 
@@ -383,13 +389,13 @@ struct BatchReply {
 }
 
 impl Engine {
-    fn new(outbound: Outbound, service: Arc<dyn Service>, config: SessionConfig) -> Self {
+    fn new(outbound: Outbound, service: Arc<dyn Service>, config: Arc<SessionConfig>) -> Self {
         let max = config.max_concurrent_requests;
         let server_meta = match &config.role {
             Role::Server(identity) => identity.meta_member(),
             Role::Client(_) => None,
         };
-        let shared = Arc::new(Shared::new(outbound, Arc::new(config)));
+        let shared = Arc::new(Shared::new(outbound, config));
         let peer = Peer {
             shared: Arc::clone(&shared),
             related: None,

@@ -44,7 +44,8 @@ pub const LAST_EVENT_ID: &str = "last-event-id";
 /// router.
 pub struct McpEndpoint {
     pub(crate) service: Arc<dyn Service>,
-    pub(crate) session_config: SessionConfig,
+    /// Shared by every session and stateless request of the endpoint.
+    pub(crate) session_config: Arc<SessionConfig>,
     pub(crate) config: HttpConfig,
     sessions: Arc<SessionManager>,
     pub(crate) legacy_sse: Arc<LegacySessions>,
@@ -70,7 +71,7 @@ impl McpEndpoint {
         let sessions = SessionManager::new(&config);
         Arc::new(McpEndpoint {
             service,
-            session_config,
+            session_config: Arc::new(session_config),
             config,
             sessions,
             legacy_sse: Arc::default(),
@@ -271,9 +272,15 @@ pub(crate) fn check_json_content(headers: &HeaderMap) -> Result<(), Refusal> {
     }
 }
 
-/// The body as text and its parsed frame, or a 400 with the parse error.
-/// Takes the buffer over without a copy when the body is its only owner.
-pub(crate) fn read_message(body: Bytes) -> Result<(String, Frame), Refusal> {
+/// The body as text and its parsed frame, or its refusal: a 400 with the
+/// parse error, or the step-up answer of `scope_guard` when the frame calls
+/// a tool the caller lacks scopes for. Takes the buffer over without a copy
+/// when the body is its only owner.
+pub(crate) fn read_message(
+    body: Bytes,
+    service: &dyn Service,
+    scope_guard: Option<&ToolScopeGuard>,
+) -> Result<(String, Frame), Refusal> {
     let Ok(text) = String::from_utf8(Vec::from(body)) else {
         let error = ErrorObject::parse_error("body is not UTF-8");
         return Err(Box::new(error_response(
@@ -282,14 +289,19 @@ pub(crate) fn read_message(body: Bytes) -> Result<(String, Frame), Refusal> {
             &error,
         )));
     };
-    match Message::parse_frame(&text) {
-        Ok(frame) => Ok((text, frame)),
-        Err(e) => Err(Box::new(error_response(
+    let frame = Message::parse_frame(&text).map_err(|e| {
+        Box::new(error_response(
             StatusCode::BAD_REQUEST,
             e.id.as_ref(),
             &e.error,
-        ))),
+        ))
+    })?;
+    if let Some(guard) = scope_guard
+        && let Some(refusal) = check_tool_scopes(&frame, service, guard)
+    {
+        return Err(Box::new(refusal));
     }
+    Ok((text, frame))
 }
 
 async fn handle_post(
@@ -311,15 +323,11 @@ async fn handle_post(
             ErrorObject::invalid_request("Accept must list application/json and text/event-stream");
         return error_response(StatusCode::NOT_ACCEPTABLE, None, &error);
     }
-    let (_, frame) = match read_message(body) {
+    let guard = scope_guard.as_ref().map(|Extension(g)| g);
+    let (_, frame) = match read_message(body, endpoint.service.as_ref(), guard) {
         Ok(read) => read,
         Err(refusal) => return *refusal,
     };
-    if let Some(Extension(guard)) = &scope_guard
-        && let Some(refusal) = check_tool_scopes(&frame, endpoint.service.as_ref(), guard)
-    {
-        return refusal;
-    }
     let extensions = extensions.map(|Extension(e)| e.0);
     match header_str(&headers, SESSION_ID) {
         Some(id) => post_to_session(&endpoint, id, &headers, frame, extensions).await,
@@ -338,7 +346,7 @@ async fn post_initialize(
 ) -> Response {
     let session = match endpoint.sessions.create(
         Arc::clone(&endpoint.service),
-        endpoint.session_config.clone(),
+        Arc::clone(&endpoint.session_config),
     ) {
         Ok(session) => session,
         Err(SessionLimit::Full) => {
@@ -438,7 +446,7 @@ async fn post_stateless(
     let session = DirectSession::new(
         Arc::new(ResponseSink(sink)),
         Arc::clone(&endpoint.service),
-        endpoint.session_config.clone(),
+        Arc::clone(&endpoint.session_config),
     );
     let notifications_only = request_ids(&frame).is_empty();
     let handling = session.handle_parsed(frame, extensions);
@@ -606,8 +614,8 @@ async fn respond(
         match delivery {
             // The work is done (and must not be polled again).
             None => {
-                if let Some(mut done) = handling.take() {
-                    done.work = None;
+                if let Some(handling) = &mut handling {
+                    handling.work = None;
                 }
             }
             Some(Some(d)) if d.text.is_empty() => priming = Some(d),

@@ -28,7 +28,7 @@ use mcp_schema::jsonrpc::ErrorObject;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::authz::{MessageExtensions, ToolScopeGuard, check_tool_scopes};
+use crate::authz::{MessageExtensions, ToolScopeGuard};
 use crate::endpoint::{
     McpEndpoint, body_or_refusal, check_json_content, error_response, read_message,
 };
@@ -118,7 +118,7 @@ pub(crate) async fn handle_sse(State(endpoint): State<Arc<McpEndpoint>>) -> Resp
             flushed: None,
         },
         Arc::clone(&endpoint.service),
-        endpoint.session_config.clone(),
+        mcp_core::SessionConfig::clone(&endpoint.session_config),
     );
     let peer = running.peer().clone();
     tokio::spawn(running.wait());
@@ -264,15 +264,11 @@ pub(crate) async fn handle_message(
         let error = ErrorObject::invalid_request("unknown or ended session");
         return error_response(StatusCode::NOT_FOUND, None, &error);
     };
-    let (text, frame) = match read_message(body) {
+    let guard = scope_guard.as_ref().map(|Extension(g)| g);
+    let (text, _) = match read_message(body, endpoint.service.as_ref(), guard) {
         Ok(read) => read,
         Err(refusal) => return *refusal,
     };
-    if let Some(Extension(guard)) = &scope_guard
-        && let Some(refusal) = check_tool_scopes(&frame, endpoint.service.as_ref(), guard)
-    {
-        return refusal;
-    }
     let extensions = extensions.map(|Extension(e)| e.0);
     tracing::debug!(session = %id, bytes = text.len(), "legacy SSE message");
     if inbound

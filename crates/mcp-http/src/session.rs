@@ -66,7 +66,7 @@ impl HttpSession {
     fn new(
         id: Arc<str>,
         service: Arc<dyn Service>,
-        config: SessionConfig,
+        config: Arc<SessionConfig>,
         store: Arc<dyn EventStore>,
         json_replies: bool,
     ) -> Arc<HttpSession> {
@@ -450,7 +450,7 @@ impl SessionManager {
     pub(crate) fn create(
         &self,
         service: Arc<dyn Service>,
-        config: SessionConfig,
+        config: Arc<SessionConfig>,
     ) -> Result<Arc<HttpSession>, SessionLimit> {
         if self.map().len() >= self.max {
             return Err(SessionLimit::Full);

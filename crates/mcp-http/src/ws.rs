@@ -390,7 +390,7 @@ pub(crate) async fn handle_upgrade(
             let running = mcp_core::serve(
                 transport,
                 Arc::clone(&endpoint.service),
-                endpoint.session_config.clone(),
+                mcp_core::SessionConfig::clone(&endpoint.session_config),
             );
             let _guard = endpoint.websockets.register(running.peer().clone());
             tracing::debug!("WebSocket session started");

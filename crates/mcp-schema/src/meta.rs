@@ -39,7 +39,7 @@ pub const EXTENSION_OAUTH_CLIENT_CREDENTIALS: &str =
 
 /// The typed view of a 2026-07-28 request `_meta` (`RequestMetaObject`);
 /// other keys are kept in `other`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RequestMetaObject {
     /// The protocol version of this request (required in 2026-07-28).
     #[serde(
@@ -79,46 +79,6 @@ pub struct RequestMetaObject {
     /// Any other keys.
     #[serde(flatten)]
     pub other: Meta,
-}
-
-/// Read member by member: every request of the stateless era carries one,
-/// and a derived reader with a flattened `other` would first buffer the
-/// whole object.
-impl<'de> Deserialize<'de> for RequestMetaObject {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Members;
-
-        impl<'de> serde::de::Visitor<'de> for Members {
-            type Value = RequestMetaObject;
-
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a _meta object")
-            }
-
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<RequestMetaObject, A::Error> {
-                let mut meta = RequestMetaObject::default();
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
-                        META_PROTOCOL_VERSION => meta.protocol_version = map.next_value()?,
-                        META_CLIENT_INFO => meta.client_info = map.next_value()?,
-                        META_CLIENT_CAPABILITIES => meta.client_capabilities = map.next_value()?,
-                        META_LOG_LEVEL => meta.log_level = map.next_value()?,
-                        META_PROGRESS_TOKEN => meta.progress_token = map.next_value()?,
-                        _ => {
-                            let value = map.next_value()?;
-                            meta.other.insert(key, value);
-                        }
-                    }
-                }
-                Ok(meta)
-            }
-        }
-
-        deserializer.deserialize_map(Members)
-    }
 }
 
 /// The typed view of a result `_meta` (`ResultMetaObject`, also covering the
@@ -195,22 +155,23 @@ mod tests {
             "com.example/trace": {"id": "abc"}
         }"#;
         let meta: RequestMetaObject = serde_json::from_str(text).unwrap();
-        assert_eq!(meta.protocol_version.as_deref(), Some("2026-07-28"));
-        assert_eq!(
-            meta.client_info.as_ref().map(|i| i.name.as_str()),
-            Some("c")
-        );
-        assert!(
-            meta.client_capabilities
-                .as_ref()
-                .unwrap()
-                .sampling
-                .is_some()
-        );
-        assert_eq!(meta.log_level, Some(LoggingLevel::Debug));
-        assert_eq!(meta.progress_token, Some(ProgressToken::Number(7)));
-        assert_eq!(meta.other.len(), 1);
-        assert_eq!(meta.other["com.example/trace"]["id"], "abc");
+        // Every member named, so a member added to the type must be checked
+        // here too.
+        let RequestMetaObject {
+            protocol_version,
+            client_info,
+            client_capabilities,
+            log_level,
+            progress_token,
+            other,
+        } = &meta;
+        assert_eq!(protocol_version.as_deref(), Some("2026-07-28"));
+        assert_eq!(client_info.as_ref().map(|i| i.name.as_str()), Some("c"));
+        assert!(client_capabilities.as_ref().unwrap().sampling.is_some());
+        assert_eq!(*log_level, Some(LoggingLevel::Debug));
+        assert_eq!(*progress_token, Some(ProgressToken::Number(7)));
+        assert_eq!(other.len(), 1);
+        assert_eq!(other["com.example/trace"]["id"], "abc");
         // What is written reads back the same.
         let again: RequestMetaObject =
             serde_json::from_str(&serde_json::to_string(&meta).unwrap()).unwrap();

@@ -955,3 +955,26 @@ fn call_params(params: Option<&RawValue>) -> Result<CallToolRequestParams, Error
         request_state: read.request_state,
     })
 }
+
+#[cfg(test)]
+mod call_params_tests {
+    use super::*;
+
+    #[test]
+    fn call_params_keep_every_member_but_meta() {
+        // Every member named, so a member added to the type must be read
+        // here too.
+        let sent = CallToolRequestParams {
+            meta: Some(serde_json::from_str(r#"{"progressToken": 1}"#).unwrap()),
+            name: "echo".to_owned(),
+            arguments: Some(serde_json::from_str(r#"{"text": "hi"}"#).unwrap()),
+            task: Some(serde_json::from_str(r#"{"ttl": 1000}"#).unwrap()),
+            input_responses: Some(serde_json::from_str(r#"{"a": {"action": "cancel"}}"#).unwrap()),
+            request_state: Some("state".to_owned()),
+        };
+        let raw = jsonrpc::to_raw(&sent).unwrap();
+        let read = call_params(Some(&raw)).unwrap();
+        assert_eq!(read, CallToolRequestParams { meta: None, ..sent });
+        assert!(call_params(Some(&jsonrpc::to_raw(&serde_json::json!({})).unwrap())).is_err());
+    }
+}
