@@ -35,6 +35,7 @@ mod context;
 mod error;
 mod extensions;
 mod peer;
+mod request_meta;
 mod service;
 mod session;
 pub mod stdio;

@@ -14,7 +14,6 @@ use mcp_schema::{
     InitializeRequestParams, InitializeResult, ProgressNotificationParams, ProtocolVersion,
     RequestMetaObject, ServerCapabilities, error_codes, methods,
 };
-use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
@@ -24,6 +23,7 @@ use tokio_util::task::TaskTracker;
 use crate::context::{Progress, RequestContext};
 use crate::extensions::Extensions;
 use crate::peer::{Outbound, Peer, Phase, Shared};
+use crate::request_meta::{StatelessClient, StatelessClients, meta_text, read_meta};
 use crate::service::{HandlerResult, IncomingRequest, Service};
 use crate::transport::{FrameKind, FrameSink, InboundFrame, Transport};
 
@@ -41,6 +41,8 @@ pub struct ServerIdentity {
     /// The `_meta` member naming the server on modern-era results, made
     /// once for the `info` it was made from.
     meta_member: std::sync::OnceLock<(Implementation, Option<Arc<str>>)>,
+    /// The stateless clients seen, so their repeated `_meta` is read once.
+    stateless_clients: StatelessClients,
 }
 
 impl ServerIdentity {
@@ -51,7 +53,13 @@ impl ServerIdentity {
             capabilities,
             instructions: None,
             meta_member: std::sync::OnceLock::new(),
+            stateless_clients: StatelessClients::default(),
         }
+    }
+
+    /// The stateless clients this identity has served.
+    pub(crate) fn stateless_clients(&self) -> &StatelessClients {
+        &self.stateless_clients
     }
 
     /// The `_meta` member naming the server (`"_meta":{...serverInfo...}`).
@@ -601,7 +609,7 @@ impl Engine {
             id: id.clone(),
             revision: admitted.revision,
             negotiated: admitted.negotiated,
-            meta: Arc::new(admitted.meta),
+            meta: admitted.meta,
             cancellation: cancel.clone(),
             progress: progress.clone(),
             peer,
@@ -652,10 +660,11 @@ impl Engine {
     /// Lifecycle, version and capability checks; answers what the engine
     /// itself owns.
     fn admit(&self, method: &str, params: Option<&RawValue>) -> Result<Admission, ErrorObject> {
-        let meta = read_meta(params)?;
+        let meta_text = meta_text(params)?;
         match &self.shared.config.role {
-            Role::Server(identity) => self.admit_server(identity, method, params, meta),
+            Role::Server(identity) => self.admit_server(identity, method, params, meta_text),
             Role::Client(identity) => {
+                let meta = Arc::new(read_meta(meta_text)?);
                 if method == methods::PING {
                     return Ok(Admission::Answer(Ok(empty_result()), None));
                 }
@@ -686,15 +695,21 @@ impl Engine {
         identity: &ServerIdentity,
         method: &str,
         params: Option<&RawValue>,
-        meta: RequestMetaObject,
+        meta_text: Option<&str>,
     ) -> Result<Admission, ErrorObject> {
+        let known = meta_text.and_then(|text| identity.stateless_clients().get(identity, text));
+        let meta = match &known {
+            Some(client) => Arc::clone(&client.meta),
+            None => Arc::new(read_meta(meta_text)?),
+        };
         // A request that names a modern revision in `_meta` is served
         // statelessly; `initialize` does not exist there.
-        let modern = meta
-            .protocol_version
-            .as_deref()
-            .and_then(|v| v.parse::<ProtocolVersion>().ok())
-            .is_some_and(|v| !v.is_legacy());
+        let modern = known.is_some()
+            || meta
+                .protocol_version
+                .as_deref()
+                .and_then(|v| v.parse::<ProtocolVersion>().ok())
+                .is_some_and(|v| !v.is_legacy());
         if method == methods::INITIALIZE && !modern {
             return self
                 .initialize(identity, params)
@@ -713,15 +728,19 @@ impl Engine {
                 return Ok(Admission::Answer(Ok(empty_result()), None));
             }
             _ => {
-                let revision = modern_revision(method, &meta)?;
-                let negotiated = Negotiated {
-                    revision: Some(revision),
-                    client_info: meta.client_info.clone(),
-                    client_capabilities: meta.client_capabilities.clone().unwrap_or_default(),
-                    server_info: Some(identity.info.clone()),
-                    server_capabilities: identity.capabilities.clone(),
+                let client = match known {
+                    Some(client) => client,
+                    None => {
+                        let revision = modern_revision(method, &meta)?;
+                        let client =
+                            Arc::new(StatelessClient::new(identity, Arc::clone(&meta), revision));
+                        if let Some(text) = meta_text {
+                            identity.stateless_clients().remember(text, &client);
+                        }
+                        client
+                    }
                 };
-                (revision, Arc::new(negotiated))
+                (client.revision, Arc::clone(&client.negotiated))
             }
         };
         drop(state);
@@ -880,7 +899,7 @@ enum Admission {
 struct Admitted {
     revision: ProtocolVersion,
     negotiated: Arc<Negotiated>,
-    meta: RequestMetaObject,
+    meta: Arc<RequestMetaObject>,
 }
 
 /// The revision of a request outside a legacy session, from its `_meta`.
@@ -967,22 +986,6 @@ fn empty_result() -> Box<RawValue> {
     RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| unreachable!("{{}} is valid JSON"))
 }
 
-/// Reads the typed `_meta` of request params. Skipped (cheaply) when the
-/// params have no `_meta` at all.
-fn read_meta(params: Option<&RawValue>) -> Result<RequestMetaObject, ErrorObject> {
-    #[derive(Deserialize)]
-    struct Probe {
-        #[serde(rename = "_meta", default)]
-        meta: Option<RequestMetaObject>,
-    }
-    match params {
-        Some(raw) if raw.get().contains("\"_meta\"") => serde_json::from_str::<Probe>(raw.get())
-            .map(|p| p.meta.unwrap_or_default())
-            .map_err(|e| ErrorObject::invalid_params(format!("_meta: {e}"))),
-        _ => Ok(RequestMetaObject::default()),
-    }
-}
-
 /// The response text for a handler's outcome. In the modern era a
 /// successful result carries `resultType` and, where it has no `_meta` of
 /// its own, the server's identity in `_meta` (`server_meta` is that member,
@@ -997,38 +1000,46 @@ fn response_text(
 ) -> String {
     match result {
         Ok(raw) if revision.is_some_and(ProtocolVersion::has_result_type) => {
-            jsonrpc::write_response(id, &complete_result(raw, server_meta))
+            completed_response(id, raw.get(), server_meta)
+                .unwrap_or_else(|| jsonrpc::write_response(id, &raw))
         }
         Ok(raw) => jsonrpc::write_response(id, &raw),
         Err(error) => jsonrpc::write_error(Some(id), &error),
     }
 }
 
-/// Adds `"resultType":"complete"` (and `server_meta` where the result has
-/// no `_meta`) at the front of a result object, without re-parsing it.
-fn complete_result(raw: Box<RawValue>, server_meta: Option<&str>) -> Box<RawValue> {
-    let text = raw.get();
-    let body = text.trim_start();
+/// The response to `id` with `"resultType":"complete"` (and `server_meta`
+/// where the result has no `_meta`) at the front of the result object,
+/// written around the result's text without parsing it again. `None` when
+/// the result is not an object or already says its type.
+fn completed_response(id: &RequestId, result: &str, server_meta: Option<&str>) -> Option<String> {
+    let body = result.trim_start();
     if !body.starts_with('{') || body[1..].trim_start().starts_with("\"resultType\"") {
-        return raw;
+        return None;
     }
     // Elsewhere in the object? Only a text that mentions the key needs the
     // (slower) look at its top-level members.
-    if text.contains("\"resultType\"") && has_result_type(text) {
-        return raw;
+    if result.contains("\"resultType\"") && has_result_type(result) {
+        return None;
     }
+    let id = serde_json::to_string(id).ok()?;
+    let server_meta = server_meta.filter(|_| !result.contains("\"_meta\""));
     let rest = body[1..].trim_start();
-    let mut joined = String::with_capacity(text.len() + 32 + server_meta.map_or(0, str::len));
-    joined.push_str("{\"resultType\":\"complete\"");
-    if let Some(meta) = server_meta.filter(|_| !text.contains("\"_meta\"")) {
-        joined.push(',');
-        joined.push_str(meta);
+    let mut text =
+        String::with_capacity(64 + id.len() + result.len() + server_meta.map_or(0, str::len));
+    text.push_str("{\"jsonrpc\":\"2.0\",\"id\":");
+    text.push_str(&id);
+    text.push_str(",\"result\":{\"resultType\":\"complete\"");
+    if let Some(meta) = server_meta {
+        text.push(',');
+        text.push_str(meta);
     }
     if !rest.starts_with('}') {
-        joined.push(',');
+        text.push(',');
     }
-    joined.push_str(rest);
-    RawValue::from_string(joined).unwrap_or(raw)
+    text.push_str(rest);
+    text.push('}');
+    Some(text)
 }
 
 /// Whether a result object has a top-level `resultType` member.
@@ -1060,35 +1071,57 @@ mod tests {
 
     #[test]
     fn result_type_is_added_once() {
-        let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
+        // The result as the response carries it, in the modern era.
+        let completed = |result: &str, meta: Option<&str>| {
+            let raw = RawValue::from_string(result.to_owned()).unwrap();
+            let id = RequestId::Number(7);
+            let text = response_text(&id, Ok(raw), Some(ProtocolVersion::LATEST), meta);
+            let response: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+            assert_eq!(response["id"], 7);
+            assert_eq!(response["jsonrpc"], "2.0");
+            let prefix = r#"{"jsonrpc":"2.0","id":7,"result":"#;
+            text.strip_prefix(prefix)
+                .unwrap()
+                .strip_suffix('}')
+                .unwrap()
+                .to_owned()
+        };
         // Present after other members: kept as it is.
         let task = r#"{"_meta":{},"resultType":"task","taskId":"t"}"#;
-        assert_eq!(complete_result(raw(task), None).get(), task);
+        assert_eq!(completed(task, None), task);
         // Only mentioned inside a value: still added.
         assert_eq!(
-            complete_result(raw(r#"{"text":"\"resultType\""}"#), None).get(),
+            completed(r#"{"text":"\"resultType\""}"#, None),
             r#"{"resultType":"complete","text":"\"resultType\""}"#
         );
-        let with_result_type = |r| complete_result(r, None);
         let meta = r#""_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}"#;
         assert_eq!(
-            complete_result(raw(r#"{"a":1}"#), Some(meta)).get(),
+            completed(r#"{"a":1}"#, Some(meta)),
             format!(r#"{{"resultType":"complete",{meta},"a":1}}"#)
         );
         assert_eq!(
-            complete_result(raw(r#"{"_meta":{"k":1}}"#), Some(meta)).get(),
+            completed(r#"{"_meta":{"k":1}}"#, Some(meta)),
             r#"{"resultType":"complete","_meta":{"k":1}}"#,
             "a result with its own _meta keeps it"
         );
+        assert_eq!(completed("{}", None), r#"{"resultType":"complete"}"#);
+        assert_eq!(completed(" { } ", None), r#"{"resultType":"complete"}"#);
         assert_eq!(
-            with_result_type(raw("{}")).get(),
-            r#"{"resultType":"complete"}"#
-        );
-        assert_eq!(
-            with_result_type(raw(r#"{"a":1}"#)).get(),
+            completed(r#"{"a":1}"#, None),
             r#"{"resultType":"complete","a":1}"#
         );
         let input = r#"{"resultType":"input_required","requestState":"x"}"#;
-        assert_eq!(with_result_type(raw(input)).get(), input);
+        assert_eq!(completed(input, None), input);
+        // A string id is written as JSON.
+        let raw = RawValue::from_string("{}".to_owned()).unwrap();
+        let text = response_text(
+            &RequestId::String("a\"b".into()),
+            Ok(raw),
+            Some(ProtocolVersion::LATEST),
+            None,
+        );
+        let response: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(response["id"], "a\"b");
+        assert_eq!(response["result"]["resultType"], "complete");
     }
 }

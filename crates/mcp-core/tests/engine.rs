@@ -159,6 +159,15 @@ impl Service for TestService {
                         Err(e) => tool_error(&e),
                     }
                 }
+                "whoami" => tool_result(
+                    "whoami",
+                    json!({
+                        "client": ctx.negotiated.client_info.as_ref().map(|i| i.name.clone()),
+                        "sampling": ctx.negotiated.client_capabilities.sampling.is_some(),
+                        "token": ctx.meta.progress_token,
+                        "revision": ctx.revision.as_str(),
+                    }),
+                ),
                 "ping_client" => match ctx
                     .peer
                     .request::<_, Value>("ping", &json!({}), RequestOptions::new())
@@ -1007,6 +1016,49 @@ async fn modern_request_is_handled_with_result_type() {
     let response = h.request(modern_call(3, "no-such-tool", json!({}))).await;
     assert_eq!(error_code(&response), -32602, "{response}");
     assert_valid(version, &response);
+}
+
+#[tokio::test]
+async fn stateless_requests_each_see_their_own_client() {
+    let mut h = start();
+    let from = |id: i64, client: &str, sampling: bool, token: Option<i64>| {
+        let mut request = modern_call(id, "whoami", json!({}));
+        let meta = &mut request["params"]["_meta"];
+        meta["io.modelcontextprotocol/clientInfo"] = json!({ "name": client, "version": "1" });
+        if sampling {
+            meta["io.modelcontextprotocol/clientCapabilities"] = json!({ "sampling": {} });
+        }
+        if let Some(token) = token {
+            meta["progressToken"] = json!(token);
+        }
+        request
+    };
+    // The same client twice (its `_meta` repeats), others between; what
+    // one request said never shows in another.
+    let sent = [
+        (1, "a", true, None),
+        (2, "b", false, None),
+        (3, "a", true, None),
+        (4, "a", false, Some(40)),
+        (5, "a", true, Some(50)),
+        (6, "a", true, None),
+    ];
+    for (id, client, sampling, token) in sent {
+        let response = h.request(from(id, client, sampling, token)).await;
+        let seen = &response["result"];
+        assert_eq!(seen["client"], client, "{response}");
+        assert_eq!(seen["sampling"], sampling, "{response}");
+        assert_eq!(seen["token"], json!(token), "{response}");
+        assert_eq!(seen["revision"], "2026-07-28", "{response}");
+    }
+    // A request that lost a required member is refused even after the same
+    // client was served.
+    let mut request = from(7, "a", true, None);
+    request["params"]["_meta"]
+        .as_object_mut()
+        .unwrap()
+        .remove("io.modelcontextprotocol/clientCapabilities");
+    assert_eq!(error_code(&h.request(request).await), -32602);
 }
 
 #[tokio::test]

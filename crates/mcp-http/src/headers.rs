@@ -8,34 +8,43 @@ use mcp_schema::header_params::decode_header_value;
 use mcp_schema::jsonrpc::{ErrorObject, Frame, Message};
 use mcp_schema::{JsonObject, error_codes, methods};
 use serde::Deserialize;
-use serde_json::Value;
 use serde_json::value::RawValue;
+use std::borrow::Cow;
 
 use crate::endpoint::{METHOD, NAME, PROTOCOL_VERSION, header_str};
 
-/// The part of 2026-07-28 request params checked against the headers.
+/// The part of 2026-07-28 request params checked against the headers,
+/// borrowed from the body: values are read only where a header needs them.
 #[derive(Deserialize, Default)]
-struct HeaderProbe {
-    #[serde(rename = "_meta", default)]
-    meta: Option<MetaProbe>,
-    #[serde(default)]
-    name: Option<Value>,
-    #[serde(default)]
-    uri: Option<Value>,
-    #[serde(rename = "taskId", default)]
-    task_id: Option<Value>,
-    /// Kept raw: parsed only for a tool with header-mirrored arguments.
-    #[serde(default)]
-    arguments: Option<Box<RawValue>>,
+struct HeaderProbe<'a> {
+    #[serde(rename = "_meta", default, borrow)]
+    meta: Option<MetaProbe<'a>>,
+    #[serde(default, borrow)]
+    name: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    uri: Option<&'a RawValue>,
+    #[serde(rename = "taskId", default, borrow)]
+    task_id: Option<&'a RawValue>,
+    /// Parsed only for a tool with header-mirrored arguments.
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize, Default)]
-struct MetaProbe {
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default)]
-    protocol_version: Option<Value>,
+struct MetaProbe<'a> {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default, borrow)]
+    protocol_version: Option<&'a RawValue>,
     #[serde(rename = "io.modelcontextprotocol/clientCapabilities", default)]
     /// Only its presence matters here: skipped, not built.
     client_capabilities: Option<serde::de::IgnoredAny>,
+}
+
+/// A raw JSON value as a string, if it is one (unescaped when needed).
+fn as_string(raw: &RawValue) -> Option<Cow<'_, str>> {
+    serde_json::from_str::<&str>(raw.get())
+        .map(Cow::Borrowed)
+        .or_else(|_| serde_json::from_str::<String>(raw.get()).map(Cow::Owned))
+        .ok()
 }
 
 fn mismatch(what: impl std::fmt::Display) -> ErrorObject {
@@ -67,9 +76,9 @@ pub(crate) fn check_headers(
     let (Some(version), Some(_)) = (meta.protocol_version, meta.client_capabilities) else {
         return Ok(());
     };
-    let body_version = version.as_str().unwrap_or_default();
+    let body_version = as_string(version).unwrap_or_default();
     match header_str(headers, PROTOCOL_VERSION) {
-        Some(h) if h == body_version => {}
+        Some(h) if h == body_version.as_ref() => {}
         Some(h) => {
             return Err(mismatch(format!(
                 "MCP-Protocol-Version {h:?} does not match _meta {body_version:?}"
@@ -88,17 +97,15 @@ pub(crate) fn check_headers(
         None => return Err(mismatch("Mcp-Method header is missing")),
     }
     let named = match request.method.as_str() {
-        methods::TOOLS_CALL | methods::PROMPTS_GET => probe.name.as_ref(),
-        methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => {
-            probe.task_id.as_ref()
-        }
-        methods::RESOURCES_READ => probe.uri.as_ref(),
+        methods::TOOLS_CALL | methods::PROMPTS_GET => probe.name,
+        methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => probe.task_id,
+        methods::RESOURCES_READ => probe.uri,
         _ => None,
     };
-    if let Some(name) = named.and_then(Value::as_str) {
-        check_name(headers, name)?;
+    if let Some(name) = named.and_then(as_string) {
+        check_name(headers, &name)?;
         if request.method == methods::TOOLS_CALL {
-            check_params(headers, service, name, probe.arguments.as_deref())?;
+            check_params(headers, service, &name, probe.arguments)?;
         }
     }
     Ok(())
