@@ -5,9 +5,8 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Extension;
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -39,6 +38,19 @@ pub const METHOD: &str = "mcp-method";
 pub const NAME: &str = "mcp-name";
 /// The resumption header.
 pub const LAST_EVENT_ID: &str = "last-event-id";
+
+/// The MCP headers as header names, found in a request without parsing
+/// the name on every lookup.
+pub(crate) mod names {
+    use axum::http::HeaderName;
+
+    pub(crate) const SESSION_ID: HeaderName = HeaderName::from_static(super::SESSION_ID);
+    pub(crate) const PROTOCOL_VERSION: HeaderName =
+        HeaderName::from_static(super::PROTOCOL_VERSION);
+    pub(crate) const METHOD: HeaderName = HeaderName::from_static(super::METHOD);
+    pub(crate) const NAME: HeaderName = HeaderName::from_static(super::NAME);
+    pub(crate) const LAST_EVENT_ID: HeaderName = HeaderName::from_static(super::LAST_EVENT_ID);
+}
 
 /// An MCP endpoint over Streamable HTTP, ready to be mounted in an axum
 /// router.
@@ -121,10 +133,7 @@ impl McpEndpoint {
         }
         router
             .layer(DefaultBodyLimit::max(self.config.max_body_bytes))
-            .layer(axum::middleware::from_fn_with_state(
-                policy,
-                crate::guard::middleware,
-            ))
+            .layer(crate::guard::GuardLayer::new(policy))
             .with_state(Arc::clone(self))
     }
 
@@ -191,13 +200,13 @@ fn bad_request(message: impl std::fmt::Display) -> Response {
     )
 }
 
-pub(crate) fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub(crate) fn header_str(headers: &HeaderMap, name: impl header::AsHeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 /// Whether the Accept header admits `mime` (or everything).
 fn accepts(headers: &HeaderMap, mime: &str) -> bool {
-    let Some(accept) = header_str(headers, header::ACCEPT.as_str()) else {
+    let Some(accept) = header_str(headers, header::ACCEPT) else {
         return false;
     };
     accept
@@ -227,7 +236,7 @@ fn request_ids(frame: &Frame) -> Vec<RequestId> {
 
 /// Whether the MCP-Protocol-Version header names a stateless-era revision.
 fn names_modern_version(headers: &HeaderMap) -> bool {
-    header_str(headers, PROTOCOL_VERSION)
+    header_str(headers, names::PROTOCOL_VERSION)
         .and_then(|v| v.parse::<ProtocolVersion>().ok())
         .is_some_and(|v| !v.is_legacy())
 }
@@ -253,7 +262,7 @@ pub(crate) fn body_or_refusal(
 
 /// 415 unless the body is declared `application/json`.
 pub(crate) fn check_json_content(headers: &HeaderMap) -> Result<(), Refusal> {
-    let json_content = header_str(headers, header::CONTENT_TYPE.as_str()).is_some_and(|ct| {
+    let json_content = header_str(headers, header::CONTENT_TYPE).is_some_and(|ct| {
         ct.split(';')
             .next()
             .unwrap_or("")
@@ -304,13 +313,13 @@ pub(crate) fn read_message(
     Ok((text, frame))
 }
 
-async fn handle_post(
-    State(endpoint): State<Arc<McpEndpoint>>,
-    extensions: Option<Extension<MessageExtensions>>,
-    scope_guard: Option<Extension<ToolScopeGuard>>,
-    headers: HeaderMap,
-    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
-) -> Response {
+async fn handle_post(State(endpoint): State<Arc<McpEndpoint>>, request: Request) -> Response {
+    // Taken apart by hand: the extractors would copy the headers.
+    let (mut parts, body) = request.into_parts();
+    let headers = std::mem::take(&mut parts.headers);
+    let extensions = parts.extensions.get::<MessageExtensions>().cloned();
+    let scope_guard = parts.extensions.get::<ToolScopeGuard>().cloned();
+    let body = Bytes::from_request(Request::from_parts(parts, body), &()).await;
     let body = match body_or_refusal(body) {
         Ok(body) => body,
         Err(refusal) => return *refusal,
@@ -323,13 +332,12 @@ async fn handle_post(
             ErrorObject::invalid_request("Accept must list application/json and text/event-stream");
         return error_response(StatusCode::NOT_ACCEPTABLE, None, &error);
     }
-    let guard = scope_guard.as_ref().map(|Extension(g)| g);
-    let (_, frame) = match read_message(body, endpoint.service.as_ref(), guard) {
+    let (_, frame) = match read_message(body, endpoint.service.as_ref(), scope_guard.as_ref()) {
         Ok(read) => read,
         Err(refusal) => return *refusal,
     };
-    let extensions = extensions.map(|Extension(e)| e.0);
-    match header_str(&headers, SESSION_ID) {
+    let extensions = extensions.map(|e| e.0);
+    match header_str(&headers, names::SESSION_ID) {
         Some(id) => post_to_session(&endpoint, id, &headers, frame, extensions).await,
         None if is_initialize(&frame) && !names_modern_version(&headers) => {
             post_initialize(&endpoint, frame, extensions).await
@@ -370,7 +378,7 @@ async fn post_initialize(
         return response;
     }
     if let Ok(value) = HeaderValue::from_str(&session.id) {
-        response.headers_mut().insert(SESSION_ID, value);
+        response.headers_mut().insert(names::SESSION_ID, value);
     }
     response
 }
@@ -389,7 +397,7 @@ async fn post_to_session(
         );
         return error_response(StatusCode::NOT_FOUND, None, &error);
     };
-    if let Some(version) = header_str(headers, PROTOCOL_VERSION)
+    if let Some(version) = header_str(headers, names::PROTOCOL_VERSION)
         && version.parse::<ProtocolVersion>().is_err()
     {
         return bad_request(format!("unsupported MCP-Protocol-Version {version:?}"));
@@ -763,7 +771,7 @@ async fn handle_get(State(endpoint): State<Arc<McpEndpoint>>, headers: HeaderMap
         let error = ErrorObject::invalid_request("Accept must list text/event-stream");
         return error_response(StatusCode::NOT_ACCEPTABLE, None, &error);
     }
-    let Some(id) = header_str(&headers, SESSION_ID) else {
+    let Some(id) = header_str(&headers, names::SESSION_ID) else {
         // No standalone stream outside a legacy session: 2026-07-28 clients
         // use subscriptions/listen.
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
@@ -774,7 +782,7 @@ async fn handle_get(State(endpoint): State<Arc<McpEndpoint>>, headers: HeaderMap
     };
     session.touch();
     let guard = session.stream_opened();
-    if let Some(last_event_id) = header_str(&headers, LAST_EVENT_ID) {
+    if let Some(last_event_id) = header_str(&headers, names::LAST_EVENT_ID) {
         let (outcome, receiver) = session.resume(last_event_id.to_owned()).await;
         if outcome == ResumeOutcome::Unknown {
             let error = ErrorObject::invalid_request("unknown or expired Last-Event-ID");
@@ -793,7 +801,7 @@ async fn handle_get(State(endpoint): State<Arc<McpEndpoint>>, headers: HeaderMap
 }
 
 async fn handle_delete(State(endpoint): State<Arc<McpEndpoint>>, headers: HeaderMap) -> Response {
-    let Some(id) = header_str(&headers, SESSION_ID) else {
+    let Some(id) = header_str(&headers, names::SESSION_ID) else {
         return bad_request("Mcp-Session-Id header is required");
     };
     if endpoint.sessions.remove(id).await {

@@ -5,26 +5,27 @@
 //! through a DNS name it controls; the request then carries that name in
 //! `Host` (and the page's origin in `Origin`). A server that only answers
 //! requests whose `Host` and `Origin` it knows is safe from that.
-//! [`OriginPolicy::check`] is the check; [`middleware`] wraps it for axum:
+//! [`OriginPolicy::check`] is the check; [`GuardLayer`] puts it in front of
+//! any tower service (an axum router, say), and [`middleware`] is the same
+//! for `axum::middleware::from_fn_with_state`:
 //!
 //! ```
 //! use std::sync::Arc;
-//! use mcp_http::{guard, OriginPolicy};
+//! use mcp_http::{guard::GuardLayer, OriginPolicy};
 //!
 //! let port = 8080;
 //! let router: axum::Router = axum::Router::new();
-//! let app = router.layer(axum::middleware::from_fn_with_state(
-//!     Arc::new(OriginPolicy::loopback(port)),
-//!     guard::middleware,
-//! ));
+//! let app = router.layer(GuardLayer::new(Arc::new(OriginPolicy::loopback(port))));
 //! # let _ = app;
 //! ```
 
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures::future::{Either, Ready, ready};
 use http::header::{CONTENT_TYPE, HOST, ORIGIN};
 use http::{HeaderMap, HeaderValue, StatusCode};
 
@@ -210,9 +211,13 @@ impl OriginPolicy {
             .map_err(|()| GuardError::MultipleHosts)?
             .ok_or(GuardError::MissingHost)?;
         let host = host.to_str().map_err(|_| GuardError::InvalidHost)?;
-        let normalized = normalize_host(host).ok_or(GuardError::InvalidHost)?;
-        if !self.allowed_hosts.contains(&normalized) {
-            return Err(GuardError::HostNotAllowed(echo(host)));
+        // A Host already in normal form (what clients send) is looked up
+        // as it is; normalizing an allowed value changes nothing.
+        if !self.allowed_hosts.iter().any(|allowed| allowed == host) {
+            let normalized = normalize_host(host).ok_or(GuardError::InvalidHost)?;
+            if !self.allowed_hosts.contains(&normalized) {
+                return Err(GuardError::HostNotAllowed(echo(host)));
+            }
         }
 
         if let Some(origin) = single(headers, &ORIGIN).map_err(|()| GuardError::MultipleOrigins)? {
@@ -255,6 +260,61 @@ pub async fn middleware(
         Err(error) => {
             tracing::debug!(%error, "refused by the Host/Origin guard");
             forbidden(&error)
+        }
+    }
+}
+
+/// A tower layer answering 403 to the requests its policy refuses and
+/// passing the others on, with no boxing or cloning per request.
+#[derive(Debug, Clone)]
+pub struct GuardLayer {
+    policy: Arc<OriginPolicy>,
+}
+
+impl GuardLayer {
+    /// A layer enforcing `policy`.
+    pub fn new(policy: Arc<OriginPolicy>) -> Self {
+        GuardLayer { policy }
+    }
+}
+
+impl<S> tower::Layer<S> for GuardLayer {
+    type Service = Guarded<S>;
+
+    fn layer(&self, inner: S) -> Guarded<S> {
+        Guarded {
+            inner,
+            policy: Arc::clone(&self.policy),
+        }
+    }
+}
+
+/// A service behind a [`GuardLayer`].
+#[derive(Debug, Clone)]
+pub struct Guarded<S> {
+    inner: S,
+    policy: Arc<OriginPolicy>,
+}
+
+impl<S, B> tower::Service<http::Request<B>> for Guarded<S>
+where
+    S: tower::Service<http::Request<B>, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = Either<Ready<Result<Response, S::Error>>, S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        match self.policy.check(request.headers()) {
+            Ok(()) => Either::Right(self.inner.call(request)),
+            Err(error) => {
+                tracing::debug!(%error, "refused by the Host/Origin guard");
+                Either::Left(ready(Ok(forbidden(&error))))
+            }
         }
     }
 }
@@ -453,30 +513,35 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn middleware_answers_403_json_rpc() {
+    async fn layer_and_middleware_answer_403_json_rpc() {
         use axum::Router;
         use axum::routing::post;
+
+        let policy = Arc::new(OriginPolicy::loopback(3000));
+        let routes = || Router::new().route("/mcp", post(|| async { "ok" }));
+        let with_layer = routes().layer(GuardLayer::new(Arc::clone(&policy)));
+        let with_middleware = routes().layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&policy),
+            middleware,
+        ));
+        for app in [with_layer, with_middleware] {
+            answers_403_json_rpc(app).await;
+        }
+    }
+
+    async fn answers_403_json_rpc(app: axum::Router) {
         use tower::ServiceExt;
 
-        let app = Router::new().route("/mcp", post(|| async { "ok" })).layer(
-            axum::middleware::from_fn_with_state(
-                Arc::new(OriginPolicy::loopback(3000)),
-                middleware,
-            ),
-        );
         let request = |host: &str| {
             http::Request::post("/mcp")
                 .header("host", host)
                 .body(axum::body::Body::empty())
                 .unwrap()
         };
-
-        let response = app
-            .clone()
-            .oneshot(request("localhost:3000"))
-            .await
-            .unwrap();
-        assert_eq!(response.status(), StatusCode::OK);
+        for host in ["localhost:3000", "LOCALHOST:3000", "127.0.0.1:3000"] {
+            let response = app.clone().oneshot(request(host)).await.unwrap();
+            assert_eq!(response.status(), StatusCode::OK, "{host}");
+        }
 
         let response = app.oneshot(request("evil.example.com")).await.unwrap();
         assert_eq!(response.status(), StatusCode::FORBIDDEN);

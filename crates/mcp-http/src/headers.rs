@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 
-use crate::endpoint::{METHOD, NAME, PROTOCOL_VERSION, header_str};
+use crate::endpoint::{header_str, names};
 
 /// The part of 2026-07-28 request params checked against the headers,
 /// borrowed from the body: values are read only where a header needs them.
@@ -77,7 +77,7 @@ pub(crate) fn check_headers(
         return Ok(());
     };
     let body_version = as_string(version).unwrap_or_default();
-    match header_str(headers, PROTOCOL_VERSION) {
+    match header_str(headers, names::PROTOCOL_VERSION) {
         Some(h) if h == body_version.as_ref() => {}
         Some(h) => {
             return Err(mismatch(format!(
@@ -86,7 +86,7 @@ pub(crate) fn check_headers(
         }
         None => return Err(mismatch("MCP-Protocol-Version header is missing")),
     }
-    match header_str(headers, METHOD) {
+    match header_str(headers, names::METHOD) {
         Some(h) if h == request.method => {}
         Some(h) => {
             return Err(mismatch(format!(
@@ -114,7 +114,7 @@ pub(crate) fn check_headers(
 /// `Mcp-Name` against the body's name, URI or task id (decoded first when
 /// it is Base64).
 fn check_name(headers: &HeaderMap, name: &str) -> Result<(), ErrorObject> {
-    let Some(raw) = headers.get(NAME) else {
+    let Some(raw) = headers.get(names::NAME) else {
         return Err(mismatch("Mcp-Name header is missing"));
     };
     let header = raw

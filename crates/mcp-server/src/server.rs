@@ -620,7 +620,11 @@ impl Server {
         }
     }
 
-    async fn call_tool(&self, params: CallToolRequestParams, ctx: RequestContext) -> HandlerResult {
+    async fn call_tool(
+        &self,
+        mut params: CallToolRequestParams,
+        ctx: RequestContext,
+    ) -> HandlerResult {
         let revision = ctx.revision;
         let tool = self
             .read_catalog()
@@ -635,7 +639,7 @@ impl Server {
             )));
         };
         let mode = call_mode(&tool, params.task.as_ref(), &ctx)?;
-        let args = params.arguments.clone().unwrap_or_default();
+        let args = params.arguments.take().unwrap_or_default();
         if let Err(message) = tool.check_arguments(&args) {
             // From 2025-11-25 on, the model sees bad arguments as a tool
             // error it can correct; before, they are a protocol error.
