@@ -204,19 +204,31 @@ pub(crate) fn header_str(headers: &HeaderMap, name: impl header::AsHeaderName) -
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// Whether the Accept header admits `mime` (or everything).
-fn accepts(headers: &HeaderMap, mime: &str) -> bool {
+/// Whether the Accept header admits every one of `mimes` (at most 32):
+/// directly, by a `type/*` range, or by `*/*`. The header is read once
+/// for all of them.
+fn accepts(headers: &HeaderMap, mimes: &[&str]) -> bool {
     let Some(accept) = header_str(headers, header::ACCEPT) else {
         return false;
     };
-    accept
-        .split(',')
-        .map(|part| part.split(';').next().unwrap_or("").trim())
-        .any(|m| {
-            m.eq_ignore_ascii_case(mime)
-                || m == "*/*"
-                || (m.ends_with("/*") && mime.starts_with(&m[..m.len() - 1]))
-        })
+    let all = (1u32 << mimes.len()) - 1;
+    let mut seen = 0u32;
+    for range in accept.split(',') {
+        let range = range.split(';').next().unwrap_or("").trim();
+        if range == "*/*" {
+            return true;
+        }
+        let prefix = range.strip_suffix('*').filter(|p| p.ends_with('/'));
+        for (i, mime) in mimes.iter().enumerate() {
+            if range.eq_ignore_ascii_case(mime) || prefix.is_some_and(|p| mime.starts_with(p)) {
+                seen |= 1 << i;
+            }
+        }
+        if seen == all {
+            return true;
+        }
+    }
+    false
 }
 
 /// The ids of the requests in a frame.
@@ -327,7 +339,7 @@ async fn handle_post(State(endpoint): State<Arc<McpEndpoint>>, request: Request)
     if let Err(refusal) = check_json_content(&headers) {
         return *refusal;
     }
-    if !(accepts(&headers, "application/json") && accepts(&headers, "text/event-stream")) {
+    if !accepts(&headers, &["application/json", "text/event-stream"]) {
         let error =
             ErrorObject::invalid_request("Accept must list application/json and text/event-stream");
         return error_response(StatusCode::NOT_ACCEPTABLE, None, &error);
@@ -767,7 +779,7 @@ fn sse_stream(
 }
 
 async fn handle_get(State(endpoint): State<Arc<McpEndpoint>>, headers: HeaderMap) -> Response {
-    if !accepts(&headers, "text/event-stream") {
+    if !accepts(&headers, &["text/event-stream"]) {
         let error = ErrorObject::invalid_request("Accept must list text/event-stream");
         return error_response(StatusCode::NOT_ACCEPTABLE, None, &error);
     }
@@ -809,5 +821,33 @@ async fn handle_delete(State(endpoint): State<Arc<McpEndpoint>>, headers: Header
     } else {
         let error = ErrorObject::invalid_request("unknown or expired session");
         error_response(StatusCode::NOT_FOUND, None, &error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_lists_every_type_asked_for() {
+        let accepts_with = |accept: &str, mimes: &[&str]| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::ACCEPT, HeaderValue::from_str(accept).unwrap());
+            accepts(&headers, mimes)
+        };
+        let both = ["application/json", "text/event-stream"];
+        assert!(accepts_with("application/json, text/event-stream", &both));
+        assert!(accepts_with(
+            "TEXT/event-stream;q=0.5 , Application/JSON",
+            &both
+        ));
+        assert!(accepts_with("*/*", &both));
+        assert!(accepts_with("application/*, text/*", &both));
+        assert!(!accepts_with("application/json", &both));
+        assert!(!accepts_with("text/event-stream", &both));
+        assert!(!accepts_with("application/jsonx, text/event-stream", &both));
+        assert!(!accepts_with("app*, text/event-stream", &both));
+        assert!(accepts_with("text/event-stream", &["text/event-stream"]));
+        assert!(!accepts(&HeaderMap::new(), &["text/event-stream"]));
     }
 }
