@@ -47,9 +47,8 @@ pub(crate) fn read_meta(text: Option<&str>) -> Result<RequestMetaObject, ErrorOb
 pub(crate) struct StatelessClient {
     /// The typed `_meta`.
     pub(crate) meta: Arc<RequestMetaObject>,
-    /// The revision it asks for.
-    pub(crate) revision: ProtocolVersion,
-    /// Both sides, as a request with this `_meta` sees them.
+    /// Both sides, as a request with this `_meta` sees them (the revision
+    /// it asks for included).
     pub(crate) negotiated: Arc<Negotiated>,
 }
 
@@ -67,11 +66,7 @@ impl StatelessClient {
             server_info: Some(identity.info.clone()),
             server_capabilities: identity.capabilities.clone(),
         });
-        StatelessClient {
-            meta,
-            revision,
-            negotiated,
-        }
+        StatelessClient { meta, negotiated }
     }
 
     /// Whether the `_meta` is the same for every request of its client:
@@ -174,21 +169,23 @@ mod tests {
     fn repeating_meta_is_remembered_for_its_identity_only() {
         let mut identity = identity();
         let text = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
-        let seen = StatelessClients::default();
+        let seen = identity.stateless_clients();
         seen.remember(text, &client(&identity, text));
         let hit = seen.get(&identity, text).expect("remembered");
         assert_eq!(hit.negotiated.server_info, Some(identity.info.clone()));
+        assert_eq!(hit.negotiated.revision, Some(ProtocolVersion::LATEST));
         assert!(seen.get(&identity, &format!("{text} ")).is_none());
+        let copy = identity.clone();
         assert!(
-            identity
-                .clone()
-                .stateless_clients()
-                .get(&identity, text)
-                .is_none(),
+            copy.stateless_clients().get(&copy, text).is_none(),
             "a clone starts empty"
         );
+        assert!(seen.get(&identity, text).is_some(), "the original keeps it");
         identity.info = Implementation::new("s", "2");
-        assert!(seen.get(&identity, text).is_none(), "made for the old info");
+        assert!(
+            identity.stateless_clients().get(&identity, text).is_none(),
+            "made for the old info"
+        );
     }
 
     #[test]

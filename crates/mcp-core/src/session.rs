@@ -180,6 +180,11 @@ pub struct Negotiated {
 }
 
 impl Negotiated {
+    /// The revision in force: the legacy one before any was agreed.
+    pub(crate) fn revision_in_force(&self) -> ProtocolVersion {
+        self.revision.unwrap_or(ProtocolVersion::LATEST_LEGACY)
+    }
+
     /// What a client learned about a server of `revision` (from
     /// `initialize` or `server/discover`).
     pub fn for_client(
@@ -678,11 +683,8 @@ impl Engine {
                     return Err(ErrorObject::method_not_found(method));
                 }
                 let negotiated = self.shared.state().negotiated.clone().unwrap_or_default();
-                let revision = negotiated
-                    .revision
-                    .unwrap_or(ProtocolVersion::LATEST_LEGACY);
                 Ok(Admission::Handle(Box::new(Admitted {
-                    revision,
+                    revision: negotiated.revision_in_force(),
                     negotiated,
                     meta,
                 })))
@@ -716,34 +718,27 @@ impl Engine {
                 .map(|r| Admission::Answer(Ok(r), None));
         }
         let state = self.shared.state();
-        let (revision, negotiated) = match (state.phase, &state.negotiated) {
-            (Phase::Initializing | Phase::Ready, Some(negotiated)) => {
-                let revision = negotiated
-                    .revision
-                    .unwrap_or(ProtocolVersion::LATEST_LEGACY);
-                (revision, Arc::clone(negotiated))
-            }
+        let negotiated = match (state.phase, &state.negotiated) {
+            (Phase::Initializing | Phase::Ready, Some(negotiated)) => Arc::clone(negotiated),
             // Legacy clients may ping before initializing.
             _ if method == methods::PING && meta.protocol_version.is_none() => {
                 return Ok(Admission::Answer(Ok(empty_result()), None));
             }
-            _ => {
-                let client = match known {
-                    Some(client) => client,
-                    None => {
-                        let revision = modern_revision(method, &meta)?;
-                        let client =
-                            Arc::new(StatelessClient::new(identity, Arc::clone(&meta), revision));
-                        if let Some(text) = meta_text {
-                            identity.stateless_clients().remember(text, &client);
-                        }
-                        client
+            _ => match known {
+                Some(client) => Arc::clone(&client.negotiated),
+                None => {
+                    let revision = modern_revision(method, &meta)?;
+                    let client =
+                        Arc::new(StatelessClient::new(identity, Arc::clone(&meta), revision));
+                    if let Some(text) = meta_text {
+                        identity.stateless_clients().remember(text, &client);
                     }
-                };
-                (client.revision, Arc::clone(&client.negotiated))
-            }
+                    Arc::clone(&client.negotiated)
+                }
+            },
         };
         drop(state);
+        let revision = negotiated.revision_in_force();
         if !revision.defines_client_request(method) {
             return Err(
                 ErrorObject::method_not_found(method).with_data(serde_json::json!({
@@ -1000,7 +995,7 @@ fn response_text(
 ) -> String {
     match result {
         Ok(raw) if revision.is_some_and(ProtocolVersion::has_result_type) => {
-            completed_response(id, raw.get(), server_meta)
+            completed_response(id, &raw, server_meta)
                 .unwrap_or_else(|| jsonrpc::write_response(id, &raw))
         }
         Ok(raw) => jsonrpc::write_response(id, &raw),
@@ -1009,37 +1004,30 @@ fn response_text(
 }
 
 /// The response to `id` with `"resultType":"complete"` (and `server_meta`
-/// where the result has no `_meta`) at the front of the result object,
-/// written around the result's text without parsing it again. `None` when
-/// the result is not an object or already says its type.
-fn completed_response(id: &RequestId, result: &str, server_meta: Option<&str>) -> Option<String> {
-    let body = result.trim_start();
-    if !body.starts_with('{') || body[1..].trim_start().starts_with("\"resultType\"") {
+/// where the result has no `_meta`) at the front of the result object.
+/// `None` when the result is not an object or already says its type.
+fn completed_response(
+    id: &RequestId,
+    result: &RawValue,
+    server_meta: Option<&str>,
+) -> Option<String> {
+    let text = result.get();
+    let first_is_type = text
+        .trim_start()
+        .strip_prefix('{')
+        .is_some_and(|rest| rest.trim_start().starts_with("\"resultType\""));
+    if first_is_type
+        // Elsewhere in the object? Only a text that mentions the key needs
+        // the (slower) look at its top-level members.
+        || (text.contains("\"resultType\"") && has_result_type(text))
+    {
         return None;
     }
-    // Elsewhere in the object? Only a text that mentions the key needs the
-    // (slower) look at its top-level members.
-    if result.contains("\"resultType\"") && has_result_type(result) {
-        return None;
+    const COMPLETE: &str = r#""resultType":"complete""#;
+    match server_meta.filter(|_| !text.contains("\"_meta\"")) {
+        Some(meta) => jsonrpc::write_response_prepending(id, &[COMPLETE, meta], result),
+        None => jsonrpc::write_response_prepending(id, &[COMPLETE], result),
     }
-    let id = serde_json::to_string(id).ok()?;
-    let server_meta = server_meta.filter(|_| !result.contains("\"_meta\""));
-    let rest = body[1..].trim_start();
-    let mut text =
-        String::with_capacity(64 + id.len() + result.len() + server_meta.map_or(0, str::len));
-    text.push_str("{\"jsonrpc\":\"2.0\",\"id\":");
-    text.push_str(&id);
-    text.push_str(",\"result\":{\"resultType\":\"complete\"");
-    if let Some(meta) = server_meta {
-        text.push(',');
-        text.push_str(meta);
-    }
-    if !rest.starts_with('}') {
-        text.push(',');
-    }
-    text.push_str(rest);
-    text.push('}');
-    Some(text)
 }
 
 /// Whether a result object has a top-level `resultType` member.

@@ -204,31 +204,26 @@ pub(crate) fn header_str(headers: &HeaderMap, name: impl header::AsHeaderName) -
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// Whether the Accept header admits every one of `mimes` (at most 32):
-/// directly, by a `type/*` range, or by `*/*`. The header is read once
-/// for all of them.
+/// Whether the Accept header admits every one of `mimes`: directly, by a
+/// `type/*` range, or by `*/*`.
 fn accepts(headers: &HeaderMap, mimes: &[&str]) -> bool {
     let Some(accept) = header_str(headers, header::ACCEPT) else {
         return false;
     };
-    let all = (1u32 << mimes.len()) - 1;
-    let mut seen = 0u32;
-    for range in accept.split(',') {
-        let range = range.split(';').next().unwrap_or("").trim();
-        if range == "*/*" {
-            return true;
-        }
-        let prefix = range.strip_suffix('*').filter(|p| p.ends_with('/'));
-        for (i, mime) in mimes.iter().enumerate() {
-            if range.eq_ignore_ascii_case(mime) || prefix.is_some_and(|p| mime.starts_with(p)) {
-                seen |= 1 << i;
-            }
-        }
-        if seen == all {
-            return true;
-        }
-    }
-    false
+    let ranges = || {
+        accept
+            .split(',')
+            .map(|part| part.split(';').next().unwrap_or("").trim())
+    };
+    mimes.iter().all(|mime| {
+        ranges().any(|range| {
+            range == "*/*"
+                || range.eq_ignore_ascii_case(mime)
+                || range
+                    .strip_suffix('*')
+                    .is_some_and(|prefix| prefix.ends_with('/') && mime.starts_with(prefix))
+        })
+    })
 }
 
 /// The ids of the requests in a frame.

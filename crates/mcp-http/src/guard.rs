@@ -234,6 +234,16 @@ impl OriginPolicy {
     }
 }
 
+impl OriginPolicy {
+    /// The 403 answer to a request the policy refuses, or `None` to let it
+    /// through.
+    fn refusal(&self, headers: &HeaderMap) -> Option<Response> {
+        let error = self.check(headers).err()?;
+        tracing::debug!(%error, "refused by the Host/Origin guard");
+        Some(forbidden(&error))
+    }
+}
+
 /// The 403 response for a refused request: a JSON-RPC error with a null id.
 pub fn forbidden(error: &GuardError) -> Response {
     let body = serde_json::json!({
@@ -255,12 +265,9 @@ pub async fn middleware(
     request: Request,
     next: Next,
 ) -> Response {
-    match policy.check(request.headers()) {
-        Ok(()) => next.run(request).await,
-        Err(error) => {
-            tracing::debug!(%error, "refused by the Host/Origin guard");
-            forbidden(&error)
-        }
+    match policy.refusal(request.headers()) {
+        None => next.run(request).await,
+        Some(refused) => refused,
     }
 }
 
@@ -309,12 +316,9 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        match self.policy.check(request.headers()) {
-            Ok(()) => Either::Right(self.inner.call(request)),
-            Err(error) => {
-                tracing::debug!(%error, "refused by the Host/Origin guard");
-                Either::Left(ready(Ok(forbidden(&error))))
-            }
+        match self.policy.refusal(request.headers()) {
+            None => Either::Right(self.inner.call(request)),
+            Some(refused) => Either::Left(ready(Ok(refused))),
         }
     }
 }

@@ -355,13 +355,6 @@ struct WireNotification<'a> {
 }
 
 #[derive(Serialize)]
-struct WireResponse<'a> {
-    jsonrpc: &'static str,
-    id: &'a RequestId,
-    result: &'a RawValue,
-}
-
-#[derive(Serialize)]
 struct WireError<'a> {
     jsonrpc: &'static str,
     id: Option<&'a RequestId>,
@@ -395,11 +388,51 @@ pub fn write_notification(method: &str, params: Option<&RawValue>) -> String {
 
 /// Writes a successful response without building a [`Message`].
 pub fn write_response(id: &RequestId, result: &RawValue) -> String {
-    to_text(&WireResponse {
-        jsonrpc: "2.0",
-        id,
-        result,
-    })
+    let mut text = response_head(id, result.get().len());
+    text.push_str(result.get());
+    text.push('}');
+    text
+}
+
+/// Writes a successful response whose result is the object `result` with
+/// `members` placed before its own, without parsing `result` again. Each
+/// member is the text of one `"key":value` pair, valid JSON the caller has
+/// made. `None` when `result` is not an object.
+pub fn write_response_prepending(
+    id: &RequestId,
+    members: &[&str],
+    result: &RawValue,
+) -> Option<String> {
+    let own = result.get().trim_start().strip_prefix('{')?.trim_start();
+    let added: usize = members.iter().map(|m| m.len() + 1).sum();
+    let mut text = response_head(id, 2 + added + own.len());
+    text.push('{');
+    for member in members {
+        text.push_str(member);
+        text.push(',');
+    }
+    if !members.is_empty() && own.starts_with('}') {
+        // No members of its own: no comma after the last one added.
+        text.pop();
+    }
+    text.push_str(own);
+    text.push('}');
+    Some(text)
+}
+
+/// `{"jsonrpc":"2.0","id":ID,"result":`, with room for `more` bytes after it.
+fn response_head(id: &RequestId, more: usize) -> String {
+    const HEAD: &str = r#"{"jsonrpc":"2.0","id":"#;
+    const RESULT: &str = r#","result":"#;
+    let mut text = String::with_capacity(HEAD.len() + 24 + RESULT.len() + more + 1);
+    text.push_str(HEAD);
+    match id {
+        // Writing to a String cannot fail.
+        RequestId::Number(n) => _ = fmt::Write::write_fmt(&mut text, format_args!("{n}")),
+        RequestId::String(s) => text.push_str(&to_text(&s.as_ref())),
+    }
+    text.push_str(RESULT);
+    text
 }
 
 /// Writes an error response without building a [`Message`].
@@ -426,6 +459,36 @@ pub fn from_params<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn responses_are_written_as_serde_would() {
+        let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
+        for id in [RequestId::Number(-7), RequestId::String("a\"b\\c".into())] {
+            let text = write_response(&id, &raw(r#"{"a":[1,{"b":null}]}"#));
+            let expected = serde_json::json!({
+                "jsonrpc": "2.0", "id": id, "result": { "a": [1, { "b": null }] }
+            });
+            assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), expected);
+            assert!(text.starts_with(r#"{"jsonrpc":"2.0","id":"#), "{text}");
+
+            let members = [r#""resultType":"complete""#, r#""k":{"x":1}"#];
+            let text = write_response_prepending(&id, &members, &raw(r#"{ "a":1 }"#)).unwrap();
+            assert!(
+                text.ends_with(r#""result":{"resultType":"complete","k":{"x":1},"a":1 }}"#),
+                "{text}"
+            );
+            let parsed: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(parsed["id"], serde_json::to_value(&id).unwrap());
+            let text = write_response_prepending(&id, &members[..1], &raw("{ }")).unwrap();
+            assert!(
+                text.ends_with(r#""result":{"resultType":"complete"}}"#),
+                "{text}"
+            );
+            let text = write_response_prepending(&id, &[], &raw(r#"{"a":1}"#)).unwrap();
+            assert_eq!(text, write_response(&id, &raw(r#"{"a":1}"#)));
+            assert!(write_response_prepending(&id, &members, &raw("[1]")).is_none());
+        }
+    }
 
     fn parse(text: &str) -> Result<Message, ErrorResponse> {
         Message::parse(text)

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::endpoint::{METHOD, NAME};
+use crate::endpoint::names::{METHOD, NAME};
 
 /// The `x-mcp-header` annotations of the tools seen in `tools/list`
 /// results, by tool name.
@@ -92,7 +92,7 @@ impl ToolHeaders {
 }
 
 /// Inserts `value` (encoded when it is not header-safe) under `name`.
-fn insert_encoded(headers: &mut HeaderMap, name: &'static str, value: &str) {
+fn insert_encoded(headers: &mut HeaderMap, name: HeaderName, value: &str) {
     if let Ok(v) = HeaderValue::try_from(encode_header_value(value).as_ref()) {
         headers.insert(name, v);
     }

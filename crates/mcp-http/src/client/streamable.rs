@@ -24,7 +24,7 @@ use super::message::{
 };
 use super::modern::{ToolHeaders, request_headers};
 use super::{WireProtocol, legacy_sse};
-use crate::endpoint::{LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
+use crate::endpoint::names::{LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 use crate::sse::SseParser;
 
 /// Both media types a Streamable HTTP client accepts.
