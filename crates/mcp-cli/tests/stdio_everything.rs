@@ -765,3 +765,102 @@ async fn closing_stdin_ends_the_process() {
         .expect("wait for the server");
     assert!(status.success(), "exit status {status}");
 }
+
+/// Many more requests in flight than the pipes hold (64 KiB each way): the
+/// server keeps reading while its replies wait for room, and every request
+/// is answered once, with its own text.
+#[tokio::test]
+async fn a_burst_larger_than_the_pipes_is_answered_in_full() {
+    const BURST: i64 = 3000;
+    let mut h = Harness::spawn();
+    h.initialize(ProtocolVersion::V2025_06_18).await;
+    let mut stdin = h.stdin.take().expect("stdin is open");
+    let writer = tokio::spawn(async move {
+        let mut burst = String::new();
+        for id in 1..=BURST {
+            let text = format!("{id:0>100}");
+            let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": text}}});
+            burst.push_str(&request.to_string());
+            burst.push('\n');
+        }
+        stdin.write_all(burst.as_bytes()).await?;
+        stdin.flush().await?;
+        Ok::<_, std::io::Error>(stdin)
+    });
+    let mut answered = vec![false; BURST as usize + 1];
+    for _ in 0..BURST {
+        let response = h.recv().await;
+        let id = response["id"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("not a response: {response}"));
+        assert_eq!(tool_text(&response["result"]), format!("{id:0>100}"));
+        assert!(!answered[id as usize], "{id} answered twice");
+        answered[id as usize] = true;
+    }
+    let stdin = timeout(WAIT, writer)
+        .await
+        .expect("the burst was not taken within 5 s")
+        .expect("writer task")
+        .expect("write the burst");
+    drop(stdin);
+    let status = timeout(WAIT, h.child.wait())
+        .await
+        .expect("exit")
+        .expect("wait");
+    assert!(status.success(), "exit status {status}");
+}
+
+/// The server reads and writes its stdio pipes without blocking, and puts
+/// the pipe (an open file it shares with whoever else holds it) back in
+/// blocking mode when it lets go of it.
+#[cfg(unix)]
+#[tokio::test]
+async fn stdin_pipe_is_blocking_again_after_exit() {
+    use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+
+    fn nonblocking(fd: BorrowedFd<'_>) -> bool {
+        // SAFETY: F_GETFL on a descriptor this test holds open.
+        let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+        assert!(flags >= 0, "fcntl: {}", std::io::Error::last_os_error());
+        flags & libc::O_NONBLOCK != 0
+    }
+
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    let kept = reader.try_clone().expect("dup the read end");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp"))
+        .args(["serve", "everything"])
+        .stdin(Stdio::from(reader))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn `mcp serve everything`");
+    let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+    let mut writer = tokio::net::unix::pipe::Sender::from_owned_fd(writer.into())
+        .expect("the write end as an async pipe");
+    writer
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
+        .await
+        .expect("send ping");
+    let pong = timeout(WAIT, stdout.next_line())
+        .await
+        .expect("no answer within 5 s")
+        .expect("read")
+        .expect("a line");
+    assert!(pong.contains("\"id\":1"), "{pong}");
+    assert!(
+        nonblocking(kept.as_fd()),
+        "the server reads its stdin pipe in non-blocking mode"
+    );
+    drop(writer);
+    let status = timeout(WAIT, child.wait())
+        .await
+        .expect("exit")
+        .expect("wait");
+    assert!(status.success(), "exit status {status}");
+    assert!(
+        !nonblocking(kept.as_fd()),
+        "the pipe is in blocking mode again once the server is gone"
+    );
+}

@@ -39,6 +39,8 @@ mod request_meta;
 mod service;
 mod session;
 pub mod stdio;
+#[cfg(unix)]
+mod stdio_pipes;
 mod transport;
 
 pub use context::{Progress, RequestContext};

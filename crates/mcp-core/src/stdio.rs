@@ -14,9 +14,27 @@ use crate::transport::{DEFAULT_CHANNEL_CAPACITY, InboundFrame, OutboundFrame, Tr
 /// skipped, so one huge message cannot exhaust memory.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
-/// A transport over this process's stdin and stdout.
+/// A transport over this process's stdin and stdout. Where they are pipes
+/// (on Unix), they are read and written without blocking, by the runtime's
+/// reactor; otherwise through tokio's blocking-thread stdio.
 pub fn stdio() -> Transport {
-    from_streams(tokio::io::stdin(), tokio::io::stdout())
+    from_streams(stdin_reader(), stdout_writer())
+}
+
+fn stdin_reader() -> Box<dyn AsyncRead + Unpin + Send> {
+    #[cfg(unix)]
+    if let Some(pipe) = crate::stdio_pipes::stdin() {
+        return Box::new(pipe);
+    }
+    Box::new(tokio::io::stdin())
+}
+
+fn stdout_writer() -> Box<dyn AsyncWrite + Unpin + Send> {
+    #[cfg(unix)]
+    if let Some(pipe) = crate::stdio_pipes::stdout() {
+        return Box::new(pipe);
+    }
+    Box::new(tokio::io::stdout())
 }
 
 /// A transport over any reader and writer. Reading ends at EOF; writing ends
