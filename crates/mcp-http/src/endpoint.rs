@@ -6,11 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use futures::Stream;
+use axum::routing::{MethodRouter, get, post};
+use futures::{FutureExt, Stream};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
 use mcp_core::{
     BoxFuture, DirectSession, Extensions, FrameKind, FrameSink, OutboundFrame, Service,
     SessionConfig, SinkClosed,
@@ -38,6 +39,18 @@ pub const METHOD: &str = "mcp-method";
 pub const NAME: &str = "mcp-name";
 /// The resumption header.
 pub const LAST_EVENT_ID: &str = "last-event-id";
+
+/// `Content-Type: application/json`, made once.
+const JSON_CONTENT: HeaderValue = HeaderValue::from_static("application/json");
+
+/// Shared message text as a response body, without a copy.
+struct SharedText(Arc<str>);
+
+impl AsRef<[u8]> for SharedText {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
 
 /// The MCP headers as header names, found in a request without parsing
 /// the name on every lookup.
@@ -95,12 +108,22 @@ impl McpEndpoint {
     /// The axum router: the endpoint at its path, and (unless turned off)
     /// the legacy HTTP+SSE paths and the WebSocket path, all behind the
     /// Host/Origin guard and the body limit.
+    ///
+    /// The endpoint's own path is one service that checks the guard, reads
+    /// the body within the limit and picks the handler by method itself, so
+    /// a call does not go through a boxed, cloned service per layer.
     pub fn router(self: &Arc<Self>) -> axum::Router {
         let policy = Arc::clone(&self.config.origin_policy);
-        let mut router = axum::Router::new().route(
-            &self.config.path,
-            post(handle_post).get(handle_get).delete(handle_delete),
-        );
+        let endpoint = Arc::clone(self);
+        let answer = tower::service_fn(move |request| {
+            answer(Arc::clone(&endpoint), request).map(Ok::<_, Infallible>)
+        });
+        let mut router = axum::Router::new().route_service(&self.config.path, answer);
+        let guarded = |route: MethodRouter<Arc<McpEndpoint>>| {
+            route
+                .layer::<_, Infallible>(DefaultBodyLimit::max(self.config.max_body_bytes))
+                .layer::<_, Infallible>(crate::guard::GuardLayer::new(Arc::clone(&policy)))
+        };
         let mut taken = vec![self.config.path.as_str()];
         if let Some(sse_path) = &self.config.legacy_sse_path {
             let message_path = &self.config.legacy_message_path;
@@ -109,8 +132,11 @@ impl McpEndpoint {
                 && sse_path != message_path
             {
                 router = router
-                    .route(sse_path, get(crate::legacy_sse::handle_sse))
-                    .route(message_path, post(crate::legacy_sse::handle_message));
+                    .route(sse_path, guarded(get(crate::legacy_sse::handle_sse)))
+                    .route(
+                        message_path,
+                        guarded(post(crate::legacy_sse::handle_message)),
+                    );
                 taken.push(sse_path);
                 taken.push(message_path);
             } else {
@@ -128,13 +154,10 @@ impl McpEndpoint {
                     "WebSocket path clashes with another path; not mounted"
                 );
             } else {
-                router = router.route(ws_path, get(crate::ws::handle_upgrade));
+                router = router.route(ws_path, guarded(get(crate::ws::handle_upgrade)));
             }
         }
-        router
-            .layer(DefaultBodyLimit::max(self.config.max_body_bytes))
-            .layer(crate::guard::GuardLayer::new(policy))
-            .with_state(Arc::clone(self))
+        router.with_state(Arc::clone(self))
     }
 
     /// How many legacy sessions are live.
@@ -189,7 +212,7 @@ pub(crate) fn error_response(
     error: &ErrorObject,
 ) -> Response {
     let body = jsonrpc::write_error(id, error);
-    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+    (status, [(header::CONTENT_TYPE, JSON_CONTENT)], body).into_response()
 }
 
 fn bad_request(message: impl std::fmt::Display) -> Response {
@@ -206,24 +229,24 @@ pub(crate) fn header_str(headers: &HeaderMap, name: impl header::AsHeaderName) -
 
 /// Whether the Accept header admits every one of `mimes`: directly, by a
 /// `type/*` range, or by `*/*`.
-fn accepts(headers: &HeaderMap, mimes: &[&str]) -> bool {
+fn accepts<const N: usize>(headers: &HeaderMap, mimes: [&str; N]) -> bool {
     let Some(accept) = header_str(headers, header::ACCEPT) else {
         return false;
     };
-    let ranges = || {
-        accept
-            .split(',')
-            .map(|part| part.split(';').next().unwrap_or("").trim())
-    };
-    mimes.iter().all(|mime| {
-        ranges().any(|range| {
-            range == "*/*"
+    // One pass over the ranges, marking the types each admits.
+    let mut admitted = [false; N];
+    for part in accept.split(',') {
+        let range = part.split(';').next().unwrap_or("").trim();
+        for (mime, admitted) in mimes.iter().zip(&mut admitted) {
+            *admitted = *admitted
+                || range == "*/*"
                 || range.eq_ignore_ascii_case(mime)
                 || range
                     .strip_suffix('*')
-                    .is_some_and(|prefix| prefix.ends_with('/') && mime.starts_with(prefix))
-        })
-    })
+                    .is_some_and(|prefix| prefix.ends_with('/') && mime.starts_with(prefix));
+        }
+    }
+    admitted.iter().all(|&a| a)
 }
 
 /// The ids of the requests in a frame.
@@ -320,21 +343,57 @@ pub(crate) fn read_message(
     Ok((text, frame))
 }
 
-async fn handle_post(State(endpoint): State<Arc<McpEndpoint>>, request: Request) -> Response {
-    // Taken apart by hand: the extractors would copy the headers.
+/// One request to the endpoint's path: the Host/Origin guard, then POST,
+/// GET or DELETE.
+async fn answer(endpoint: Arc<McpEndpoint>, request: Request) -> Response {
+    if let Some(refused) = endpoint.config.origin_policy.refusal(request.headers()) {
+        return refused;
+    }
+    match *request.method() {
+        Method::POST => handle_post(&endpoint, request).await,
+        Method::GET => handle_get(&endpoint, request.headers()).await,
+        Method::DELETE => handle_delete(&endpoint, request.headers()).await,
+        _ => (
+            StatusCode::METHOD_NOT_ALLOWED,
+            [(header::ALLOW, "GET,POST,DELETE")],
+        )
+            .into_response(),
+    }
+}
+
+/// The whole body, or its refusal: 413 past `limit` bytes, 400 when it
+/// cannot be read; either with a JSON-RPC error body.
+async fn read_body(body: Body, limit: usize) -> Result<Bytes, Refusal> {
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<LengthLimitError>() => {
+            let error =
+                ErrorObject::invalid_request(format!("request body larger than {limit} bytes"));
+            Err(Box::new(error_response(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                None,
+                &error,
+            )))
+        }
+        Err(e) => Err(Box::new(bad_request(format_args!(
+            "failed to read the request body: {e}"
+        )))),
+    }
+}
+
+async fn handle_post(endpoint: &Arc<McpEndpoint>, request: Request) -> Response {
     let (mut parts, body) = request.into_parts();
     let headers = std::mem::take(&mut parts.headers);
     let extensions = parts.extensions.get::<MessageExtensions>().cloned();
     let scope_guard = parts.extensions.get::<ToolScopeGuard>().cloned();
-    let body = Bytes::from_request(Request::from_parts(parts, body), &()).await;
-    let body = match body_or_refusal(body) {
+    let body = match read_body(body, endpoint.config.max_body_bytes).await {
         Ok(body) => body,
         Err(refusal) => return *refusal,
     };
     if let Err(refusal) = check_json_content(&headers) {
         return *refusal;
     }
-    if !accepts(&headers, &["application/json", "text/event-stream"]) {
+    if !accepts(&headers, ["application/json", "text/event-stream"]) {
         let error =
             ErrorObject::invalid_request("Accept must list application/json and text/event-stream");
         return error_response(StatusCode::NOT_ACCEPTABLE, None, &error);
@@ -345,11 +404,11 @@ async fn handle_post(State(endpoint): State<Arc<McpEndpoint>>, request: Request)
     };
     let extensions = extensions.map(|e| e.0);
     match header_str(&headers, names::SESSION_ID) {
-        Some(id) => post_to_session(&endpoint, id, &headers, frame, extensions).await,
+        Some(id) => post_to_session(endpoint, id, &headers, frame, extensions).await,
         None if is_initialize(&frame) && !names_modern_version(&headers) => {
-            post_initialize(&endpoint, frame, extensions).await
+            post_initialize(endpoint, frame, extensions).await
         }
-        None => post_stateless(&endpoint, &headers, frame, extensions).await,
+        None => post_stateless(endpoint, &headers, frame, extensions).await,
     }
 }
 
@@ -649,8 +708,8 @@ async fn respond(
         let status = status_of(&first.text, era);
         return (
             status,
-            [(header::CONTENT_TYPE, "application/json")],
-            first.text.to_string(),
+            [(header::CONTENT_TYPE, JSON_CONTENT)],
+            Bytes::from_owner(SharedText(first.text)),
         )
             .into_response();
     }
@@ -773,12 +832,12 @@ fn sse_stream(
     })
 }
 
-async fn handle_get(State(endpoint): State<Arc<McpEndpoint>>, headers: HeaderMap) -> Response {
-    if !accepts(&headers, &["text/event-stream"]) {
+async fn handle_get(endpoint: &Arc<McpEndpoint>, headers: &HeaderMap) -> Response {
+    if !accepts(headers, ["text/event-stream"]) {
         let error = ErrorObject::invalid_request("Accept must list text/event-stream");
         return error_response(StatusCode::NOT_ACCEPTABLE, None, &error);
     }
-    let Some(id) = header_str(&headers, names::SESSION_ID) else {
+    let Some(id) = header_str(headers, names::SESSION_ID) else {
         // No standalone stream outside a legacy session: 2026-07-28 clients
         // use subscriptions/listen.
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
@@ -789,16 +848,16 @@ async fn handle_get(State(endpoint): State<Arc<McpEndpoint>>, headers: HeaderMap
     };
     session.touch();
     let guard = session.stream_opened();
-    if let Some(last_event_id) = header_str(&headers, names::LAST_EVENT_ID) {
+    if let Some(last_event_id) = header_str(headers, names::LAST_EVENT_ID) {
         let (outcome, receiver) = session.resume(last_event_id.to_owned()).await;
         if outcome == ResumeOutcome::Unknown {
             let error = ErrorObject::invalid_request("unknown or expired Last-Event-ID");
             return error_response(StatusCode::NOT_FOUND, None, &error);
         }
-        return sse_response(&endpoint, Vec::new(), receiver, Some(guard));
+        return sse_response(endpoint, Vec::new(), receiver, Some(guard));
     }
     match session.open_standalone().await {
-        Some(receiver) => sse_response(&endpoint, Vec::new(), receiver, Some(guard)),
+        Some(receiver) => sse_response(endpoint, Vec::new(), receiver, Some(guard)),
         None => {
             let error =
                 ErrorObject::invalid_request("this session already has a standalone stream");
@@ -807,8 +866,8 @@ async fn handle_get(State(endpoint): State<Arc<McpEndpoint>>, headers: HeaderMap
     }
 }
 
-async fn handle_delete(State(endpoint): State<Arc<McpEndpoint>>, headers: HeaderMap) -> Response {
-    let Some(id) = header_str(&headers, names::SESSION_ID) else {
+async fn handle_delete(endpoint: &Arc<McpEndpoint>, headers: &HeaderMap) -> Response {
+    let Some(id) = header_str(headers, names::SESSION_ID) else {
         return bad_request("Mcp-Session-Id header is required");
     };
     if endpoint.sessions.remove(id).await {
@@ -825,24 +884,24 @@ mod tests {
 
     #[test]
     fn accept_lists_every_type_asked_for() {
-        let accepts_with = |accept: &str, mimes: &[&str]| {
+        fn accepts_with<const N: usize>(accept: &str, mimes: [&str; N]) -> bool {
             let mut headers = HeaderMap::new();
             headers.insert(header::ACCEPT, HeaderValue::from_str(accept).unwrap());
             accepts(&headers, mimes)
-        };
+        }
         let both = ["application/json", "text/event-stream"];
-        assert!(accepts_with("application/json, text/event-stream", &both));
+        assert!(accepts_with("application/json, text/event-stream", both));
         assert!(accepts_with(
             "TEXT/event-stream;q=0.5 , Application/JSON",
-            &both
+            both
         ));
-        assert!(accepts_with("*/*", &both));
-        assert!(accepts_with("application/*, text/*", &both));
-        assert!(!accepts_with("application/json", &both));
-        assert!(!accepts_with("text/event-stream", &both));
-        assert!(!accepts_with("application/jsonx, text/event-stream", &both));
-        assert!(!accepts_with("app*, text/event-stream", &both));
-        assert!(accepts_with("text/event-stream", &["text/event-stream"]));
-        assert!(!accepts(&HeaderMap::new(), &["text/event-stream"]));
+        assert!(accepts_with("*/*", both));
+        assert!(accepts_with("application/*, text/*", both));
+        assert!(!accepts_with("application/json", both));
+        assert!(!accepts_with("text/event-stream", both));
+        assert!(!accepts_with("application/jsonx, text/event-stream", both));
+        assert!(!accepts_with("app*, text/event-stream", both));
+        assert!(accepts_with("text/event-stream", ["text/event-stream"]));
+        assert!(!accepts(&HeaderMap::new(), ["text/event-stream"]));
     }
 }

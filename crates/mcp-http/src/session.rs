@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::config::{HttpConfig, ResponseMode};
-use crate::event_store::{EventId, EventStore, StreamId};
+use crate::event_store::{EventId, EventStore};
 
 /// One message on its way to an HTTP response stream.
 #[derive(Debug, Clone)]
@@ -39,6 +39,10 @@ pub(crate) struct Delivery {
 
 /// The id of the standalone (GET) stream of a session.
 const STANDALONE: &str = "0";
+
+/// A stream's id in the route table: shared, so that naming the stream of
+/// each request and looking it up on delivery copy no text.
+type RouteKey = Arc<str>;
 
 /// What became of a resumption.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,7 +135,8 @@ impl HttpSession {
         requests: Vec<RequestId>,
     ) -> Option<mpsc::UnboundedReceiver<Delivery>> {
         let (sink, rx) = mpsc::unbounded_channel();
-        let stream = self.next_stream.fetch_add(1, Ordering::Relaxed).to_string();
+        let stream: RouteKey =
+            Arc::from(self.next_stream.fetch_add(1, Ordering::Relaxed).to_string());
         let priming = self.primes_streams();
         let mut table = self.routes.table.lock().await;
         // Checked under the lock that `close` clears the table under.
@@ -139,7 +144,7 @@ impl HttpSession {
             return None;
         }
         for id in requests {
-            table.by_request.insert(id, stream.clone());
+            table.by_request.insert(id, Arc::clone(&stream));
         }
         table.streams.insert(
             stream,
@@ -177,7 +182,7 @@ impl HttpSession {
         }
         table
             .streams
-            .insert(STANDALONE.to_owned(), StreamRoute::started(sink));
+            .insert(Arc::from(STANDALONE), StreamRoute::started(sink));
         Some(rx)
     }
 
@@ -210,11 +215,11 @@ impl HttpSession {
                     });
                 }
                 let live = replay.stream == STANDALONE
-                    || table.by_request.values().any(|s| *s == replay.stream);
+                    || table.by_request.values().any(|s| **s == *replay.stream);
                 if live {
                     table
                         .streams
-                        .insert(replay.stream, StreamRoute::started(sink));
+                        .insert(Arc::from(replay.stream), StreamRoute::started(sink));
                     ResumeOutcome::Live
                 } else {
                     ResumeOutcome::Ended
@@ -276,9 +281,9 @@ struct Routes {
 #[derive(Default)]
 struct RouteTable {
     /// Live connections by stream.
-    streams: HashMap<StreamId, StreamRoute>,
+    streams: HashMap<RouteKey, StreamRoute>,
     /// Which stream carries the messages about a request.
-    by_request: HashMap<RequestId, StreamId>,
+    by_request: HashMap<RequestId, RouteKey>,
 }
 
 /// The live connection of a stream.
@@ -336,9 +341,9 @@ impl Routes {
             .as_ref()
             .and_then(|id| table.by_request.get(id))
             .cloned()
-            .unwrap_or_else(|| STANDALONE.to_owned());
+            .unwrap_or_else(|| Arc::from(STANDALONE));
         let text: Arc<str> = Arc::from(frame.text);
-        let last = frame.kind == FrameKind::Response && stream != STANDALONE;
+        let last = frame.kind == FrameKind::Response && *stream != *STANDALONE;
         if let Some(route) = table.streams.get_mut(&stream)
             && route.fresh
         {
@@ -381,7 +386,7 @@ impl RouteTable {
     /// The stream's response went out: it and its requests are done.
     fn stream_done(&mut self, stream: &str) {
         self.streams.remove(stream);
-        self.by_request.retain(|_, s| s != stream);
+        self.by_request.retain(|_, s| **s != *stream);
     }
 
     /// Forgets every stream: their connections end.

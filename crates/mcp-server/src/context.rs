@@ -113,6 +113,33 @@ struct SealedState {
 
 const STATE_PURPOSE: &str = "request-state";
 
+/// Which request a round of input belongs to: its method and the name of
+/// the tool, prompt or resource, written `method:name` in sealed state.
+/// Only written out when state is sealed or checked.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Purpose<'a> {
+    /// The request's method, `tools/call` say.
+    pub(crate) method: &'static str,
+    /// The tool or prompt name, or the resource URI.
+    pub(crate) name: &'a str,
+}
+
+impl Purpose<'_> {
+    /// Whether `written` is this purpose as sealed state writes it.
+    fn is(&self, written: &str) -> bool {
+        written
+            .strip_prefix(self.method)
+            .and_then(|rest| rest.strip_prefix(':'))
+            == Some(self.name)
+    }
+}
+
+impl std::fmt::Display for Purpose<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.method, self.name)
+    }
+}
+
 fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -126,7 +153,7 @@ impl InputRound {
     /// the ones sent now.
     pub(crate) fn open(
         signer: &Signer,
-        purpose: &str,
+        purpose: Purpose<'_>,
         request_state: Option<&str>,
         responses: Option<InputResponses>,
     ) -> Result<InputRound, ErrorObject> {
@@ -136,7 +163,7 @@ impl InputRound {
                 .open(STATE_PURPOSE, token)
                 .and_then(|bytes| serde_json::from_slice(&bytes).ok())
                 .ok_or_else(|| ErrorObject::invalid_params("requestState failed verification"))?;
-            if sealed.purpose != purpose {
+            if !purpose.is(&sealed.purpose) {
                 return Err(ErrorObject::invalid_params(
                     "requestState belongs to another request",
                 ));
@@ -157,12 +184,12 @@ impl InputRound {
     pub(crate) fn close(
         &self,
         signer: &Signer,
-        purpose: &str,
+        purpose: Purpose<'_>,
         ttl: Duration,
     ) -> (InputRequests, String) {
         let asked = std::mem::take(&mut *self.asked.lock().unwrap_or_else(|p| p.into_inner()));
         let sealed = SealedState {
-            purpose: purpose.to_owned(),
+            purpose: purpose.to_string(),
             expires: now_secs() + ttl.as_secs(),
             responses: self.responses.clone(),
             state: self.state.lock().unwrap_or_else(|p| p.into_inner()).clone(),
@@ -411,5 +438,62 @@ impl Context {
             .unwrap_or_else(|p| p.into_inner())
             .insert(key.to_owned(), request);
         Err(HandlerError::InputRequired)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CALL_A: Purpose<'static> = Purpose {
+        method: methods::TOOLS_CALL,
+        name: "a:b",
+    };
+
+    /// State sealed for one request opens only for that request: same
+    /// method and name, written the way sealed state writes it.
+    #[test]
+    fn sealed_state_opens_for_its_own_request_only() {
+        let signer = Signer::random();
+        let round = InputRound::resume(
+            InputResponses::default(),
+            Some(serde_json::json!({"step": 2})),
+        );
+        let (_, token) = round.close(&signer, CALL_A, Duration::from_secs(60));
+
+        let reopened = InputRound::open(&signer, CALL_A, Some(&token), None).expect("same request");
+        assert_eq!(
+            *reopened.state.lock().unwrap(),
+            Some(serde_json::json!({"step": 2}))
+        );
+
+        for other in [
+            Purpose {
+                method: methods::TOOLS_CALL,
+                name: "a",
+            },
+            Purpose {
+                method: methods::TOOLS_CALL,
+                name: "a:b:c",
+            },
+            Purpose {
+                method: methods::PROMPTS_GET,
+                name: "a:b",
+            },
+        ] {
+            let error = InputRound::open(&signer, other, Some(&token), None)
+                .err()
+                .unwrap_or_else(|| panic!("{other} opened state sealed for {CALL_A}"));
+            assert!(error.message.contains("another request"), "{error:?}");
+        }
+    }
+
+    #[test]
+    fn purpose_is_written_method_colon_name() {
+        assert_eq!(CALL_A.to_string(), "tools/call:a:b");
+        assert!(CALL_A.is("tools/call:a:b"));
+        assert!(!CALL_A.is("tools/call:a"));
+        assert!(!CALL_A.is("tools/callx:a:b"));
+        assert!(!CALL_A.is("tools/call"));
     }
 }

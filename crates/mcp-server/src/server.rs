@@ -30,7 +30,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::compat;
-use crate::context::{Context, HandlerError, InputRound};
+use crate::context::{Context, HandlerError, InputRound, Purpose};
 use crate::cursor::{Signer, page};
 use crate::prompt::PromptDef;
 use crate::resource::{ResourceDef, TemplateDef};
@@ -580,7 +580,7 @@ impl Server {
     fn context(
         &self,
         ctx: RequestContext,
-        purpose: &str,
+        purpose: Purpose<'_>,
         state: Option<&str>,
         responses: Option<mcp_schema::InputResponses>,
     ) -> Result<Context, ErrorObject> {
@@ -598,7 +598,7 @@ impl Server {
         &self,
         outcome: Result<T, HandlerError>,
         ctx: &Context,
-        purpose: &str,
+        purpose: Purpose<'_>,
         on_failure: impl FnOnce(String) -> HandlerResult,
     ) -> HandlerResult {
         match outcome {
@@ -639,16 +639,15 @@ impl Server {
             )));
         };
         let mode = call_mode(&tool, params.task.as_ref(), &ctx)?;
-        let args = params.arguments.take().unwrap_or_default();
-        if let Err(message) = tool.check_arguments(&args) {
+        let args = match tool.check_arguments(params.arguments.take().unwrap_or_default()) {
+            Ok(args) => args,
             // From 2025-11-25 on, the model sees bad arguments as a tool
             // error it can correct; before, they are a protocol error.
-            return if revision >= ProtocolVersion::V2025_11_25 {
-                to_result(&CallToolResult::error(message))
-            } else {
-                Err(ErrorObject::invalid_params(message))
-            };
-        }
+            Err(message) if revision >= ProtocolVersion::V2025_11_25 => {
+                return to_result(&CallToolResult::error(message));
+            }
+            Err(message) => return Err(ErrorObject::invalid_params(message)),
+        };
         // A deferred task starts as an ordinary request (2026-07-28 only:
         // in 2025-11-25 the client asked for a task and gets one at once).
         let deferred = match mode {
@@ -656,10 +655,13 @@ impl Server {
             CallMode::Task(ttl) => return self.start_task(tool, args, &params, ttl, ctx),
             CallMode::Direct => None,
         };
-        let purpose = format!("tools/call:{}", params.name);
+        let purpose = Purpose {
+            method: methods::TOOLS_CALL,
+            name: &params.name,
+        };
         let mut ctx = self.context(
             ctx,
-            &purpose,
+            purpose,
             params.request_state.as_deref(),
             params.input_responses,
         )?;
@@ -682,7 +684,7 @@ impl Server {
             compat::downgrade_all(&mut result.content, revision);
             result
         });
-        self.finish(outcome, &ctx, &purpose, |message| {
+        self.finish(outcome, &ctx, purpose, |message| {
             to_result(&CallToolResult::error(message))
         })
     }
@@ -711,19 +713,22 @@ impl Server {
             )
             .with_data(serde_json::json!({ "uri": uri })));
         };
-        let purpose = format!("resources/read:{uri}");
+        let purpose = Purpose {
+            method: methods::RESOURCES_READ,
+            name: &uri,
+        };
         let ctx = self.context(
             ctx,
-            &purpose,
+            purpose,
             params.request_state.as_deref(),
             params.input_responses,
         )?;
-        let outcome = read(uri, vars, ctx.clone()).await.map(|contents| {
+        let outcome = read(uri.clone(), vars, ctx.clone()).await.map(|contents| {
             let mut result = ReadResourceResult::new(contents);
             (result.ttl_ms, result.cache_scope) = self.cache_hints(revision);
             result
         });
-        self.finish(outcome, &ctx, &purpose, |message| {
+        self.finish(outcome, &ctx, purpose, |message| {
             Err(ErrorObject::internal(message))
         })
     }
@@ -751,10 +756,13 @@ impl Server {
             HandlerError::Protocol(e) => e,
             other => ErrorObject::invalid_params(other),
         })?;
-        let purpose = format!("prompts/get:{}", params.name);
+        let purpose = Purpose {
+            method: methods::PROMPTS_GET,
+            name: &params.name,
+        };
         let ctx = self.context(
             ctx,
-            &purpose,
+            purpose,
             params.request_state.as_deref(),
             params.input_responses,
         )?;
@@ -766,7 +774,7 @@ impl Server {
             }
             result
         });
-        self.finish(outcome, &ctx, &purpose, |message| {
+        self.finish(outcome, &ctx, purpose, |message| {
             Err(ErrorObject::internal(message))
         })
     }

@@ -38,7 +38,7 @@ use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::context::{Context, HandlerError, InputRound};
+use crate::context::{Context, HandlerError, InputRound, Purpose};
 use crate::server::{Server, to_result};
 use crate::tool::ToolDef;
 
@@ -652,10 +652,13 @@ impl Server {
         ctx: RequestContext,
     ) -> HandlerResult {
         let round = if ctx.revision.uses_input_required() {
-            let purpose = format!("tools/call:{}", params.name);
+            let purpose = Purpose {
+                method: methods::TOOLS_CALL,
+                name: &params.name,
+            };
             InputRound::open(
                 self.signer(),
-                &purpose,
+                purpose,
                 params.request_state.as_deref(),
                 params.input_responses.clone(),
             )?

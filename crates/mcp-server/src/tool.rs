@@ -231,13 +231,19 @@ impl ToolDef {
         &self.tool
     }
 
-    /// Checks arguments against the input schema; the message lists every
-    /// violation with its location.
-    pub(crate) fn check_arguments(&self, args: &JsonObject) -> Result<(), String> {
+    /// Checks arguments against the input schema and hands them back; the
+    /// message lists every violation with its location.
+    pub(crate) fn check_arguments(&self, args: JsonObject) -> Result<JsonObject, String> {
         let Some(validator) = &self.validator else {
-            return Ok(());
+            return Ok(args);
         };
-        let instance = Value::Object(args.clone());
+        let instance = Value::Object(args);
+        if validator.is_valid(&instance) {
+            let Value::Object(args) = instance else {
+                unreachable!("built as an object just above")
+            };
+            return Ok(args);
+        }
         let problems: Vec<String> = validator
             .iter_errors(&instance)
             .map(|e| {
@@ -249,14 +255,10 @@ impl ToolDef {
                 }
             })
             .collect();
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
-                "invalid arguments for {}: {}",
-                self.tool.name,
-                problems.join("; ")
-            ))
-        }
+        Err(format!(
+            "invalid arguments for {}: {}",
+            self.tool.name,
+            problems.join("; ")
+        ))
     }
 }
