@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, Request};
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
@@ -24,10 +24,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::authz::{MessageExtensions, ToolScopeGuard, check_tool_scopes};
 use crate::config::{HttpConfig, ResponseMode};
+use crate::guard::GuardLayer;
 use crate::headers::check_headers;
 use crate::legacy_sse::LegacySessions;
 use crate::session::{Delivery, ResumeOutcome, SessionLimit, SessionManager, StreamGuard};
 use crate::sse;
+use tower::Layer;
 
 /// The session id header.
 pub const SESSION_ID: &str = "mcp-session-id";
@@ -106,24 +108,22 @@ impl McpEndpoint {
     }
 
     /// The axum router: the endpoint at its path, and (unless turned off)
-    /// the legacy HTTP+SSE paths and the WebSocket path, all behind the
-    /// Host/Origin guard and the body limit.
+    /// the legacy HTTP+SSE paths and the WebSocket path, each behind the
+    /// Host/Origin guard; bodies are read within the limit.
     ///
-    /// The endpoint's own path is one service that checks the guard, reads
-    /// the body within the limit and picks the handler by method itself, so
-    /// a call does not go through a boxed, cloned service per layer.
+    /// The guard wraps each route rather than the router, and the
+    /// endpoint's own path is one service that picks the handler by method
+    /// itself, so a call does not go through a boxed, cloned service per
+    /// layer.
     pub fn router(self: &Arc<Self>) -> axum::Router {
-        let policy = Arc::clone(&self.config.origin_policy);
+        let guard = GuardLayer::new(Arc::clone(&self.config.origin_policy));
         let endpoint = Arc::clone(self);
         let answer = tower::service_fn(move |request| {
             answer(Arc::clone(&endpoint), request).map(Ok::<_, Infallible>)
         });
-        let mut router = axum::Router::new().route_service(&self.config.path, answer);
-        let guarded = |route: MethodRouter<Arc<McpEndpoint>>| {
-            route
-                .layer::<_, Infallible>(DefaultBodyLimit::max(self.config.max_body_bytes))
-                .layer::<_, Infallible>(crate::guard::GuardLayer::new(Arc::clone(&policy)))
-        };
+        let mut router = axum::Router::new().route_service(&self.config.path, guard.layer(answer));
+        let guarded =
+            |route: MethodRouter<Arc<McpEndpoint>>| route.layer::<_, Infallible>(guard.clone());
         let mut taken = vec![self.config.path.as_str()];
         if let Some(sse_path) = &self.config.legacy_sse_path {
             let message_path = &self.config.legacy_message_path;
@@ -279,17 +279,6 @@ fn is_initialize(frame: &Frame) -> bool {
 /// refusals are the rare path).
 pub(crate) type Refusal = Box<Response>;
 
-/// The POST body, or its refusal: too large (413) or unreadable, with a
-/// JSON-RPC error body.
-pub(crate) fn body_or_refusal(
-    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
-) -> Result<Bytes, Refusal> {
-    body.map_err(|rejection| {
-        let error = ErrorObject::invalid_request(rejection.body_text());
-        Box::new(error_response(rejection.status(), None, &error))
-    })
-}
-
 /// 415 unless the body is declared `application/json`.
 pub(crate) fn check_json_content(headers: &HeaderMap) -> Result<(), Refusal> {
     let json_content = header_str(headers, header::CONTENT_TYPE).is_some_and(|ct| {
@@ -343,12 +332,9 @@ pub(crate) fn read_message(
     Ok((text, frame))
 }
 
-/// One request to the endpoint's path: the Host/Origin guard, then POST,
-/// GET or DELETE.
+/// One request to the endpoint's path (past the guard): POST, GET or
+/// DELETE.
 async fn answer(endpoint: Arc<McpEndpoint>, request: Request) -> Response {
-    if let Some(refused) = endpoint.config.origin_policy.refusal(request.headers()) {
-        return refused;
-    }
     match *request.method() {
         Method::POST => handle_post(&endpoint, request).await,
         Method::GET => handle_get(&endpoint, request.headers()).await,
@@ -363,7 +349,7 @@ async fn answer(endpoint: Arc<McpEndpoint>, request: Request) -> Response {
 
 /// The whole body, or its refusal: 413 past `limit` bytes, 400 when it
 /// cannot be read; either with a JSON-RPC error body.
-async fn read_body(body: Body, limit: usize) -> Result<Bytes, Refusal> {
+pub(crate) async fn read_body(body: Body, limit: usize) -> Result<Bytes, Refusal> {
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.is::<LengthLimitError>() => {

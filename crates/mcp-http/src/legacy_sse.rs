@@ -29,9 +29,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::authz::{MessageExtensions, ToolScopeGuard};
-use crate::endpoint::{
-    McpEndpoint, body_or_refusal, check_json_content, error_response, read_message,
-};
+use crate::endpoint::{McpEndpoint, check_json_content, error_response, read_body, read_message};
 use crate::sse;
 
 /// The query parameter naming the session on the message path.
@@ -247,9 +245,9 @@ pub(crate) async fn handle_message(
     extensions: Option<Extension<MessageExtensions>>,
     scope_guard: Option<Extension<ToolScopeGuard>>,
     headers: HeaderMap,
-    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+    body: Body,
 ) -> Response {
-    let body = match body_or_refusal(body) {
+    let body = match read_body(body, endpoint.config.max_body_bytes).await {
         Ok(body) => body,
         Err(refusal) => return *refusal,
     };

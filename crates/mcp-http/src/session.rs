@@ -336,15 +336,15 @@ impl Routes {
         if frame.kind == FrameKind::Ended {
             return table.request_ended(frame.related.as_ref());
         }
-        let stream = frame
+        let related = frame
             .related
             .as_ref()
             .and_then(|id| table.by_request.get(id))
-            .cloned()
-            .unwrap_or_else(|| Arc::from(STANDALONE));
+            .cloned();
+        let stream = related.as_deref().unwrap_or(STANDALONE);
         let text: Arc<str> = Arc::from(frame.text);
-        let last = frame.kind == FrameKind::Response && *stream != *STANDALONE;
-        if let Some(route) = table.streams.get_mut(&stream)
+        let last = frame.kind == FrameKind::Response && stream != STANDALONE;
+        if let Some(route) = table.streams.get_mut(stream)
             && route.fresh
         {
             route.fresh = false;
@@ -355,18 +355,18 @@ impl Routes {
                     event_id: None,
                     last,
                 });
-                return table.stream_done(&stream);
+                return table.stream_done(stream);
             }
             if route.priming {
-                self.prime(&stream, &route.sink).await;
+                self.prime(stream, &route.sink).await;
             }
         }
         let event_id = Some(
             self.store
-                .append(&self.session, &stream, Arc::clone(&text))
+                .append(&self.session, stream, Arc::clone(&text))
                 .await,
         );
-        if let Some(route) = table.streams.get(&stream) {
+        if let Some(route) = table.streams.get(stream) {
             let sink = &route.sink;
             // A dropped connection is not a cancellation: the message stays
             // in the store for a resuming client.
@@ -377,7 +377,7 @@ impl Routes {
             });
         }
         if last {
-            table.stream_done(&stream);
+            table.stream_done(stream);
         }
     }
 }
