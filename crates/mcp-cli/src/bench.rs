@@ -15,6 +15,7 @@ use mcp_client::{EraChoice, RequestOptions};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::bench_http::{HttpWork, Lane};
 use crate::call::parse_era;
 use crate::target::{Connection, Target};
 use crate::terminal::Terminal;
@@ -53,6 +54,11 @@ pub struct BenchArgs {
     /// Requests each client keeps in flight.
     #[arg(long, default_value_t = 1)]
     pub pipeline: usize,
+    /// Over Streamable HTTP, send the measured calls through the MCP client
+    /// (its engine and HTTP transport) instead of direct keep-alive lanes:
+    /// measures the client as much as the server.
+    #[arg(long)]
+    pub via_client: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -77,6 +83,8 @@ struct Report {
     request: String,
     concurrency: usize,
     pipeline: usize,
+    /// What sent the calls: `lanes` (direct HTTP connections) or `client`.
+    sender: &'static str,
     seconds: f64,
     requests: u64,
     errors: u64,
@@ -172,29 +180,41 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         .await
         .with_context(|| format!("{} failed", work.method))?;
 
+    let callers = if args.via_client {
+        client_callers(&connections, &work, args.pipeline)
+    } else {
+        callers(&target, &connections, &work, args.pipeline).await?
+    };
+    let sender = match callers.first() {
+        Some(Caller::Lane(_)) => "lanes",
+        _ => "client",
+    };
+
     let start = Instant::now();
     let measure_from = start + Duration::from_secs_f64(args.warmup);
     let end = measure_from + Duration::from_secs_f64(args.duration);
     let before = args.pid.and_then(cpu_ticks);
     let mut loops = tokio::task::JoinSet::new();
-    for connection in &connections {
-        for _ in 0..args.pipeline {
-            let connection = Arc::clone(connection);
-            let work = work.clone();
-            loops.spawn(closed_loop(connection, work, measure_from, end));
-        }
+    for caller in callers {
+        loops.spawn(closed_loop(caller, measure_from, end));
     }
     let mut histogram = Histogram::<u64>::new(3)?;
     let (mut requests, mut errors) = (0, 0);
+    let mut lane_replies: Option<Replies> = None;
     while let Some(outcome) = loops.join_next().await {
-        let (h, n, e) = outcome?;
+        let (h, n, e, caller) = outcome?;
         histogram.add(h)?;
         requests += n;
         errors += e;
+        if let Caller::Lane(lane) = caller {
+            let sum = lane_replies.get_or_insert(Replies { json: 0, sse: 0 });
+            sum.json += lane.replies.json;
+            sum.sse += lane.replies.sse;
+        }
     }
     let seconds = args.duration;
     let after = args.pid.and_then(cpu_ticks);
-    let replies =
+    let replies = lane_replies.or_else(|| {
         connections
             .iter()
             .filter_map(|c| c.reply_kinds())
@@ -204,7 +224,8 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
                     json: sum.json + k.json,
                     sse: sum.sse + k.sse,
                 })
-            });
+            })
+    });
     let server_process = args.pid.map(|pid| ProcessUse {
         cpu_percent: match (before, after) {
             (Some(b), Some(a)) => {
@@ -220,6 +241,7 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         request: work.method.clone(),
         concurrency: args.concurrency,
         pipeline: args.pipeline,
+        sender,
         seconds,
         requests,
         errors,
@@ -241,14 +263,87 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
     print_report(&report, args.json)
 }
 
+/// What sends the work request: the MCP client, or over Streamable HTTP
+/// a lane of its own (see [`crate::bench_http`]).
+enum Caller {
+    Client(Arc<Connection>, Work),
+    Lane(Lane),
+}
+
+impl Caller {
+    async fn call(&mut self) -> Result<()> {
+        match self {
+            Caller::Client(connection, work) => {
+                connection
+                    .client
+                    .request_raw(&work.method, work.params.clone(), RequestOptions::new())
+                    .await?;
+                Ok(())
+            }
+            Caller::Lane(lane) => lane.call().await,
+        }
+    }
+}
+
+/// `pipeline` callers per connection: lanes over plain Streamable HTTP
+/// when each answers a first call, else the connections' clients.
+async fn callers(
+    target: &Target,
+    connections: &[Arc<Connection>],
+    work: &Work,
+    pipeline: usize,
+) -> Result<Vec<Caller>> {
+    if let Target::Http(url) = target {
+        match lanes(url, connections, work, pipeline).await {
+            Ok(Some(lanes)) => return Ok(lanes.into_iter().map(Caller::Lane).collect()),
+            Ok(None) => {}
+            Err(e) => eprintln!("sending through the MCP client: the direct lanes failed: {e:#}"),
+        }
+    }
+    Ok(client_callers(connections, work, pipeline))
+}
+
+/// `pipeline` callers per connection through its client.
+fn client_callers(connections: &[Arc<Connection>], work: &Work, pipeline: usize) -> Vec<Caller> {
+    connections
+        .iter()
+        .flat_map(|c| (0..pipeline).map(|_| Caller::Client(Arc::clone(c), work.clone())))
+        .collect()
+}
+
+/// Opens `pipeline` lanes per connection and makes one call on each.
+async fn lanes(
+    url: &str,
+    connections: &[Arc<Connection>],
+    work: &Work,
+    pipeline: usize,
+) -> Result<Option<Vec<Lane>>> {
+    let mut lanes = Vec::with_capacity(connections.len() * pipeline);
+    for connection in connections {
+        let Some(prepared) = HttpWork::prepare(url, connection, &work.method, &work.params)? else {
+            return Ok(None);
+        };
+        let prepared = Arc::new(prepared);
+        for _ in 0..pipeline {
+            let mut lane = Lane::open(Arc::clone(&prepared)).await?;
+            lane.call().await?;
+            lane.replies = Default::default();
+            lanes.push(lane);
+        }
+    }
+    Ok(Some(lanes))
+}
+
+/// How long after the end of the run a call still in flight is waited for.
+const LATE: Duration = Duration::from_secs(5);
+
 /// One request at a time until `end`; latencies (microseconds) recorded
-/// from `measure_from` on.
+/// from `measure_from` on. Hands the caller back for its counts.
 async fn closed_loop(
-    connection: Arc<Connection>,
-    work: Work,
+    mut caller: Caller,
     measure_from: Instant,
     end: Instant,
-) -> (Histogram<u64>, u64, u64) {
+) -> (Histogram<u64>, u64, u64, Caller) {
     let mut histogram = Histogram::<u64>::new(3).expect("3 significant digits is valid");
     let (mut requests, mut errors) = (0, 0);
     loop {
@@ -256,16 +351,16 @@ async fn closed_loop(
         if sent >= end {
             break;
         }
-        let outcome = connection
-            .client
-            .request_raw(&work.method, work.params.clone(), RequestOptions::new())
-            .await;
+        let Ok(outcome) = tokio::time::timeout_at((end + LATE).into(), caller.call()).await else {
+            errors += 1;
+            break;
+        };
         let done = Instant::now();
         if sent < measure_from || done > end {
             continue;
         }
         match outcome {
-            Ok(_) => {
+            Ok(()) => {
                 requests += 1;
                 let micros = (done - sent).as_micros().min(u128::from(u64::MAX)) as u64;
                 let _ = histogram.record(micros.max(1));
@@ -273,7 +368,7 @@ async fn closed_loop(
             Err(_) => errors += 1,
         }
     }
-    (histogram, requests, errors)
+    (histogram, requests, errors, caller)
 }
 
 fn print_report(report: &Report, json: bool) -> Result<()> {
@@ -291,6 +386,9 @@ fn print_report(report: &Report, json: bool) -> Result<()> {
         report.pipeline,
         report.seconds
     );
+    if report.sender == "lanes" {
+        println!("sent by:     direct HTTP lanes, one keep-alive connection each");
+    }
     println!(
         "requests:    {} ({:.0}/s), {} errors",
         report.requests, report.throughput, report.errors

@@ -1,6 +1,7 @@
 //! The `mcp` command: run, host, call and benchmark MCP servers.
 
 mod bench;
+mod bench_http;
 mod call;
 mod idle_sessions;
 mod oauth;

@@ -82,6 +82,11 @@ impl Connection {
         })
     }
 
+    /// The HTTP transport's handle, over HTTP.
+    pub fn http_handle(&self) -> Option<&mcp_http::HttpClientHandle> {
+        self.http.as_ref()
+    }
+
     /// The HTTP transport's counts of JSON and SSE replies, over HTTP.
     pub fn reply_kinds(&self) -> Option<mcp_http::ReplyKinds> {
         self.http.as_ref().map(|h| h.reply_kinds())

@@ -178,6 +178,15 @@ async fn urls_pick_the_network_transport() {
     }
 }
 
+/// The JSON report of `mcp bench` with `args` (after a short warm-up).
+async fn bench_report(args: &[&str]) -> Value {
+    let mut all = vec!["bench", "--warmup", "0.1", "--json"];
+    all.extend_from_slice(args);
+    let output = mcp(&all).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    serde_json::from_str(&stdout(&output)).expect("a JSON report")
+}
+
 #[tokio::test]
 async fn bench_measures_a_short_run() {
     let (server, base) = http_server().await;
@@ -207,6 +216,51 @@ async fn bench_measures_a_short_run() {
             .as_u64()
             .is_some_and(|kib| kib > 0)
     );
+
+    assert_eq!(report["sender"], "lanes", "{report}");
+
+    // In both eras the lanes' calls are answered with results (a JSON-RPC
+    // error counts as an error), as plain JSON or as SSE streams.
+    for era in ["legacy", "modern"] {
+        let report = bench_report(&["-s", &url, "--era", era, "-d", "0.5"]).await;
+        assert_eq!(report["sender"], "lanes", "{report}");
+        assert_eq!(report["errors"], 0, "{report}");
+        assert!(
+            report["replies"]["json"].as_u64().unwrap_or(0) > 0,
+            "{report}"
+        );
+    }
+    let streamed = [
+        "-s",
+        &url,
+        "--era",
+        "legacy",
+        "-d",
+        "0.3",
+        "--tool",
+        "test_tool_with_logging",
+        "--args",
+        "{}",
+    ];
+    let report = bench_report(&streamed).await;
+    assert_eq!(report["errors"], 0, "{report}");
+    assert!(report["requests"].as_u64().unwrap_or(0) > 0, "{report}");
+    assert!(
+        report["replies"]["sse"].as_u64().unwrap_or(0) > 0,
+        "{report}"
+    );
+    let ping = [
+        "-s", &url, "--era", "legacy", "-d", "0.3", "--method", "ping",
+    ];
+    let report = bench_report(&ping).await;
+    assert_eq!(report["request"], "ping", "{report}");
+    assert_eq!(report["errors"], 0, "{report}");
+    assert!(report["requests"].as_u64().unwrap_or(0) > 0, "{report}");
+    let via_client = ["-s", &url, "-d", "0.3", "--via-client"];
+    let report = bench_report(&via_client).await;
+    assert_eq!(report["sender"], "client", "{report}");
+    assert_eq!(report["errors"], 0, "{report}");
+    assert!(report["requests"].as_u64().unwrap_or(0) > 0, "{report}");
 
     // Idle sessions: opened, measured and deleted, round after round (each
     // initialize must yield a session id and each DELETE succeed).

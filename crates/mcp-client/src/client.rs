@@ -436,15 +436,17 @@ impl Client {
             }
         };
         if !self.is_modern() {
-            let raw = (!params.is_empty())
-                .then(|| jsonrpc::to_raw(&params))
-                .transpose()
-                .map_err(|e| RequestError::Invalid(e.to_string()))?;
+            let raw = self.params_on_wire(&params)?;
             return Ok(self.inner.peer.request_raw(method, raw, options).await?);
         }
         let mut rounds = 0;
         loop {
-            let raw = self.send_modern(method, &params, options.clone()).await?;
+            let raw = self.params_on_wire(&params)?;
+            let raw = self
+                .inner
+                .peer
+                .request_raw(method, raw, options.clone())
+                .await?;
             let probe: ResultTypeProbe =
                 serde_json::from_str(raw.get()).map_err(|e| invalid(method, e))?;
             if probe.result_type != Some("input_required") {
@@ -470,16 +472,27 @@ impl Client {
         }
     }
 
-    /// One modern request: `params` with the per-request `_meta` merged in.
-    async fn send_modern(
+    /// The params of a request as this client puts them on the wire: in
+    /// the modern era with the per-request `_meta` merged in, in the legacy
+    /// era as given (`None` when empty). For a caller that sends the same
+    /// request itself many times, like a load generator.
+    pub fn wire_params(&self, params: &Value) -> Result<Option<Box<RawValue>>, ClientError> {
+        match params {
+            Value::Object(map) => self.params_on_wire(map),
+            Value::Null => self.params_on_wire(&Map::new()),
+            other => Err(ClientError::Unsupported(format!(
+                "params must be an object, not {other}"
+            ))),
+        }
+    }
+
+    fn params_on_wire(
         &self,
-        method: &str,
         params: &Map<String, Value>,
-        options: RequestOptions,
-    ) -> Result<Box<RawValue>, ClientError> {
-        // Serialized under the lock, straight from the shared `_meta`: no
-        // copy per request.
-        let raw = {
+    ) -> Result<Option<Box<RawValue>>, ClientError> {
+        let raw = if self.is_modern() {
+            // Serialized under the lock, straight from the shared `_meta`:
+            // no copy per request.
             let meta = self.inner.meta.lock().unwrap_or_else(|p| p.into_inner());
             let own = match params.get("_meta") {
                 Some(Value::Object(own)) => Some(own),
@@ -489,13 +502,12 @@ impl Client {
                 meta: MergedMeta { shared: &meta, own },
                 params,
             };
-            jsonrpc::to_raw(&body).map_err(|e| RequestError::Invalid(e.to_string()))?
+            Some(jsonrpc::to_raw(&body))
+        } else {
+            (!params.is_empty()).then(|| jsonrpc::to_raw(params))
         };
-        Ok(self
-            .inner
-            .peer
-            .request_raw(method, Some(raw), options)
-            .await?)
+        raw.transpose()
+            .map_err(|e| RequestError::Invalid(e.to_string()).into())
     }
 
     /// Answers every input request concurrently with the handlers.

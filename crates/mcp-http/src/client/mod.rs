@@ -112,6 +112,21 @@ impl HttpClientHandle {
     pub fn reply_kinds(&self) -> ReplyKinds {
         self.inner.reply_kinds()
     }
+
+    /// The headers this transport puts on the POST of the request `frame`
+    /// (JSON-RPC text) now: content type, `Accept`, the session and
+    /// revision headers, and the 2026-07-28 metadata headers; not the
+    /// credentials, which the authorizer adds per request. For a caller
+    /// that sends the same request itself many times, like a load
+    /// generator.
+    pub fn request_headers(&self, frame: &str) -> reqwest::header::HeaderMap {
+        let out = message::Outgoing::parse(mcp_core::OutboundFrame {
+            text: frame.to_owned(),
+            related: None,
+            kind: mcp_core::FrameKind::Request,
+        });
+        self.inner.post_headers(&out).0
+    }
 }
 
 /// Counts of the kinds of reply a client received.

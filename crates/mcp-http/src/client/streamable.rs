@@ -250,6 +250,15 @@ impl Inner {
 
     /// The POST of `out`, and the session id it carries.
     fn post(&self, out: &Outgoing, body: Bytes) -> (reqwest::RequestBuilder, Option<String>) {
+        let (headers, session) = self.post_headers(out);
+        (
+            self.http.post(self.url.clone()).headers(headers).body(body),
+            session,
+        )
+    }
+
+    /// The headers of the POST of `out`, and the session id they carry.
+    pub(crate) fn post_headers(&self, out: &Outgoing) -> (HeaderMap, Option<String>) {
         let mut headers = self.base_headers();
         let mut session = None;
         if let Some(version) = &out.modern_version {
@@ -275,10 +284,7 @@ impl Inner {
                 }
             }
         }
-        (
-            self.http.post(self.url.clone()).headers(headers).body(body),
-            session,
-        )
+        (headers, session)
     }
 
     /// POSTs `out`; a 404 on a request of an expired session starts a new

@@ -1,0 +1,226 @@
+//! The measured loop of `mcp bench` over Streamable HTTP. Once a session is
+//! open, each lane sends the work request itself on its own keep-alive
+//! connection, with the params and headers the MCP client would put on it,
+//! and checks every reply (JSON or SSE) for a result with the request's id.
+//! Going through the whole client instead (engine, transport task, a
+//! general HTTP client) costs the load generator more per call than a fast
+//! server spends answering it, and the generator would be what is measured.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result, bail};
+use bytes::Bytes;
+use http::header::{CONTENT_TYPE, HOST};
+use http::{HeaderMap, HeaderValue, Request, Uri};
+use http_body_util::{BodyExt as _, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+use mcp_http::WireProtocol;
+use mcp_http::sse::SseParser;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::target::Connection;
+
+/// One session's request, ready to be sent again and again.
+pub struct HttpWork {
+    /// `host:port` to connect to.
+    address: String,
+    /// The endpoint's path and query.
+    path: Uri,
+    /// Every header of the POST, `Host` included.
+    headers: HeaderMap,
+    /// The request's JSON text up to its id: `…,"id":`.
+    head: String,
+}
+
+impl HttpWork {
+    /// The work request of `connection`'s session as its client would POST
+    /// it; `None` where lanes do not apply (https, the legacy HTTP+SSE
+    /// transport, a server that is not HTTP).
+    pub fn prepare(
+        url: &str,
+        connection: &Connection,
+        method: &str,
+        params: &Value,
+    ) -> Result<Option<HttpWork>> {
+        let Some(handle) = connection.http_handle() else {
+            return Ok(None);
+        };
+        if handle.wire_protocol() != Some(WireProtocol::StreamableHttp) {
+            return Ok(None);
+        }
+        let url = url::Url::parse(url).with_context(|| format!("invalid URL {url}"))?;
+        let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+            return Ok(None);
+        };
+        if url.scheme() != "http" {
+            return Ok(None);
+        }
+        let params = connection.client.wire_params(params)?;
+        let mut head = format!(r#"{{"jsonrpc":"2.0","method":{}"#, Value::from(method));
+        if let Some(params) = params {
+            write!(head, r#","params":{}"#, params.get())?;
+        }
+        head.push_str(r#","id":"#);
+        let mut headers = handle.request_headers(&format!("{head}0}}"));
+        let authority = match url.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_owned(),
+        };
+        headers.insert(HOST, HeaderValue::from_str(&authority)?);
+        let path = match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_owned(),
+        };
+        Ok(Some(HttpWork {
+            address: format!("{host}:{port}"),
+            path: path.parse()?,
+            headers,
+            head,
+        }))
+    }
+}
+
+/// How many replies came as JSON and how many as SSE streams.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ReplyCounts {
+    /// `application/json` replies.
+    pub json: u64,
+    /// `text/event-stream` replies.
+    pub sse: u64,
+}
+
+/// One keep-alive connection sending one session's work request, one at a
+/// time.
+pub struct Lane {
+    work: Arc<HttpWork>,
+    sender: SendRequest<Full<Bytes>>,
+    next_id: u64,
+    /// The kinds of the replies so far.
+    pub replies: ReplyCounts,
+}
+
+impl Lane {
+    /// Connects to the server of `work`.
+    pub async fn open(work: Arc<HttpWork>) -> Result<Lane> {
+        let stream = tokio::net::TcpStream::connect(&work.address)
+            .await
+            .with_context(|| format!("cannot connect to {}", work.address))?;
+        stream.set_nodelay(true)?;
+        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .context("HTTP/1.1 handshake")?;
+        tokio::spawn(connection);
+        Ok(Lane {
+            work,
+            sender,
+            next_id: 0,
+            replies: ReplyCounts::default(),
+        })
+    }
+
+    /// Sends the request once and waits for its result; an error for a
+    /// failed exchange, an HTTP error, a JSON-RPC error or a reply without
+    /// the request's response.
+    pub async fn call(&mut self) -> Result<()> {
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut text = String::with_capacity(self.work.head.len() + 24);
+        text.push_str(&self.work.head);
+        write!(text, "{id}}}")?;
+        let mut request =
+            Request::post(self.work.path.clone()).body(Full::new(Bytes::from(text)))?;
+        *request.headers_mut() = self.work.headers.clone();
+        self.sender.ready().await?;
+        let response = self.sender.send_request(request).await?;
+        let status = response.status();
+        let is_sse = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let body = response.into_body().collect().await?.to_bytes();
+        if !status.is_success() {
+            bail!("HTTP {status}: {}", String::from_utf8_lossy(&body));
+        }
+        if is_sse {
+            self.replies.sse += 1;
+            let mut parser = SseParser::new();
+            parser
+                .feed(&body)
+                .iter()
+                .find_map(|event| response_to(&event.data, id))
+                .unwrap_or_else(|| bail!("no response to request {id} in the stream"))
+        } else {
+            self.replies.json += 1;
+            let text = std::str::from_utf8(&body).context("the reply is not UTF-8")?;
+            response_to(text, id)
+                .unwrap_or_else(|| bail!("the reply is not the response to request {id}"))
+        }
+    }
+}
+
+/// What a lane reads of a message.
+#[derive(Deserialize)]
+struct ReplyProbe<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(default)]
+    result: Option<IgnoredAny>,
+    #[serde(default)]
+    error: Option<ErrorProbe>,
+}
+
+#[derive(Deserialize)]
+struct ErrorProbe {
+    #[serde(default)]
+    code: i64,
+    #[serde(default)]
+    message: String,
+}
+
+/// The outcome of `text` if it is the response to request `id`.
+fn response_to(text: &str, id: u64) -> Option<Result<()>> {
+    let probe: ReplyProbe = serde_json::from_str(text).ok()?;
+    if probe.id?.get().parse::<u64>().ok()? != id {
+        return None;
+    }
+    Some(match (probe.result, probe.error) {
+        (Some(_), None) => Ok(()),
+        (_, Some(error)) => Err(anyhow::anyhow!("error {}: {}", error.code, error.message)),
+        (None, None) => Err(anyhow::anyhow!(
+            "response {id} has neither result nor error"
+        )),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_response_is_matched_by_its_id_and_read_for_its_outcome() {
+        assert!(matches!(
+            response_to(r#"{"jsonrpc":"2.0","id":7,"result":{}}"#, 7),
+            Some(Ok(()))
+        ));
+        let error = response_to(
+            r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"bad"}}"#,
+            7,
+        );
+        assert_eq!(error.unwrap().unwrap_err().to_string(), "error -32602: bad");
+        assert!(response_to(r#"{"jsonrpc":"2.0","id":8,"result":{}}"#, 7).is_none());
+        assert!(response_to(r#"{"jsonrpc":"2.0","id":"7","result":{}}"#, 7).is_none());
+        assert!(response_to(r#"{"jsonrpc":"2.0","method":"notifications/progress"}"#, 7).is_none());
+        assert!(response_to("not json", 7).is_none());
+        assert!(
+            response_to(r#"{"jsonrpc":"2.0","id":7}"#, 7)
+                .unwrap()
+                .is_err()
+        );
+    }
+}
