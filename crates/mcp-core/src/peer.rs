@@ -1,11 +1,11 @@
 //! The handle to the other side of a session: send requests and
 //! notifications, wait for responses with timeouts, cancel on drop.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use foldhash::{HashMap, HashMapExt as _};
 use mcp_schema::jsonrpc::{self, RequestId};
 use mcp_schema::{
     CancelledNotificationParams, ErrorObject, ProgressNotificationParams, ProgressToken, methods,

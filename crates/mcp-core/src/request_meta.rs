@@ -6,9 +6,9 @@
 //! time, so a server reads it once and keeps the typed `_meta` and the
 //! [`Negotiated`] it implies, keyed by that text.
 
-use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
+use foldhash::HashMap;
 use mcp_schema::{ErrorObject, ProtocolVersion, RequestMetaObject};
 use serde::Deserialize;
 use serde_json::value::RawValue;

@@ -3,11 +3,11 @@
 //! lifecycle and capability rules, and runs every other request
 //! concurrently through the role's [`Service`].
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use foldhash::{HashMap, HashMapExt as _};
 use mcp_schema::jsonrpc::{self, ErrorResponse, Frame, Message, Notification, Request, RequestId};
 use mcp_schema::{
     CancelledNotificationParams, ClientCapabilities, DiscoverResult, ErrorObject, Implementation,

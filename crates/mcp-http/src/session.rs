@@ -9,11 +9,11 @@
 //! registering a stream, attaching a resumed connection and delivering a
 //! message happen in one order, with nothing lost or repeated.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use foldhash::{HashMap, HashMapExt as _};
 use mcp_core::{
     BoxFuture, DirectSession, FrameKind, FrameSink, OutboundFrame, Peer, Service, SessionConfig,
     SinkClosed,
