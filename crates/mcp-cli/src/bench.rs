@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use hdrhistogram::Histogram;
 use mcp_client::{EraChoice, RequestOptions};
+use mcp_http::ReplyKinds;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -83,8 +84,7 @@ struct Report {
     request: String,
     concurrency: usize,
     pipeline: usize,
-    /// What sent the calls: `lanes` (direct HTTP connections) or `client`.
-    sender: &'static str,
+    sender: Sender,
     seconds: f64,
     requests: u64,
     errors: u64,
@@ -102,6 +102,16 @@ struct Latency {
     p90: f64,
     p99: f64,
     max: f64,
+}
+
+/// What sent the calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Sender {
+    /// Direct keep-alive HTTP connections (see [`crate::bench_http`]).
+    Lanes,
+    /// The MCP client.
+    Client,
 }
 
 #[derive(Debug, Serialize)]
@@ -186,8 +196,8 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         callers(&target, &connections, &work, args.pipeline).await?
     };
     let sender = match callers.first() {
-        Some(Caller::Lane(_)) => "lanes",
-        _ => "client",
+        Some(Caller::Lane(_)) => Sender::Lanes,
+        _ => Sender::Client,
     };
 
     let start = Instant::now();
@@ -200,32 +210,22 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
     }
     let mut histogram = Histogram::<u64>::new(3)?;
     let (mut requests, mut errors) = (0, 0);
-    let mut lane_replies: Option<Replies> = None;
+    let mut lane_kinds = Vec::new();
     while let Some(outcome) = loops.join_next().await {
         let (h, n, e, caller) = outcome?;
         histogram.add(h)?;
         requests += n;
         errors += e;
         if let Caller::Lane(lane) = caller {
-            let sum = lane_replies.get_or_insert(Replies { json: 0, sse: 0 });
-            sum.json += lane.replies.json;
-            sum.sse += lane.replies.sse;
+            lane_kinds.push(lane.replies);
         }
     }
     let seconds = args.duration;
     let after = args.pid.and_then(cpu_ticks);
-    let replies = lane_replies.or_else(|| {
-        connections
-            .iter()
-            .filter_map(|c| c.reply_kinds())
-            .fold(None, |sum: Option<Replies>, k| {
-                let sum = sum.unwrap_or(Replies { json: 0, sse: 0 });
-                Some(Replies {
-                    json: sum.json + k.json,
-                    sse: sum.sse + k.sse,
-                })
-            })
-    });
+    let replies = match sender {
+        Sender::Lanes => total(lane_kinds),
+        Sender::Client => total(connections.iter().filter_map(|c| c.reply_kinds())),
+    };
     let server_process = args.pid.map(|pid| ProcessUse {
         cpu_percent: match (before, after) {
             (Some(b), Some(a)) => {
@@ -320,7 +320,8 @@ async fn lanes(
 ) -> Result<Option<Vec<Lane>>> {
     let mut lanes = Vec::with_capacity(connections.len() * pipeline);
     for connection in connections {
-        let Some(prepared) = HttpWork::prepare(url, connection, &work.method, &work.params)? else {
+        let Some(prepared) = HttpWork::prepare(url, connection, &work.method, work.params.clone())?
+        else {
             return Ok(None);
         };
         let prepared = Arc::new(prepared);
@@ -332,6 +333,17 @@ async fn lanes(
         }
     }
     Ok(Some(lanes))
+}
+
+/// The sum of reply counts; `None` when there are none (not HTTP).
+fn total(kinds: impl IntoIterator<Item = ReplyKinds>) -> Option<Replies> {
+    kinds.into_iter().fold(None, |sum, k| {
+        let sum = sum.unwrap_or(Replies { json: 0, sse: 0 });
+        Some(Replies {
+            json: sum.json + k.json,
+            sse: sum.sse + k.sse,
+        })
+    })
 }
 
 /// How long after the end of the run a call still in flight is waited for.
@@ -386,7 +398,7 @@ fn print_report(report: &Report, json: bool) -> Result<()> {
         report.pipeline,
         report.seconds
     );
-    if report.sender == "lanes" {
+    if report.sender == Sender::Lanes {
         println!("sent by:     direct HTTP lanes, one keep-alive connection each");
     }
     println!(

@@ -16,8 +16,8 @@ use http::{HeaderMap, HeaderValue, Request, Uri};
 use http_body_util::{BodyExt as _, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
-use mcp_http::WireProtocol;
 use mcp_http::sse::SseParser;
+use mcp_http::{ReplyKinds, WireProtocol};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
@@ -45,7 +45,7 @@ impl HttpWork {
         url: &str,
         connection: &Connection,
         method: &str,
-        params: &Value,
+        params: Value,
     ) -> Result<Option<HttpWork>> {
         let Some(handle) = connection.http_handle() else {
             return Ok(None);
@@ -60,7 +60,7 @@ impl HttpWork {
         if url.scheme() != "http" {
             return Ok(None);
         }
-        let params = connection.client.wire_params(params)?;
+        let params = connection.client.wire_params(method, params)?;
         let mut head = format!(r#"{{"jsonrpc":"2.0","method":{}"#, Value::from(method));
         if let Some(params) = params {
             write!(head, r#","params":{}"#, params.get())?;
@@ -85,15 +85,6 @@ impl HttpWork {
     }
 }
 
-/// How many replies came as JSON and how many as SSE streams.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct ReplyCounts {
-    /// `application/json` replies.
-    pub json: u64,
-    /// `text/event-stream` replies.
-    pub sse: u64,
-}
-
 /// One keep-alive connection sending one session's work request, one at a
 /// time.
 pub struct Lane {
@@ -101,25 +92,18 @@ pub struct Lane {
     sender: SendRequest<Full<Bytes>>,
     next_id: u64,
     /// The kinds of the replies so far.
-    pub replies: ReplyCounts,
+    pub replies: ReplyKinds,
 }
 
 impl Lane {
     /// Connects to the server of `work`.
     pub async fn open(work: Arc<HttpWork>) -> Result<Lane> {
-        let stream = tokio::net::TcpStream::connect(&work.address)
-            .await
-            .with_context(|| format!("cannot connect to {}", work.address))?;
-        stream.set_nodelay(true)?;
-        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .context("HTTP/1.1 handshake")?;
-        tokio::spawn(connection);
+        let sender = connect(&work.address).await?;
         Ok(Lane {
             work,
             sender,
             next_id: 0,
-            replies: ReplyCounts::default(),
+            replies: ReplyKinds::default(),
         })
     }
 
@@ -135,7 +119,11 @@ impl Lane {
         let mut request =
             Request::post(self.work.path.clone()).body(Full::new(Bytes::from(text)))?;
         *request.headers_mut() = self.work.headers.clone();
-        self.sender.ready().await?;
+        if self.sender.ready().await.is_err() {
+            // The server ended the keep-alive connection: a new one.
+            self.sender = connect(&self.work.address).await?;
+            self.sender.ready().await?;
+        }
         let response = self.sender.send_request(request).await?;
         let status = response.status();
         let is_sse = response
@@ -162,6 +150,19 @@ impl Lane {
                 .unwrap_or_else(|| bail!("the reply is not the response to request {id}"))
         }
     }
+}
+
+/// An HTTP/1.1 connection to `address`, without Nagle's delay.
+async fn connect(address: &str) -> Result<SendRequest<Full<Bytes>>> {
+    let stream = tokio::net::TcpStream::connect(address)
+        .await
+        .with_context(|| format!("cannot connect to {address}"))?;
+    stream.set_nodelay(true)?;
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .context("HTTP/1.1 handshake")?;
+    tokio::spawn(connection);
+    Ok(sender)
 }
 
 /// What a lane reads of a message.
@@ -201,6 +202,59 @@ fn response_to(text: &str, id: u64) -> Option<Result<()>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    /// A server on loopback that answers one request per connection with
+    /// its result, then closes the connection.
+    async fn one_call_per_connection() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut read = Vec::new();
+                let mut buffer = [0u8; 4096];
+                // The lane's JSON body ends with the id and a closing brace.
+                while !read.ends_with(b"}") {
+                    match socket.read(&mut buffer).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => read.extend_from_slice(&buffer[..n]),
+                    }
+                }
+                let text = String::from_utf8_lossy(&read);
+                let id = text
+                    .rsplit(r#""id":"#)
+                    .next()
+                    .unwrap()
+                    .trim_end_matches('}');
+                let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#);
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(reply.as_bytes()).await;
+            }
+        });
+        address
+    }
+
+    #[tokio::test]
+    async fn a_lane_reconnects_when_the_server_closes_the_connection() {
+        let address = one_call_per_connection().await;
+        let mut headers = HeaderMap::new();
+        headers.insert(HOST, HeaderValue::from_str(&address).unwrap());
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let work = HttpWork {
+            address,
+            path: Uri::from_static("/mcp"),
+            headers,
+            head: r#"{"jsonrpc":"2.0","method":"ping","id":"#.to_owned(),
+        };
+        let mut lane = Lane::open(Arc::new(work)).await.unwrap();
+        for _ in 0..3 {
+            lane.call().await.expect("answered on a new connection");
+        }
+        assert_eq!(lane.replies.json, 3);
+    }
 
     #[test]
     fn a_response_is_matched_by_its_id_and_read_for_its_outcome() {

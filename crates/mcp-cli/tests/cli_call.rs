@@ -243,6 +243,7 @@ async fn bench_measures_a_short_run() {
         "{}",
     ];
     let report = bench_report(&streamed).await;
+    assert_eq!(report["sender"], "lanes", "{report}");
     assert_eq!(report["errors"], 0, "{report}");
     assert!(report["requests"].as_u64().unwrap_or(0) > 0, "{report}");
     assert!(
@@ -254,6 +255,7 @@ async fn bench_measures_a_short_run() {
     ];
     let report = bench_report(&ping).await;
     assert_eq!(report["request"], "ping", "{report}");
+    assert_eq!(report["sender"], "lanes", "{report}");
     assert_eq!(report["errors"], 0, "{report}");
     assert!(report["requests"].as_u64().unwrap_or(0) > 0, "{report}");
     let via_client = ["-s", &url, "-d", "0.3", "--via-client"];

@@ -426,19 +426,7 @@ impl Client {
         params: Value,
         options: RequestOptions,
     ) -> Result<Box<RawValue>, ClientError> {
-        let mut params = match params {
-            Value::Object(map) => map,
-            Value::Null => Map::new(),
-            other => {
-                return Err(ClientError::Unsupported(format!(
-                    "params of {method} must be an object, not {other}"
-                )));
-            }
-        };
-        if !self.is_modern() {
-            let raw = self.params_on_wire(&params)?;
-            return Ok(self.inner.peer.request_raw(method, raw, options).await?);
-        }
+        let mut params = params_object(method, params)?;
         let mut rounds = 0;
         loop {
             let raw = self.params_on_wire(&params)?;
@@ -447,6 +435,9 @@ impl Client {
                 .peer
                 .request_raw(method, raw, options.clone())
                 .await?;
+            if !self.is_modern() {
+                return Ok(raw);
+            }
             let probe: ResultTypeProbe =
                 serde_json::from_str(raw.get()).map_err(|e| invalid(method, e))?;
             if probe.result_type != Some("input_required") {
@@ -476,14 +467,12 @@ impl Client {
     /// the modern era with the per-request `_meta` merged in, in the legacy
     /// era as given (`None` when empty). For a caller that sends the same
     /// request itself many times, like a load generator.
-    pub fn wire_params(&self, params: &Value) -> Result<Option<Box<RawValue>>, ClientError> {
-        match params {
-            Value::Object(map) => self.params_on_wire(map),
-            Value::Null => self.params_on_wire(&Map::new()),
-            other => Err(ClientError::Unsupported(format!(
-                "params must be an object, not {other}"
-            ))),
-        }
+    pub fn wire_params(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<Option<Box<RawValue>>, ClientError> {
+        self.params_on_wire(&params_object(method, params)?)
     }
 
     fn params_on_wire(
@@ -880,6 +869,17 @@ impl Serialize for MetaParams<'_> {
             }
         }
         map.end()
+    }
+}
+
+/// A request's params as the object they must be (`null` is none).
+fn params_object(method: &str, params: Value) -> Result<Map<String, Value>, ClientError> {
+    match params {
+        Value::Object(map) => Ok(map),
+        Value::Null => Ok(Map::new()),
+        other => Err(ClientError::Unsupported(format!(
+            "params of {method} must be an object, not {other}"
+        ))),
     }
 }
 

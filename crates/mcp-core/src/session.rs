@@ -312,6 +312,9 @@ impl DirectSession {
                         .on_frame(&text, Some(extensions), Dispatch::Inline)
                         .await
                 }
+                InboundFrame::Parsed(frame, extensions) => {
+                    engine.on_parsed(frame, extensions, Dispatch::Inline).await
+                }
                 InboundFrame::Unreadable(reason) => {
                     engine
                         .send_error(None, ErrorObject::parse_error(reason))
@@ -431,6 +434,9 @@ impl Engine {
                 InboundFrame::WithExtensions(text, extensions) => {
                     self.on_frame(&text, Some(extensions), Dispatch::Spawn)
                         .await
+                }
+                InboundFrame::Parsed(frame, extensions) => {
+                    self.on_parsed(frame, extensions, Dispatch::Spawn).await
                 }
                 InboundFrame::Unreadable(reason) => {
                     self.send_error(None, ErrorObject::parse_error(reason))

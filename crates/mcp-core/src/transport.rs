@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use mcp_schema::jsonrpc::RequestId;
+use mcp_schema::jsonrpc::{Frame, RequestId};
 use tokio::sync::mpsc;
 
 use crate::extensions::Extensions;
@@ -63,6 +63,9 @@ pub enum InboundFrame {
     /// in it (an HTTP request's authenticated principal ...); handlers see
     /// them through [`RequestContext::extensions`](crate::RequestContext::extensions).
     WithExtensions(String, Arc<Extensions>),
+    /// A message the transport has already parsed (to check it before
+    /// accepting it), with its extensions: not parsed again.
+    Parsed(Frame, Option<Arc<Extensions>>),
     /// Something arrived that cannot be a message (too large, not UTF-8);
     /// the engine answers it with a parse error and goes on.
     Unreadable(String),

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_core::{
-    BoxFuture, DirectSession, FrameKind, FrameSink, HandlerResult, InboundFrame, IncomingRequest,
-    OutboundFrame, RequestContext, RequestError, RequestOptions, Role, RunningSession,
-    ServerIdentity, Service, SessionConfig, SinkClosed, Transport, serve,
+    BoxFuture, DirectSession, Extensions, FrameKind, FrameSink, HandlerResult, InboundFrame,
+    IncomingRequest, OutboundFrame, RequestContext, RequestError, RequestOptions, Role,
+    RunningSession, ServerIdentity, Service, SessionConfig, SinkClosed, Transport, serve,
 };
 use mcp_schema::jsonrpc;
 use mcp_schema::validation::SchemaValidator;
@@ -58,6 +58,10 @@ impl Drop for SlowGuard {
         let _ = self.events.send(format!("slow:{what}:{}", self.ctx.id));
     }
 }
+
+/// What a transport attaches to the messages it hands in (the `caller`
+/// tool reports it).
+struct Caller(&'static str);
 
 fn tool_result(text: &str, extra: Value) -> Value {
     let mut result = json!({ "content": [{ "type": "text", "text": text }] });
@@ -159,6 +163,10 @@ impl Service for TestService {
                         Err(e) => tool_error(&e),
                     }
                 }
+                "caller" => tool_result(
+                    "caller",
+                    json!({ "caller": ctx.extensions().get::<Caller>().map(|c| c.0) }),
+                ),
                 "whoami" => tool_result(
                     "whoami",
                     json!({
@@ -267,6 +275,7 @@ impl Harness {
             Ok(Some(InboundFrame::Unreadable(why))) => {
                 panic!("unreadable frame from the server: {why}")
             }
+            Ok(Some(InboundFrame::Parsed(..))) => panic!("a parsed frame, not text"),
             Ok(None) => panic!("the server closed the connection"),
             Err(_) => panic!("no message from the server within {WAIT:?}"),
         }
@@ -1532,4 +1541,59 @@ async fn direct_session_abandons_dropped_requests_and_cancels_on_close() {
         sent.take().iter().all(|f| f.kind == FrameKind::Ended),
         "a cancelled request is not answered"
     );
+}
+
+#[tokio::test]
+async fn a_frame_the_transport_parsed_is_handled_with_its_extensions() {
+    let (to_server, inbound) = mpsc::channel(8);
+    let (outbound, mut from_server) = mpsc::channel::<OutboundFrame>(8);
+    let (events, _) = mpsc::unbounded_channel();
+    let _session = serve(
+        Transport {
+            inbound,
+            outbound,
+            flushed: None,
+        },
+        Arc::new(TestService { events }),
+        SessionConfig::new(Role::Server(Arc::new(identity()))),
+    );
+    let send = |message: Value, extensions: Option<Arc<Extensions>>| {
+        let frame = jsonrpc::Message::parse_frame(&message.to_string()).expect("a message");
+        to_server.send(InboundFrame::Parsed(frame, extensions))
+    };
+    let mut recv = async || -> Value {
+        let frame = tokio::time::timeout(WAIT, from_server.recv())
+            .await
+            .expect("an answer in time")
+            .expect("the server is running");
+        serde_json::from_str(&frame.text).expect("JSON")
+    };
+    let version = ProtocolVersion::V2025_06_18.as_str();
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": version, "capabilities": {},
+            "clientInfo": {"name": "parsed", "version": "1"}}}),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(recv().await["result"]["protocolVersion"], version);
+    send(
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        None,
+    )
+    .await
+    .unwrap();
+    let extensions = Arc::new(Extensions::default());
+    extensions.insert(Caller("legacy HTTP+SSE"));
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "caller"}}),
+        Some(extensions),
+    )
+    .await
+    .unwrap();
+    let answer = recv().await;
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert_eq!(answer["result"]["caller"], "legacy HTTP+SSE", "{answer}");
 }

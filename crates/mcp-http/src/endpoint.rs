@@ -300,16 +300,15 @@ pub(crate) fn check_json_content(headers: &HeaderMap) -> Result<(), Refusal> {
     }
 }
 
-/// The body as text and its parsed frame, or its refusal: a 400 with the
-/// parse error, or the step-up answer of `scope_guard` when the frame calls
-/// a tool the caller lacks scopes for. Takes the buffer over without a copy
-/// when the body is its only owner.
+/// The body's parsed frame, or its refusal: a 400 with the parse error,
+/// or the step-up answer of `scope_guard` when the frame calls a tool the
+/// caller lacks scopes for. Parsed in place, without a copy.
 pub(crate) fn read_message(
     body: Bytes,
     service: &dyn Service,
     scope_guard: Option<&ToolScopeGuard>,
-) -> Result<(String, Frame), Refusal> {
-    let Ok(text) = String::from_utf8(Vec::from(body)) else {
+) -> Result<Frame, Refusal> {
+    let Ok(text) = std::str::from_utf8(&body) else {
         let error = ErrorObject::parse_error("body is not UTF-8");
         return Err(Box::new(error_response(
             StatusCode::BAD_REQUEST,
@@ -317,7 +316,7 @@ pub(crate) fn read_message(
             &error,
         )));
     };
-    let frame = Message::parse_frame(&text).map_err(|e| {
+    let frame = Message::parse_frame(text).map_err(|e| {
         Box::new(error_response(
             StatusCode::BAD_REQUEST,
             e.id.as_ref(),
@@ -329,7 +328,7 @@ pub(crate) fn read_message(
     {
         return Err(Box::new(refusal));
     }
-    Ok((text, frame))
+    Ok(frame)
 }
 
 /// One request to the endpoint's path (past the guard): POST, GET or
@@ -384,8 +383,8 @@ async fn handle_post(endpoint: &Arc<McpEndpoint>, request: Request) -> Response 
             ErrorObject::invalid_request("Accept must list application/json and text/event-stream");
         return error_response(StatusCode::NOT_ACCEPTABLE, None, &error);
     }
-    let (_, frame) = match read_message(body, endpoint.service.as_ref(), scope_guard.as_ref()) {
-        Ok(read) => read,
+    let frame = match read_message(body, endpoint.service.as_ref(), scope_guard.as_ref()) {
+        Ok(frame) => frame,
         Err(refusal) => return *refusal,
     };
     let extensions = extensions.map(|e| e.0);

@@ -263,14 +263,14 @@ pub(crate) async fn handle_message(
         return error_response(StatusCode::NOT_FOUND, None, &error);
     };
     let guard = scope_guard.as_ref().map(|Extension(g)| g);
-    let (text, _) = match read_message(body, endpoint.service.as_ref(), guard) {
-        Ok(read) => read,
+    tracing::debug!(session = %id, bytes = body.len(), "legacy SSE message");
+    let frame = match read_message(body, endpoint.service.as_ref(), guard) {
+        Ok(frame) => frame,
         Err(refusal) => return *refusal,
     };
     let extensions = extensions.map(|Extension(e)| e.0);
-    tracing::debug!(session = %id, bytes = text.len(), "legacy SSE message");
     if inbound
-        .send(InboundFrame::new(text, extensions))
+        .send(InboundFrame::Parsed(frame, extensions))
         .await
         .is_err()
     {

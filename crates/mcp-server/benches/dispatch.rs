@@ -123,6 +123,7 @@ impl Client {
         match self.inbound.recv().await.expect("server is running") {
             InboundFrame::Text(text) | InboundFrame::WithExtensions(text, _) => text,
             InboundFrame::Unreadable(why) => panic!("unreadable frame: {why}"),
+            InboundFrame::Parsed(..) => panic!("a parsed frame, not text"),
         }
     }
 

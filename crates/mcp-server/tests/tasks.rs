@@ -174,6 +174,7 @@ impl Harness {
         match tokio::time::timeout(WAIT, self.inbound.recv()).await {
             Ok(Some(InboundFrame::Text(text) | InboundFrame::WithExtensions(text, _))) => text,
             Ok(Some(InboundFrame::Unreadable(why))) => panic!("unreadable frame: {why}"),
+            Ok(Some(InboundFrame::Parsed(..))) => panic!("a parsed frame, not text"),
             Ok(None) => panic!("the server closed the connection"),
             Err(_) => panic!("no message from the server within {WAIT:?}"),
         }
