@@ -29,6 +29,7 @@
 # failing on a mismatch; review the diff after.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. .ci/retry.sh
 
 suite_new_version="0.2.0-alpha.12"
 suite_old_version="0.1.16"
@@ -64,7 +65,7 @@ ensure_npm_package() {
   rm -rf "$dir"
   mkdir -p "$dir"
   echo '{"name":"mcp-conformance-tools","private":true}' >"$dir/package.json"
-  npm install --prefix "$dir" "${npm_flags[@]}" --save-exact "$pkg@$version"
+  retry npm install --prefix "$dir" "${npm_flags[@]}" --save-exact "$pkg@$version"
   if [ "$(installed_version "$dir" "$pkg")" != "$version" ]; then
     echo "$pkg@$version: install failed" >&2
     exit 1

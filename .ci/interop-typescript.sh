@@ -14,6 +14,7 @@
 # when the machine's is older).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. .ci/retry.sh
 
 sdk_version="1.32.2"
 everything_version="2026.8.31"
@@ -38,7 +39,7 @@ if [ "$(installed @modelcontextprotocol/sdk)" != "$sdk_version" ] ||
   rm -rf "$work"
   mkdir -p "$work"
   echo '{"name":"mcp-interop","private":true,"type":"module"}' >"$work/package.json"
-  npm install --prefix "$work" --no-audit --no-fund --loglevel=error --save-exact \
+  retry npm install --prefix "$work" --no-audit --no-fund --loglevel=error --save-exact \
     "@modelcontextprotocol/sdk@$sdk_version" \
     "@modelcontextprotocol/server-everything@$everything_version"
 fi
