@@ -47,6 +47,7 @@ pub use context::{Progress, RequestContext};
 pub use error::RequestError;
 pub use extensions::Extensions;
 pub use peer::{Peer, ProgressCallback, RequestOptions};
+pub use request_meta::KnownMeta;
 pub use service::{BoxFuture, HandlerResult, IncomingRequest, Service};
 pub use session::{
     ClientIdentity, DirectSession, Negotiated, Role, RunningSession, ServerIdentity, SessionConfig,

@@ -6,6 +6,7 @@
 //! time, so a server reads it once and keeps the typed `_meta` and the
 //! [`Negotiated`] it implies, keyed by that text.
 
+use std::borrow::Cow;
 use std::sync::{Arc, RwLock};
 
 use foldhash::HashMap;
@@ -17,6 +18,13 @@ use crate::session::{Negotiated, ServerIdentity};
 
 /// How many distinct `_meta` texts a server keeps; past that it starts over.
 const CAPACITY: usize = 64;
+
+/// How many of the latest remembered texts are looked for at the start of
+/// params before they are parsed.
+const RECENT: usize = 4;
+
+/// How compact writers open params whose `_meta` comes first.
+const META_FIRST: &str = "{\"_meta\":";
 
 /// The raw text of a request's `_meta`, if it has one (`null` counts as
 /// none). Params that do not mention `_meta` are not scanned.
@@ -32,6 +40,40 @@ pub(crate) fn meta_text(params: Option<&RawValue>) -> Result<Option<&str>, Error
             .map_err(|e| ErrorObject::invalid_params(format!("_meta: {e}"))),
         _ => Ok(None),
     }
+}
+
+/// Where `meta`, a slice of `params`, ends in them, if it is the value of
+/// a `_meta` member that opens them.
+pub(crate) fn leading_meta_end(params: &str, meta: &str) -> Option<usize> {
+    let start = (meta.as_ptr() as usize).checked_sub(params.as_ptr() as usize)?;
+    (start == META_FIRST.len() && params.starts_with(META_FIRST)).then(|| start + meta.len())
+}
+
+/// The members of `params` after a `_meta` member that opens them and
+/// ends at `end`, as the text of an object.
+pub(crate) fn members_after(params: &str, end: usize) -> Option<Cow<'_, str>> {
+    let rest = params.get(end..)?.trim_start();
+    match rest.strip_prefix(',') {
+        Some(members) => {
+            let mut object = String::with_capacity(1 + members.len());
+            object.push('{');
+            object.push_str(members);
+            Some(Cow::Owned(object))
+        }
+        None => rest.starts_with('}').then_some(Cow::Borrowed("{}")),
+    }
+}
+
+/// A stateless request's `_meta` that the server has read before,
+/// recognised where it opens the params (see [`SessionConfig::known_meta`]).
+///
+/// [`SessionConfig::known_meta`]: crate::SessionConfig::known_meta
+#[derive(Debug)]
+pub struct KnownMeta<'p> {
+    /// The typed `_meta`.
+    pub meta: Arc<RequestMetaObject>,
+    /// The params' other members, as the text of an object.
+    pub members: Cow<'p, str>,
 }
 
 /// The typed view of a `_meta` text (the default when there is none).
@@ -88,10 +130,45 @@ impl StatelessClient {
 /// A clone starts empty.
 #[derive(Default)]
 pub(crate) struct StatelessClients {
-    seen: RwLock<HashMap<Box<str>, Arc<StatelessClient>>>,
+    seen: RwLock<Seen>,
+}
+
+#[derive(Default)]
+struct Seen {
+    by_text: HashMap<Arc<str>, Arc<StatelessClient>>,
+    /// The latest remembered, newest first.
+    recent: Vec<(Arc<str>, Arc<StatelessClient>)>,
 }
 
 impl StatelessClients {
+    /// The remembered client whose `_meta` text opens `params`, with that
+    /// text, if it was made for `identity`.
+    pub(crate) fn opening<'p>(
+        &self,
+        identity: &ServerIdentity,
+        params: &'p str,
+    ) -> Option<(&'p str, Arc<StatelessClient>)> {
+        self.recognise(params)
+            .filter(|(_, client)| client.made_for(identity))
+    }
+
+    /// The remembered client whose `_meta` text opens `params`, with that
+    /// text, for whatever identity. Found by comparing text, without
+    /// parsing: a client that writes its `_meta` first and the same every
+    /// time is recognised by a comparison of bytes. A complete JSON object
+    /// that the params go on from with `,` or `}` is the whole `_meta` value.
+    pub(crate) fn recognise<'p>(&self, params: &'p str) -> Option<(&'p str, Arc<StatelessClient>)> {
+        let rest = params.strip_prefix(META_FIRST)?;
+        let seen = self.seen.read().unwrap_or_else(|p| p.into_inner());
+        seen.recent
+            .iter()
+            .find(|(text, _)| {
+                rest.strip_prefix(&**text)
+                    .is_some_and(|after| matches!(after.as_bytes().first(), Some(b',' | b'}')))
+            })
+            .map(|(text, client)| (&rest[..text.len()], Arc::clone(client)))
+    }
+
     /// The client whose requests carry exactly this `_meta` text.
     pub(crate) fn get(
         &self,
@@ -99,7 +176,8 @@ impl StatelessClients {
         text: &str,
     ) -> Option<Arc<StatelessClient>> {
         let seen = self.seen.read().unwrap_or_else(|p| p.into_inner());
-        seen.get(text)
+        seen.by_text
+            .get(text)
             .filter(|client| client.made_for(identity))
             .cloned()
     }
@@ -110,10 +188,15 @@ impl StatelessClients {
             return;
         }
         let mut seen = self.seen.write().unwrap_or_else(|p| p.into_inner());
-        if seen.len() >= CAPACITY {
-            seen.clear();
+        if seen.by_text.len() >= CAPACITY {
+            *seen = Seen::default();
         }
-        seen.insert(text.into(), Arc::clone(client));
+        let text: Arc<str> = Arc::from(text);
+        seen.recent.retain(|(recent, _)| *recent != text);
+        seen.recent
+            .insert(0, (Arc::clone(&text), Arc::clone(client)));
+        seen.recent.truncate(RECENT);
+        seen.by_text.insert(text, Arc::clone(client));
     }
 }
 
@@ -125,7 +208,7 @@ impl Clone for StatelessClients {
 
 impl std::fmt::Debug for StatelessClients {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let seen = self.seen.read().map_or(0, |s| s.len());
+        let seen = self.seen.read().map_or(0, |s| s.by_text.len());
         f.debug_struct("StatelessClients")
             .field("seen", &seen)
             .finish()
@@ -189,6 +272,81 @@ mod tests {
     }
 
     #[test]
+    fn a_recent_meta_is_recognised_at_the_start_of_params() {
+        let mut identity = identity();
+        let seen = identity.stateless_clients();
+        let text = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"a":"}"}}"#;
+        seen.remember(text, &client(&identity, text));
+        let opening = |params: &str| {
+            seen.opening(&identity, params)
+                .map(|(text, client)| (text.to_owned(), client.meta.protocol_version.clone()))
+        };
+        let hit = opening(&format!(r#"{{"_meta":{text},"name":"x"}}"#)).expect("recognised");
+        assert_eq!(hit, (text.to_owned(), Some("2026-07-28".to_owned())));
+        assert!(
+            opening(&format!(r#"{{"_meta":{text}}}"#)).is_some(),
+            "_meta alone"
+        );
+        let members = |params: &str| {
+            let params = RawValue::from_string(params.to_owned()).unwrap();
+            let meta = meta_text(Some(&params)).unwrap().unwrap();
+            leading_meta_end(params.get(), meta)
+                .and_then(|end| members_after(params.get(), end))
+                .map(String::from)
+        };
+        let meta = r#"{"a":"}"}"#;
+        for (params, rest) in [
+            (
+                format!(r#"{{"_meta":{meta},"name":"x"}}"#),
+                Some(r#"{"name":"x"}"#),
+            ),
+            (
+                format!(r#"{{"_meta":{meta} , "name":"x"}}"#),
+                Some(r#"{ "name":"x"}"#),
+            ),
+            (format!(r#"{{"_meta":{meta} }}"#), Some("{}")),
+            (format!(r#"{{"name":"x","_meta":{meta}}}"#), None),
+            (format!(r#"{{ "_meta":{meta}}}"#), None),
+        ] {
+            assert_eq!(members(&params).as_deref(), rest, "{params}");
+            // A slice from elsewhere is not where the params' `_meta` ends.
+            assert_eq!(leading_meta_end(&params, meta), None);
+        }
+        for params in [
+            // Not first, or not compact: left to the parser.
+            format!(r#"{{"name":"x","_meta":{text}}}"#),
+            format!(r#"{{ "_meta":{text}}}"#),
+            // The known text followed by anything but `,` or `}`.
+            format!(r#"{{"_meta":{text} ,"name":"x"}}"#),
+            // Another value, equal to the known text but for its end.
+            format!(r#"{{"_meta":{}"b":1}}}}"#, &text[..text.len() - 1]),
+        ] {
+            assert!(opening(&params).is_none(), "{params}");
+        }
+        // Older texts than the latest few are found only by parsing.
+        for n in 0..RECENT {
+            let other = format!(r#"{{"io.modelcontextprotocol/protocolVersion":"{n}"}}"#);
+            seen.remember(&other, &client(&identity, &other));
+        }
+        assert!(opening(&format!(r#"{{"_meta":{text}}}"#)).is_none());
+        assert!(seen.get(&identity, text).is_some(), "still remembered");
+        let latest = r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"0"}}"#;
+        assert!(opening(latest).is_some());
+        identity.info = Implementation::new("s", "2");
+        assert!(
+            identity
+                .stateless_clients()
+                .opening(&identity, latest)
+                .is_none(),
+            "made for the old info"
+        );
+        assert!(
+            identity.stateless_clients().recognise(latest).is_some(),
+            "what the client said does not depend on the server"
+        );
+    }
+
+    #[test]
     fn per_request_meta_is_not_remembered() {
         let identity = identity();
         let seen = StatelessClients::default();
@@ -203,6 +361,9 @@ mod tests {
             let text = format!(r#"{{"io.modelcontextprotocol/protocolVersion":"{n}"}}"#);
             seen.remember(&text, &client(&identity, &text));
         }
-        assert!(seen.seen.read().unwrap().len() <= CAPACITY, "bounded");
+        assert!(
+            seen.seen.read().unwrap().by_text.len() <= CAPACITY,
+            "bounded"
+        );
     }
 }

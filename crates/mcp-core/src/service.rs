@@ -1,6 +1,7 @@
 //! What a role plugs into the engine: a handler for requests and
 //! notifications the engine does not answer itself.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use serde_json::value::RawValue;
 
 use crate::context::RequestContext;
 use crate::peer::Peer;
+use crate::request_meta::members_after;
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -26,6 +28,32 @@ pub struct IncomingRequest {
     pub method: String,
     /// The params, untouched.
     pub params: Option<Box<RawValue>>,
+    /// Where a `_meta` member that opens the params ends, when the engine
+    /// found it there.
+    pub(crate) leading_meta_end: Option<usize>,
+}
+
+impl IncomingRequest {
+    /// A request with these params.
+    pub fn new(method: impl Into<String>, params: Option<Box<RawValue>>) -> Self {
+        IncomingRequest {
+            method: method.into(),
+            params,
+            leading_meta_end: None,
+        }
+    }
+
+    /// The params' text for a reader that ignores `_meta`, which the engine
+    /// has already read into the request's context: without that member
+    /// when it opens the params (as clients of the stateless era write
+    /// it, with every request), so it is not read again; the params as
+    /// they are otherwise.
+    pub fn params_past_meta(&self) -> Option<Cow<'_, str>> {
+        let text = self.params.as_deref()?.get();
+        self.leading_meta_end
+            .and_then(|end| members_after(text, end))
+            .or(Some(Cow::Borrowed(text)))
+    }
 }
 
 /// The role's business logic, called by the session engine.

@@ -23,7 +23,10 @@ use tokio_util::task::TaskTracker;
 use crate::context::{Progress, RequestContext};
 use crate::extensions::Extensions;
 use crate::peer::{Outbound, Peer, Phase, Shared};
-use crate::request_meta::{StatelessClient, StatelessClients, meta_text, read_meta};
+use crate::request_meta::{
+    KnownMeta, StatelessClient, StatelessClients, leading_meta_end, members_after, meta_text,
+    read_meta,
+};
 use crate::service::{HandlerResult, IncomingRequest, Service};
 use crate::transport::{FrameKind, FrameSink, InboundFrame, Transport};
 
@@ -125,6 +128,23 @@ pub struct SessionConfig {
 }
 
 impl SessionConfig {
+    /// A stateless request's `_meta` that this server has read before,
+    /// recognised where it opens `params` (written compactly, and the same
+    /// as before) by comparing text instead of reading it again; `None`
+    /// otherwise, and for a client.
+    pub fn known_meta<'p>(&self, params: &'p str) -> Option<KnownMeta<'p>> {
+        let Role::Server(identity) = &self.role else {
+            return None;
+        };
+        // What the client said: the same whoever the server is now.
+        let (text, client) = identity.stateless_clients().recognise(params)?;
+        let end = leading_meta_end(params, text)?;
+        Some(KnownMeta {
+            meta: Arc::clone(&client.meta),
+            members: members_after(params, end)?,
+        })
+    }
+
     /// Default settings for `role`: 60 s timeout, 10 min hard maximum,
     /// 512 requests in flight, 5 s shutdown grace.
     pub fn new(role: Role) -> Self {
@@ -626,9 +646,12 @@ impl Engine {
             peer,
             extensions,
         };
-        let handler = self
-            .service
-            .handle_request(IncomingRequest { method, params }, ctx);
+        let request = IncomingRequest {
+            method,
+            params,
+            leading_meta_end: admitted.leading_meta_end,
+        };
+        let handler = self.service.handle_request(request, ctx);
         let in_flight = InFlightEntry {
             map: Arc::clone(&self.in_flight),
             id: id.clone(),
@@ -671,11 +694,10 @@ impl Engine {
     /// Lifecycle, version and capability checks; answers what the engine
     /// itself owns.
     fn admit(&self, method: &str, params: Option<&RawValue>) -> Result<Admission, ErrorObject> {
-        let meta_text = meta_text(params)?;
         match &self.shared.config.role {
-            Role::Server(identity) => self.admit_server(identity, method, params, meta_text),
+            Role::Server(identity) => self.admit_server(identity, method, params),
             Role::Client(identity) => {
-                let meta = Arc::new(read_meta(meta_text)?);
+                let meta = Arc::new(read_meta(meta_text(params)?)?);
                 if method == methods::PING {
                     return Ok(Admission::Answer(Ok(empty_result()), None));
                 }
@@ -693,6 +715,7 @@ impl Engine {
                     revision: negotiated.revision_in_force(),
                     negotiated,
                     meta,
+                    leading_meta_end: None,
                 })))
             }
         }
@@ -703,9 +726,15 @@ impl Engine {
         identity: &ServerIdentity,
         method: &str,
         params: Option<&RawValue>,
-        meta_text: Option<&str>,
     ) -> Result<Admission, ErrorObject> {
-        let known = meta_text.and_then(|text| identity.stateless_clients().get(identity, text));
+        let clients = identity.stateless_clients();
+        let (meta_text, known) = match params.and_then(|p| clients.opening(identity, p.get())) {
+            Some((text, client)) => (Some(text), Some(client)),
+            None => {
+                let text = meta_text(params)?;
+                (text, text.and_then(|text| clients.get(identity, text)))
+            }
+        };
         let meta = match &known {
             Some(client) => Arc::clone(&client.meta),
             None => Arc::new(read_meta(meta_text)?),
@@ -765,6 +794,9 @@ impl Engine {
                 revision,
                 negotiated,
                 meta,
+                leading_meta_end: params
+                    .zip(meta_text)
+                    .and_then(|(params, text)| leading_meta_end(params.get(), text)),
             }))),
         }
     }
@@ -901,6 +933,8 @@ struct Admitted {
     revision: ProtocolVersion,
     negotiated: Arc<Negotiated>,
     meta: Arc<RequestMetaObject>,
+    /// Where the `_meta` member opening the params ends, if it does.
+    leading_meta_end: Option<usize>,
 }
 
 /// The revision of a request outside a legacy session, from its `_meta`.

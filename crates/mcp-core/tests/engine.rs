@@ -106,6 +106,10 @@ impl Service for TestService {
                 }
                 None => json!({}),
             };
+            // What a reader that ignores `_meta` is handed.
+            let past_meta: Option<Value> = req
+                .params_past_meta()
+                .map(|text| serde_json::from_str(&text).expect("params past _meta are JSON"));
             let args = params
                 .get("arguments")
                 .cloned()
@@ -174,6 +178,7 @@ impl Service for TestService {
                         "sampling": ctx.negotiated.client_capabilities.sampling.is_some(),
                         "token": ctx.meta.progress_token,
                         "revision": ctx.revision.as_str(),
+                        "params_past_meta": past_meta,
                     }),
                 ),
                 "ping_client" => match ctx
@@ -1059,7 +1064,27 @@ async fn stateless_requests_each_see_their_own_client() {
         assert_eq!(seen["sampling"], sampling, "{response}");
         assert_eq!(seen["token"], json!(token), "{response}");
         assert_eq!(seen["revision"], "2026-07-28", "{response}");
+        // `_meta` opens the params: whether read or recognised, it is
+        // not handed on again.
+        assert_eq!(
+            seen["params_past_meta"],
+            json!({ "arguments": {}, "name": "whoami" }),
+            "{response}"
+        );
     }
+    // Where `_meta` is not first, the params go on untouched.
+    let meta = from(8, "a", true, None)["params"]["_meta"].to_string();
+    let text = format!(
+        r#"{{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{{"name":"whoami","_meta":{meta}}}}}"#
+    );
+    h.send_text(text, FrameKind::Request).await;
+    let response = h.recv().await;
+    assert_eq!(response["result"]["client"], "a", "{response}");
+    assert_eq!(
+        response["result"]["params_past_meta"],
+        json!({ "name": "whoami", "_meta": serde_json::from_str::<Value>(&meta).unwrap() }),
+        "{response}"
+    );
     // A request that lost a required member is refused even after the same
     // client was served.
     let mut request = from(7, "a", true, None);

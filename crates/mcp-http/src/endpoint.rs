@@ -230,23 +230,31 @@ pub(crate) fn header_str(headers: &HeaderMap, name: impl header::AsHeaderName) -
 /// Whether the Accept header admits every one of `mimes`: directly, by a
 /// `type/*` range, or by `*/*`.
 fn accepts<const N: usize>(headers: &HeaderMap, mimes: [&str; N]) -> bool {
-    let Some(accept) = header_str(headers, header::ACCEPT) else {
+    let Some(accept) = headers.get(header::ACCEPT).map(HeaderValue::as_bytes) else {
         return false;
     };
-    // One pass over the ranges, marking the types each admits.
+    // One pass over the ranges, marking the types each admits; on bytes,
+    // as the value is short and ASCII where it matters.
     let mut admitted = [false; N];
-    for part in accept.split(',') {
-        let range = part.split(';').next().unwrap_or("").trim();
+    for part in accept.split(|&b| b == b',') {
+        let range = media_type(part);
         for (mime, admitted) in mimes.iter().zip(&mut admitted) {
+            let mime = mime.as_bytes();
             *admitted = *admitted
-                || range == "*/*"
+                || range == b"*/*"
                 || range.eq_ignore_ascii_case(mime)
                 || range
-                    .strip_suffix('*')
-                    .is_some_and(|prefix| prefix.ends_with('/') && mime.starts_with(prefix));
+                    .strip_suffix(b"*")
+                    .is_some_and(|prefix| prefix.ends_with(b"/") && mime.starts_with(prefix));
         }
     }
     admitted.iter().all(|&a| a)
+}
+
+/// A media type or range without its parameters (`; q=0.5` ...), trimmed.
+fn media_type(value: &[u8]) -> &[u8] {
+    let end = value.iter().position(|&b| b == b';').unwrap_or(value.len());
+    value[..end].trim_ascii()
 }
 
 /// The ids of the requests in a frame.
@@ -281,13 +289,9 @@ pub(crate) type Refusal = Box<Response>;
 
 /// 415 unless the body is declared `application/json`.
 pub(crate) fn check_json_content(headers: &HeaderMap) -> Result<(), Refusal> {
-    let json_content = header_str(headers, header::CONTENT_TYPE).is_some_and(|ct| {
-        ct.split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .eq_ignore_ascii_case("application/json")
-    });
+    let json_content = headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|ct| media_type(ct.as_bytes()).eq_ignore_ascii_case(b"application/json"));
     if json_content {
         Ok(())
     } else {
@@ -496,7 +500,13 @@ async fn post_stateless(
     frame: Frame,
     extensions: Option<Arc<Extensions>>,
 ) -> Response {
-    if let Err(error) = check_headers(headers, &frame, endpoint.service.as_ref()) {
+    let checked = check_headers(
+        headers,
+        &frame,
+        endpoint.service.as_ref(),
+        &endpoint.session_config,
+    );
+    if let Err(error) = checked {
         let id = request_ids(&frame).into_iter().next();
         return error_response(StatusCode::BAD_REQUEST, id.as_ref(), &error);
     }

@@ -3,7 +3,7 @@
 //! disagreement is answered 400 with -32020 (`HeaderMismatch`).
 
 use axum::http::HeaderMap;
-use mcp_core::Service;
+use mcp_core::{Service, SessionConfig};
 use mcp_schema::header_params::decode_header_value;
 use mcp_schema::jsonrpc::{ErrorObject, Frame, Message};
 use mcp_schema::{JsonObject, error_codes, methods};
@@ -61,22 +61,39 @@ pub(crate) fn check_headers(
     headers: &HeaderMap,
     frame: &Frame,
     service: &dyn Service,
+    config: &SessionConfig,
 ) -> Result<(), ErrorObject> {
     let Frame::Single(Message::Request(request)) = frame else {
         return Ok(());
     };
-    let probe: HeaderProbe = request
-        .params
-        .as_deref()
-        .and_then(|p| serde_json::from_str(p.get()).ok())
+    let params = request.params.as_deref().map(RawValue::get);
+    // A `_meta` the server has read before is not read again: only the
+    // other members are.
+    let known = params.and_then(|params| config.known_meta(params));
+    let probed = match &known {
+        Some(known) => Some(known.members.as_ref()),
+        None => params,
+    };
+    let probe: HeaderProbe = probed
+        .and_then(|text| serde_json::from_str(text).ok())
         .unwrap_or_default();
-    let Some(meta) = probe.meta else {
-        return Ok(());
+    let body_version = match (&known, probe.meta) {
+        (Some(known), _) => match (
+            &known.meta.protocol_version,
+            &known.meta.client_capabilities,
+        ) {
+            (Some(version), Some(_)) => Cow::Borrowed(version.as_str()),
+            _ => return Ok(()),
+        },
+        (
+            None,
+            Some(MetaProbe {
+                protocol_version: Some(version),
+                client_capabilities: Some(_),
+            }),
+        ) => as_string(version).unwrap_or_default(),
+        (None, _) => return Ok(()),
     };
-    let (Some(version), Some(_)) = (meta.protocol_version, meta.client_capabilities) else {
-        return Ok(());
-    };
-    let body_version = as_string(version).unwrap_or_default();
     match header_str(headers, names::PROTOCOL_VERSION) {
         Some(h) if h == body_version.as_ref() => {}
         Some(h) => {

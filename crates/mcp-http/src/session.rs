@@ -9,6 +9,7 @@
 //! registering a stream, attaching a resumed connection and delivering a
 //! message happen in one order, with nothing lost or repeated.
 
+use std::collections::hash_map::Entry;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -143,13 +144,14 @@ impl HttpSession {
         if self.is_closed() {
             return None;
         }
-        for id in requests {
-            table.by_request.insert(id, Arc::clone(&stream));
+        for id in &requests {
+            table.by_request.insert(id.clone(), Arc::clone(&stream));
         }
         table.streams.insert(
             stream,
             StreamRoute {
                 sink,
+                requests,
                 fresh: true,
                 priming,
             },
@@ -214,12 +216,15 @@ impl HttpSession {
                         last: false,
                     });
                 }
-                let live = replay.stream == STANDALONE
-                    || table.by_request.values().any(|s| **s == *replay.stream);
-                if live {
-                    table
-                        .streams
-                        .insert(Arc::from(replay.stream), StreamRoute::started(sink));
+                // A request stream has a route while a request of it is
+                // pending; the new connection carries the same requests.
+                let previous = table.streams.remove(replay.stream.as_str());
+                if replay.stream == STANDALONE || previous.is_some() {
+                    let route = StreamRoute {
+                        requests: previous.map(|route| route.requests).unwrap_or_default(),
+                        ..StreamRoute::started(sink)
+                    };
+                    table.streams.insert(Arc::from(replay.stream), route);
                     ResumeOutcome::Live
                 } else {
                     ResumeOutcome::Ended
@@ -278,6 +283,8 @@ struct Routes {
 }
 
 /// The session's streams, held under the lock that orders deliveries.
+/// A request stream's route lasts exactly while one of its requests is
+/// routed to it.
 #[derive(Default)]
 struct RouteTable {
     /// Live connections by stream.
@@ -289,6 +296,8 @@ struct RouteTable {
 /// The live connection of a stream.
 struct StreamRoute {
     sink: mpsc::UnboundedSender<Delivery>,
+    /// The requests whose messages it carries.
+    requests: Vec<RequestId>,
     /// Nothing was sent on it yet: it becomes an event stream (primed,
     /// where `priming`) only when a message other than its response comes
     /// first.
@@ -301,6 +310,7 @@ impl StreamRoute {
     fn started(sink: mpsc::UnboundedSender<Delivery>) -> Self {
         StreamRoute {
             sink,
+            requests: Vec::new(),
             fresh: false,
             priming: false,
         }
@@ -385,8 +395,17 @@ impl Routes {
 impl RouteTable {
     /// The stream's response went out: it and its requests are done.
     fn stream_done(&mut self, stream: &str) {
-        self.streams.remove(stream);
-        self.by_request.retain(|_, s| **s != *stream);
+        let Some(route) = self.streams.remove(stream) else {
+            return;
+        };
+        for id in route.requests {
+            // Unless the id was ended and is now in use on another stream.
+            if let Entry::Occupied(entry) = self.by_request.entry(id)
+                && **entry.get() == *stream
+            {
+                entry.remove();
+            }
+        }
     }
 
     /// Forgets every stream: their connections end.
@@ -401,7 +420,13 @@ impl RouteTable {
         let Some(stream) = id.and_then(|id| self.by_request.remove(id)) else {
             return;
         };
-        if !self.by_request.values().any(|s| *s == stream) {
+        let pending = self.streams.get(&stream).is_some_and(|route| {
+            route
+                .requests
+                .iter()
+                .any(|id| self.by_request.get(id) == Some(&stream))
+        });
+        if !pending {
             self.streams.remove(&stream);
         }
     }
@@ -529,4 +554,45 @@ impl SessionManager {
 pub(crate) fn new_session_id() -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(rand::random::<[u8; 16]>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn route(requests: Vec<RequestId>) -> StreamRoute {
+        let (sink, _) = mpsc::unbounded_channel();
+        StreamRoute {
+            sink,
+            requests,
+            fresh: true,
+            priming: false,
+        }
+    }
+
+    #[test]
+    fn a_finished_stream_forgets_only_its_own_requests() {
+        let mut table = RouteTable::default();
+        let (a, b): (RouteKey, RouteKey) = (Arc::from("1"), Arc::from("2"));
+        let (one, two) = (RequestId::Number(1), RequestId::Number(2));
+        table
+            .streams
+            .insert(a.clone(), route(vec![one.clone(), two.clone()]));
+        table.by_request.insert(one.clone(), a.clone());
+        table.by_request.insert(two.clone(), a.clone());
+        // Request 1 is cancelled; its stream stays for request 2.
+        table.request_ended(Some(&one));
+        assert!(table.streams.contains_key(&a));
+        assert_eq!(table.by_request.get(&two), Some(&a));
+        // Its id is used again, on another stream.
+        table.streams.insert(b.clone(), route(vec![one.clone()]));
+        table.by_request.insert(one.clone(), b.clone());
+        table.stream_done(&a);
+        assert!(!table.streams.contains_key(&a));
+        assert_eq!(table.by_request.get(&one), Some(&b));
+        assert_eq!(table.by_request.get(&two), None);
+        // The last pending request of a stream ends: so does the stream.
+        table.request_ended(Some(&one));
+        assert!(table.streams.is_empty() && table.by_request.is_empty());
+    }
 }

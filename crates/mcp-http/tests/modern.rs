@@ -194,15 +194,30 @@ async fn header_mismatch() {
         ),
         ("tools/call", &call, mcp_http::PROTOCOL_VERSION, None),
     ];
-    for (i, (method, params, header, value)) in cases.into_iter().enumerate() {
-        let id = json!(format!("case-{i}"));
-        let reply = with_header(&server, id.clone(), method, params.clone(), header, value).await;
-        assert_eq!(
-            reply.status,
-            StatusCode::BAD_REQUEST,
-            "{method} with {header}: {value:?} -> {reply:?}"
-        );
-        expect_error(&reply, StatusCode::BAD_REQUEST, -32020, &id);
+    // Before and after the server has served this client (and knows its
+    // `_meta` without reading it again).
+    for known in [false, true] {
+        if known {
+            ok(&server, "tools/call", call.clone()).await;
+        }
+        for (i, (method, params, header, value)) in cases.iter().enumerate() {
+            let id = json!(format!("case-{i}"));
+            let reply = with_header(
+                &server,
+                id.clone(),
+                method,
+                (*params).clone(),
+                header,
+                *value,
+            )
+            .await;
+            assert_eq!(
+                reply.status,
+                StatusCode::BAD_REQUEST,
+                "known {known}: {method} with {header}: {value:?} -> {reply:?}"
+            );
+            expect_error(&reply, StatusCode::BAD_REQUEST, -32020, &id);
+        }
     }
 }
 

@@ -182,26 +182,27 @@ pub enum Frame {
 }
 
 /// The wire shape of any message, every member optional, so that one parse
-/// tells us what we have and what is wrong with it.
+/// tells us what we have and what is wrong with it. Members read only here
+/// are borrowed from the text; those the message keeps are copied.
 #[derive(Deserialize)]
-struct Envelope {
-    #[serde(default, deserialize_with = "present")]
-    jsonrpc: Option<Box<RawValue>>,
-    #[serde(default, deserialize_with = "present")]
-    id: Option<Box<RawValue>>,
-    #[serde(default, deserialize_with = "present")]
-    method: Option<Box<RawValue>>,
+struct Envelope<'a> {
+    #[serde(default, borrow, deserialize_with = "present")]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    method: Option<&'a RawValue>,
     #[serde(default, deserialize_with = "present")]
     params: Option<Box<RawValue>>,
     #[serde(default, deserialize_with = "present")]
     result: Option<Box<RawValue>>,
-    #[serde(default, deserialize_with = "present")]
-    error: Option<Box<RawValue>>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
 }
 
 /// Keeps a present member, even `null`, as `Some(raw)`.
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
-    Box::<RawValue>::deserialize(d).map(Some)
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 impl Message {
@@ -279,7 +280,7 @@ impl Message {
             id: id.clone(),
             error: ErrorObject::invalid_request(detail),
         };
-        if env.jsonrpc.as_deref().map(RawValue::get) != Some("\"2.0\"") {
+        if env.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
             return Err(fail("jsonrpc must be \"2.0\""));
         }
         if let Some(params) = &env.params {
@@ -452,8 +453,12 @@ pub fn to_raw<T: Serialize + ?Sized>(value: &T) -> Result<Box<RawValue>, serde_j
 /// Deserializes raw params into a typed value; absent params read as `{}`.
 /// The error is a -32602 that says what is wrong.
 pub fn from_params<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, ErrorObject> {
-    let text = params.map(RawValue::get).unwrap_or("{}");
-    serde_json::from_str(text).map_err(ErrorObject::invalid_params)
+    from_params_text(params.map(RawValue::get))
+}
+
+/// [`from_params`] for params as text (known to be JSON).
+pub fn from_params_text<T: DeserializeOwned>(params: Option<&str>) -> Result<T, ErrorObject> {
+    serde_json::from_str(params.unwrap_or("{}")).map_err(ErrorObject::invalid_params)
 }
 
 #[cfg(test)]

@@ -27,7 +27,6 @@ use mcp_schema::{
 };
 use serde::Serialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use crate::compat;
 use crate::context::{Context, HandlerError, InputRound, Purpose};
@@ -447,7 +446,10 @@ impl Server {
     }
 
     async fn dispatch(self, request: IncomingRequest, ctx: RequestContext) -> HandlerResult {
-        let params = request.params.as_deref();
+        // The engine has read `_meta` into the context: the typed params
+        // are read past it.
+        let past_meta = request.params_past_meta();
+        let params = past_meta.as_deref();
         let revision = ctx.revision;
         match request.method.as_str() {
             methods::TOOLS_LIST => {
@@ -495,9 +497,12 @@ impl Server {
                 (result.ttl_ms, result.cache_scope) = self.cache_hints(revision);
                 to_result(&result)
             }
-            methods::RESOURCES_READ => self.read_resource(jsonrpc::from_params(params)?, ctx).await,
+            methods::RESOURCES_READ => {
+                self.read_resource(jsonrpc::from_params_text(params)?, ctx)
+                    .await
+            }
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
-                let uri = jsonrpc::from_params::<ResourceRequestParams>(params)?.uri;
+                let uri = jsonrpc::from_params_text::<ResourceRequestParams>(params)?.uri;
                 let subscriptions = ctx
                     .peer
                     .extensions()
@@ -520,10 +525,13 @@ impl Server {
                 (result.ttl_ms, result.cache_scope) = self.cache_hints(revision);
                 to_result(&result)
             }
-            methods::PROMPTS_GET => self.get_prompt(jsonrpc::from_params(params)?, ctx).await,
-            methods::COMPLETION_COMPLETE => self.complete(jsonrpc::from_params(params)?),
+            methods::PROMPTS_GET => {
+                self.get_prompt(jsonrpc::from_params_text(params)?, ctx)
+                    .await
+            }
+            methods::COMPLETION_COMPLETE => self.complete(jsonrpc::from_params_text(params)?),
             methods::LOGGING_SET_LEVEL => {
-                let level = jsonrpc::from_params::<SetLevelRequestParams>(params)?.level;
+                let level = jsonrpc::from_params_text::<SetLevelRequestParams>(params)?.level;
                 let stored = ctx
                     .peer
                     .extensions()
@@ -531,7 +539,9 @@ impl Server {
                 *lock(&stored.0) = Some(level);
                 to_result(&serde_json::json!({}))
             }
-            methods::SUBSCRIPTIONS_LISTEN => self.listen(jsonrpc::from_params(params)?, ctx).await,
+            methods::SUBSCRIPTIONS_LISTEN => {
+                self.listen(jsonrpc::from_params_text(params)?, ctx).await
+            }
             methods::TASKS_GET
             | methods::TASKS_RESULT
             | methods::TASKS_LIST
@@ -546,11 +556,11 @@ impl Server {
     fn list<D, T>(
         &self,
         kind: &str,
-        params: Option<&RawValue>,
+        params: Option<&str>,
         items: impl Fn(&Catalog) -> &Vec<Arc<D>>,
         describe: impl Fn(&D) -> T,
     ) -> Result<(Vec<T>, Option<String>), ErrorObject> {
-        let cursor = jsonrpc::from_params::<PaginatedRequestParams>(params)?.cursor;
+        let cursor = jsonrpc::from_params_text::<PaginatedRequestParams>(params)?.cursor;
         let (chunk, next) = {
             let catalog = self.read_catalog();
             let signer = &self.inner.signer;
@@ -940,10 +950,10 @@ impl Service for Server {
     }
 }
 
-/// `tools/call` params as the server reads them: `_meta` is skipped, not
-/// built into values, since the engine has already read it into the
-/// request's context (in the stateless era it comes with every call).
-fn call_params(params: Option<&RawValue>) -> Result<CallToolRequestParams, ErrorObject> {
+/// `tools/call` params as the server reads them: a `_meta` the dispatch
+/// did not already cut off is skipped, not built into values, since the
+/// engine has read it into the request's context.
+fn call_params(params: Option<&str>) -> Result<CallToolRequestParams, ErrorObject> {
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct WithoutMeta {
@@ -957,7 +967,7 @@ fn call_params(params: Option<&RawValue>) -> Result<CallToolRequestParams, Error
         #[serde(default)]
         request_state: Option<String>,
     }
-    let read: WithoutMeta = jsonrpc::from_params(params)?;
+    let read: WithoutMeta = jsonrpc::from_params_text(params)?;
     Ok(CallToolRequestParams {
         meta: None,
         name: read.name,
@@ -985,8 +995,8 @@ mod call_params_tests {
             request_state: Some("state".to_owned()),
         };
         let raw = jsonrpc::to_raw(&sent).unwrap();
-        let read = call_params(Some(&raw)).unwrap();
+        let read = call_params(Some(raw.get())).unwrap();
         assert_eq!(read, CallToolRequestParams { meta: None, ..sent });
-        assert!(call_params(Some(&jsonrpc::to_raw(&serde_json::json!({})).unwrap())).is_err());
+        assert!(call_params(Some("{}")).is_err());
     }
 }

@@ -34,7 +34,6 @@ use mcp_schema::{
     methods,
 };
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -717,7 +716,7 @@ impl Server {
     pub(crate) async fn task_request(
         &self,
         method: &str,
-        params: Option<&RawValue>,
+        params: Option<&str>,
         ctx: RequestContext,
     ) -> HandlerResult {
         let modern = ctx.revision.has_tasks_extension();
@@ -727,7 +726,7 @@ impl Server {
         let owner = TaskOwner::of(&ctx);
         let store = self.task_store();
         if method == methods::TASKS_LIST {
-            let cursor = jsonrpc::from_params::<PaginatedRequestParams>(params)?.cursor;
+            let cursor = jsonrpc::from_params_text::<PaginatedRequestParams>(params)?.cursor;
             return self.list_tasks(owner, cursor.as_deref());
         }
         if method == methods::TASKS_UPDATE {
@@ -740,7 +739,7 @@ impl Server {
                 #[serde(default)]
                 input_responses: JsonObject,
             }
-            let update: Update = jsonrpc::from_params(params)?;
+            let update: Update = jsonrpc::from_params_text(params)?;
             let task = store
                 .get(&update.task_id, owner)
                 .ok_or_else(|| task_not_found(&update.task_id))?;
@@ -758,7 +757,7 @@ impl Server {
             }
             return to_result(&serde_json::json!({}));
         }
-        let id = jsonrpc::from_params::<TaskIdParams>(params)?.task_id;
+        let id = jsonrpc::from_params_text::<TaskIdParams>(params)?.task_id;
         let task = store.get(&id, owner).ok_or_else(|| task_not_found(&id))?;
         match method {
             methods::TASKS_GET if modern => to_result(&ExtGetTaskResult {
