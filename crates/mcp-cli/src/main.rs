@@ -14,6 +14,13 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use call::ServerArgs;
 
+/// mimalloc serves the many small, short-lived allocations of a request
+/// (JSON texts, futures, maps) in far fewer instructions than the system
+/// allocator, and hands freed memory back to the system.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Model Context Protocol tools: serve ready-made MCP servers, call any
 /// MCP server.
 #[derive(Parser, Debug)]

@@ -25,6 +25,10 @@ use rmcp::{ServiceExt as _, schemars, tool, tool_router};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The `echo` tool's arguments.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 struct EchoArgs {
