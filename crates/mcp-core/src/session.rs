@@ -324,24 +324,7 @@ impl DirectSession {
     /// the last is answered.
     pub fn handle(&self, frame: InboundFrame) -> impl Future<Output = ()> + Send + 'static {
         let engine = Arc::clone(&self.engine);
-        async move {
-            match frame {
-                InboundFrame::Text(text) => engine.on_frame(&text, None, Dispatch::Inline).await,
-                InboundFrame::WithExtensions(text, extensions) => {
-                    engine
-                        .on_frame(&text, Some(extensions), Dispatch::Inline)
-                        .await
-                }
-                InboundFrame::Parsed(frame, extensions) => {
-                    engine.on_parsed(frame, extensions, Dispatch::Inline).await
-                }
-                InboundFrame::Unreadable(reason) => {
-                    engine
-                        .send_error(None, ErrorObject::parse_error(reason))
-                        .await;
-                }
-            }
-        }
+        async move { engine.on_inbound(frame, Dispatch::Inline).await }
     }
 
     /// Like [`DirectSession::handle`], for a frame the transport has
@@ -449,20 +432,7 @@ impl Engine {
 
     async fn run(self, mut inbound: tokio::sync::mpsc::Receiver<InboundFrame>) {
         while let Some(frame) = inbound.recv().await {
-            match frame {
-                InboundFrame::Text(text) => self.on_frame(&text, None, Dispatch::Spawn).await,
-                InboundFrame::WithExtensions(text, extensions) => {
-                    self.on_frame(&text, Some(extensions), Dispatch::Spawn)
-                        .await
-                }
-                InboundFrame::Parsed(frame, extensions) => {
-                    self.on_parsed(frame, extensions, Dispatch::Spawn).await
-                }
-                InboundFrame::Unreadable(reason) => {
-                    self.send_error(None, ErrorObject::parse_error(reason))
-                        .await;
-                }
-            }
+            self.on_inbound(frame, Dispatch::Spawn).await;
         }
         // The peer stopped sending: the requests in flight get a grace
         // period to answer (their responses may still be read), then what
@@ -485,6 +455,23 @@ impl Engine {
         }
         self.service.session_closed(&self.peer);
         self.shared.close();
+    }
+
+    /// One frame from the transport, however it arrived.
+    async fn on_inbound(&self, frame: InboundFrame, dispatch: Dispatch) {
+        match frame {
+            InboundFrame::Text(text) => self.on_frame(&text, None, dispatch).await,
+            InboundFrame::WithExtensions(text, extensions) => {
+                self.on_frame(&text, Some(extensions), dispatch).await
+            }
+            InboundFrame::Parsed(frame, extensions) => {
+                self.on_parsed(frame, extensions, dispatch).await
+            }
+            InboundFrame::Unreadable(reason) => {
+                self.send_error(None, ErrorObject::parse_error(reason))
+                    .await;
+            }
+        }
     }
 
     async fn on_frame(&self, text: &str, extensions: Option<Arc<Extensions>>, dispatch: Dispatch) {

@@ -21,6 +21,7 @@ use mcp_schema::{ProtocolVersion, error_codes, methods};
 use serde::Deserialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tower::Layer;
 
 use crate::authz::{MessageExtensions, ToolScopeGuard, check_tool_scopes};
 use crate::config::{HttpConfig, ResponseMode};
@@ -29,7 +30,6 @@ use crate::headers::check_headers;
 use crate::legacy_sse::LegacySessions;
 use crate::session::{Delivery, ResumeOutcome, SessionLimit, SessionManager, StreamGuard};
 use crate::sse;
-use tower::Layer;
 
 /// The session id header.
 pub const SESSION_ID: &str = "mcp-session-id";

@@ -77,22 +77,22 @@ pub(crate) fn check_headers(
     let probe: HeaderProbe = probed
         .and_then(|text| serde_json::from_str(text).ok())
         .unwrap_or_default();
-    let body_version = match (&known, probe.meta) {
-        (Some(known), _) => match (
-            &known.meta.protocol_version,
-            &known.meta.client_capabilities,
-        ) {
-            (Some(version), Some(_)) => Cow::Borrowed(version.as_str()),
-            _ => return Ok(()),
-        },
-        (
-            None,
-            Some(MetaProbe {
-                protocol_version: Some(version),
-                client_capabilities: Some(_),
-            }),
-        ) => as_string(version).unwrap_or_default(),
-        (None, _) => return Ok(()),
+    // The version `_meta` names, where it also declares the client's
+    // capabilities (without them the engine refuses the request first).
+    let body_version = match &known {
+        Some(known) => known
+            .meta
+            .client_capabilities
+            .as_ref()
+            .and(known.meta.protocol_version.as_deref())
+            .map(Cow::Borrowed),
+        None => probe
+            .meta
+            .and_then(|meta| meta.client_capabilities.and(meta.protocol_version))
+            .map(|version| as_string(version).unwrap_or_default()),
+    };
+    let Some(body_version) = body_version else {
+        return Ok(());
     };
     match header_str(headers, names::PROTOCOL_VERSION) {
         Some(h) if h == body_version.as_ref() => {}
