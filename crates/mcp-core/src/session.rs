@@ -492,7 +492,7 @@ impl Engine {
                 self.on_message(message, Reply::Direct, extensions, dispatch)
                     .await
             }
-            Frame::Batch(items) => self.on_batch(items, extensions).await,
+            Frame::Batch(items) => Box::pin(self.on_batch(items, extensions)).await,
         }
     }
 

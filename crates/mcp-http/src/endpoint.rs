@@ -337,11 +337,13 @@ pub(crate) fn read_message(
 
 /// One request to the endpoint's path (past the guard): POST, GET or
 /// DELETE.
-async fn answer(endpoint: Arc<McpEndpoint>, request: Request) -> Response {
+pub(crate) async fn answer(endpoint: Arc<McpEndpoint>, request: Request) -> Response {
     match *request.method() {
         Method::POST => handle_post(&endpoint, request).await,
-        Method::GET => handle_get(&endpoint, request.headers()).await,
-        Method::DELETE => handle_delete(&endpoint, request.headers()).await,
+        // Boxed: the future of every request is as large as its largest
+        // path, and these are the rare ones.
+        Method::GET => Box::pin(handle_get(&endpoint, request.headers())).await,
+        Method::DELETE => Box::pin(handle_delete(&endpoint, request.headers())).await,
         _ => (
             StatusCode::METHOD_NOT_ALLOWED,
             [(header::ALLOW, "GET,POST,DELETE")],
@@ -395,7 +397,9 @@ async fn handle_post(endpoint: &Arc<McpEndpoint>, request: Request) -> Response 
     match header_str(&headers, names::SESSION_ID) {
         Some(id) => post_to_session(endpoint, id, &headers, frame, extensions).await,
         None if is_initialize(&frame) && !names_modern_version(&headers) => {
-            post_initialize(endpoint, frame, extensions).await
+            // Boxed, as the other rare paths: the future of every POST is
+            // as large as its largest path.
+            Box::pin(post_initialize(endpoint, frame, extensions)).await
         }
         None => post_stateless(endpoint, &headers, frame, extensions).await,
     }
@@ -425,7 +429,7 @@ async fn post_initialize(
         );
     };
     // The engine answers initialize itself, right away.
-    session.handle(frame, extensions).await;
+    Box::pin(session.handle(frame, extensions)).await;
     let mut response = respond(endpoint, receiver, None, Era::Legacy, None).await;
     if session.revision().is_none() {
         // initialize failed (bad params): no session was established.
@@ -478,7 +482,7 @@ async fn post_to_session(
         if session.is_closed() {
             return ended();
         }
-        session.handle(frame, extensions).await;
+        Box::pin(session.handle(frame, extensions)).await;
         return StatusCode::ACCEPTED.into_response();
     }
     let guard = session.stream_opened();
@@ -531,11 +535,11 @@ async fn post_stateless(
             () = response_gone.closed() => {}
         }
     };
+    let handling = Handling::abandoned_if_dropped(work);
     if notifications_only {
-        work.await;
+        handling.finish().await;
         return StatusCode::ACCEPTED.into_response();
     }
-    let handling = Handling::abandoned_if_dropped(work);
     respond(endpoint, receiver, None, Era::Modern, Some(handling)).await
 }
 
@@ -570,6 +574,13 @@ impl Handling {
         Handling {
             work: Some(Box::pin(work)),
             finish_if_dropped: false,
+        }
+    }
+
+    /// Runs the work to its end here.
+    async fn finish(mut self) {
+        if let Some(work) = self.work.take() {
+            work.await;
         }
     }
 

@@ -1,15 +1,22 @@
 //! Running an endpoint on a socket: TCP_NODELAY on every connection,
 //! graceful shutdown.
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::future::IntoFuture;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::ServiceExt;
+use axum::extract::Request;
+use axum::response::Response;
 use axum::serve::ListenerExt;
+use futures::future::{Either, Ready, ready};
+use mcp_core::BoxFuture;
 use tokio::net::TcpListener;
 
-use crate::endpoint::McpEndpoint;
+use crate::endpoint::{McpEndpoint, answer};
 
 /// How long a shutdown waits for requests in flight.
 pub const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
@@ -23,7 +30,11 @@ pub async fn serve(
     endpoint: Arc<McpEndpoint>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    serve_with(listener, endpoint, |router| router, shutdown).await
+    let app = EndpointFirst {
+        rest: endpoint.router(),
+        endpoint: Arc::clone(&endpoint),
+    };
+    run(listener, endpoint, app, shutdown).await
 }
 
 /// [`serve`], with the endpoint's router changed by `wrap` first: layers
@@ -34,6 +45,22 @@ pub async fn serve_with(
     wrap: impl FnOnce(axum::Router) -> axum::Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let app = wrap(endpoint.router());
+    run(listener, endpoint, app, shutdown).await
+}
+
+/// Serves `app`, the endpoint's service, on `listener` until `shutdown`
+/// resolves, as [`serve`] says.
+async fn run<S>(
+    listener: TcpListener,
+    endpoint: Arc<McpEndpoint>,
+    app: S,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()>
+where
+    S: tower::Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send,
+{
     // Without TCP_NODELAY, a response written in two small pieces waits for
     // the peer's delayed ACK (about 40 ms) on every call.
     let listener = listener.tap_io(|tcp| {
@@ -41,14 +68,14 @@ pub async fn serve_with(
             tracing::debug!("TCP_NODELAY: {e}");
         }
     });
-    let app = wrap(endpoint.router());
     let (began_tx, began_rx) = tokio::sync::oneshot::channel::<()>();
     let closing = Arc::clone(&endpoint);
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        shutdown.await;
-        closing.shutdown();
-        let _ = began_tx.send(());
-    });
+    let server =
+        axum::serve(listener, app.into_make_service()).with_graceful_shutdown(async move {
+            shutdown.await;
+            closing.shutdown();
+            let _ = began_tx.send(());
+        });
     let deadline = async {
         if began_rx.await.is_ok() {
             tokio::time::sleep(SHUTDOWN_DEADLINE).await;
@@ -65,4 +92,45 @@ pub async fn serve_with(
     };
     endpoint.close_sessions();
     result
+}
+
+/// The endpoint's own path answered directly, behind the Host/Origin
+/// guard, and every other path by the endpoint's router: a call to the
+/// endpoint skips the router's path lookup and its boxed route.
+#[derive(Clone)]
+struct EndpointFirst {
+    endpoint: Arc<McpEndpoint>,
+    rest: axum::Router,
+}
+
+impl tower::Service<Request> for EndpointFirst {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<
+        Either<
+            Ready<Result<Response, Infallible>>,
+            BoxFuture<'static, Result<Response, Infallible>>,
+        >,
+        <axum::Router as tower::Service<Request>>::Future,
+    >;
+
+    /// Always ready: the endpoint waits for nothing before a call, and
+    /// neither does a router.
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let config = &self.endpoint.config;
+        if request.uri().path() != config.path {
+            return Either::Right(self.rest.call(request));
+        }
+        if let Some(refused) = config.origin_policy.refusal(request.headers()) {
+            return Either::Left(Either::Left(ready(Ok(refused))));
+        }
+        let endpoint = Arc::clone(&self.endpoint);
+        Either::Left(Either::Right(Box::pin(async move {
+            Ok(answer(endpoint, request).await)
+        })))
+    }
 }
