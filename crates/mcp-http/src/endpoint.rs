@@ -28,7 +28,9 @@ use crate::config::{HttpConfig, ResponseMode};
 use crate::guard::GuardLayer;
 use crate::headers::check_headers;
 use crate::legacy_sse::LegacySessions;
-use crate::session::{Delivery, ResumeOutcome, SessionLimit, SessionManager, StreamGuard};
+use crate::session::{
+    Delivery, ResumeOutcome, SessionLimit, SessionManager, StreamGuard, StreamRefused,
+};
 use crate::sse;
 
 /// The session id header.
@@ -421,7 +423,7 @@ async fn post_initialize(
             return error_response(StatusCode::SERVICE_UNAVAILABLE, None, &error);
         }
     };
-    let Some(receiver) = session.open_stream(request_ids(&frame)).await else {
+    let Ok(receiver) = session.open_stream(request_ids(&frame)).await else {
         return error_response(
             StatusCode::INTERNAL_SERVER_ERROR,
             None,
@@ -485,10 +487,25 @@ async fn post_to_session(
         Box::pin(session.handle(frame, extensions)).await;
         return StatusCode::ACCEPTED.into_response();
     }
-    let guard = session.stream_opened();
-    let Some(receiver) = session.open_stream(ids).await else {
-        return ended();
+    let batch = matches!(frame, Frame::Batch(_));
+    let receiver = match session.open_stream(ids).await {
+        Ok(receiver) => receiver,
+        Err(StreamRefused::Ended) => return ended(),
+        // Answered here, as the engine would answer it: the engine's
+        // answer would be routed to the first request's stream. Nothing
+        // of a batch runs.
+        Err(StreamRefused::InUse(id)) => {
+            let error = ErrorObject::invalid_request(format!(
+                "request id {id} is already in use by a request in flight"
+            ));
+            return if batch {
+                error_response(StatusCode::BAD_REQUEST, None, &error)
+            } else {
+                error_response(StatusCode::OK, Some(&id), &error)
+            };
+        }
     };
+    let guard = session.stream_opened();
     // A client that disconnects does not cancel its request in this era,
     // and may resume the stream to read the response.
     let handling = Handling::finished_if_dropped(session.handle(frame, extensions));

@@ -39,11 +39,12 @@ pub(crate) struct Delivery {
 }
 
 /// The id of the standalone (GET) stream of a session.
-const STANDALONE: &str = "0";
+const STANDALONE: RouteKey = 0;
 
-/// A stream's id in the route table: shared, so that naming the stream of
-/// each request and looking it up on delivery copy no text.
-type RouteKey = Arc<str>;
+/// A stream's id in the route table, a number: naming the stream of each
+/// request and looking it up on delivery copy and hash no text. The event
+/// store knows it as its decimal text.
+type RouteKey = u64;
 
 /// What became of a resumption.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,22 +131,29 @@ impl HttpSession {
 
     /// Opens a stream for the responses to `requests`; deliveries arrive on
     /// the returned receiver. Call before handing the requests in.
-    /// `None` once the session has ended.
+    /// Refused once the session has ended, and while a request of the same
+    /// id is pending on another stream: the messages about an id go to one
+    /// stream, so the first request's would otherwise be lost.
     pub(crate) async fn open_stream(
         &self,
         requests: Vec<RequestId>,
-    ) -> Option<mpsc::UnboundedReceiver<Delivery>> {
+    ) -> Result<mpsc::UnboundedReceiver<Delivery>, StreamRefused> {
         let (sink, rx) = mpsc::unbounded_channel();
-        let stream: RouteKey =
-            Arc::from(self.next_stream.fetch_add(1, Ordering::Relaxed).to_string());
+        let stream: RouteKey = self.next_stream.fetch_add(1, Ordering::Relaxed);
         let priming = self.primes_streams();
         let mut table = self.routes.table.lock().await;
         // Checked under the lock that `close` clears the table under.
         if self.is_closed() {
-            return None;
+            return Err(StreamRefused::Ended);
+        }
+        if let Some(id) = requests
+            .iter()
+            .find(|id| table.by_request.contains_key(*id))
+        {
+            return Err(StreamRefused::InUse(id.clone()));
         }
         for id in &requests {
-            table.by_request.insert(id.clone(), Arc::clone(&stream));
+            table.by_request.insert(id.clone(), stream);
         }
         table.streams.insert(
             stream,
@@ -156,7 +164,7 @@ impl HttpSession {
                 priming,
             },
         );
-        Some(rx)
+        Ok(rx)
     }
 
     /// Streams start with a priming event from 2025-11-25 on (SEP-1699):
@@ -173,7 +181,7 @@ impl HttpSession {
         if self.is_closed()
             || table
                 .streams
-                .get(STANDALONE)
+                .get(&STANDALONE)
                 .is_some_and(|s| !s.sink.is_closed())
         {
             return None;
@@ -182,9 +190,7 @@ impl HttpSession {
         if priming {
             self.routes.prime(STANDALONE, &sink).await;
         }
-        table
-            .streams
-            .insert(Arc::from(STANDALONE), StreamRoute::started(sink));
+        table.streams.insert(STANDALONE, StreamRoute::started(sink));
         Some(rx)
     }
 
@@ -218,16 +224,19 @@ impl HttpSession {
                 }
                 // A request stream has a route while a request of it is
                 // pending; the new connection carries the same requests.
-                let previous = table.streams.remove(replay.stream.as_str());
-                if replay.stream == STANDALONE || previous.is_some() {
-                    let route = StreamRoute {
-                        requests: previous.map(|route| route.requests).unwrap_or_default(),
-                        ..StreamRoute::started(sink)
-                    };
-                    table.streams.insert(Arc::from(replay.stream), route);
-                    ResumeOutcome::Live
-                } else {
-                    ResumeOutcome::Ended
+                // A stream the store names otherwise is not one of ours.
+                let stream = replay.stream.parse::<RouteKey>().ok();
+                let previous = stream.and_then(|stream| table.streams.remove(&stream));
+                match stream {
+                    Some(stream) if stream == STANDALONE || previous.is_some() => {
+                        let route = StreamRoute {
+                            requests: previous.map(|route| route.requests).unwrap_or_default(),
+                            ..StreamRoute::started(sink)
+                        };
+                        table.streams.insert(stream, route);
+                        ResumeOutcome::Live
+                    }
+                    _ => ResumeOutcome::Ended,
                 }
             }
             Err(_) => ResumeOutcome::Unknown,
@@ -259,6 +268,15 @@ impl HttpSession {
         let routes = Arc::clone(&self.routes);
         tokio::spawn(async move { routes.table.lock().await.clear() });
     }
+}
+
+/// Why a POST's stream was not opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StreamRefused {
+    /// The session has ended.
+    Ended,
+    /// A request with this id is pending on another stream.
+    InUse(RequestId),
 }
 
 /// Keeps a session alive while an SSE connection is open.
@@ -329,10 +347,10 @@ impl FrameSink for Routes {
 impl Routes {
     /// Stores an empty event at the start of `stream` and sends it, so the
     /// client has an id to resume from before any message arrives.
-    async fn prime(&self, stream: &str, sink: &mpsc::UnboundedSender<Delivery>) {
+    async fn prime(&self, stream: RouteKey, sink: &mpsc::UnboundedSender<Delivery>) {
         let id = self
             .store
-            .append(&self.session, stream, Arc::from(""))
+            .append(&self.session, &stream.to_string(), Arc::from(""))
             .await;
         let _ = sink.send(Delivery {
             text: Arc::from(""),
@@ -350,11 +368,11 @@ impl Routes {
             .related
             .as_ref()
             .and_then(|id| table.by_request.get(id))
-            .cloned();
-        let stream = related.as_deref().unwrap_or(STANDALONE);
+            .copied();
+        let stream = related.unwrap_or(STANDALONE);
         let text: Arc<str> = Arc::from(frame.text);
         let last = frame.kind == FrameKind::Response && stream != STANDALONE;
-        if let Some(route) = table.streams.get_mut(stream)
+        if let Some(route) = table.streams.get_mut(&stream)
             && route.fresh
         {
             route.fresh = false;
@@ -373,10 +391,10 @@ impl Routes {
         }
         let event_id = Some(
             self.store
-                .append(&self.session, stream, Arc::clone(&text))
+                .append(&self.session, &stream.to_string(), Arc::clone(&text))
                 .await,
         );
-        if let Some(route) = table.streams.get(stream) {
+        if let Some(route) = table.streams.get(&stream) {
             let sink = &route.sink;
             // A dropped connection is not a cancellation: the message stays
             // in the store for a resuming client.
@@ -394,14 +412,14 @@ impl Routes {
 
 impl RouteTable {
     /// The stream's response went out: it and its requests are done.
-    fn stream_done(&mut self, stream: &str) {
-        let Some(route) = self.streams.remove(stream) else {
+    fn stream_done(&mut self, stream: RouteKey) {
+        let Some(route) = self.streams.remove(&stream) else {
             return;
         };
         for id in route.requests {
             // Unless the id was ended and is now in use on another stream.
             if let Entry::Occupied(entry) = self.by_request.entry(id)
-                && **entry.get() == *stream
+                && *entry.get() == stream
             {
                 entry.remove();
             }
@@ -573,21 +591,21 @@ mod tests {
     #[test]
     fn a_finished_stream_forgets_only_its_own_requests() {
         let mut table = RouteTable::default();
-        let (a, b): (RouteKey, RouteKey) = (Arc::from("1"), Arc::from("2"));
+        let (a, b): (RouteKey, RouteKey) = (1, 2);
         let (one, two) = (RequestId::Number(1), RequestId::Number(2));
         table
             .streams
-            .insert(a.clone(), route(vec![one.clone(), two.clone()]));
-        table.by_request.insert(one.clone(), a.clone());
-        table.by_request.insert(two.clone(), a.clone());
+            .insert(a, route(vec![one.clone(), two.clone()]));
+        table.by_request.insert(one.clone(), a);
+        table.by_request.insert(two.clone(), a);
         // Request 1 is cancelled; its stream stays for request 2.
         table.request_ended(Some(&one));
         assert!(table.streams.contains_key(&a));
         assert_eq!(table.by_request.get(&two), Some(&a));
         // Its id is used again, on another stream.
-        table.streams.insert(b.clone(), route(vec![one.clone()]));
-        table.by_request.insert(one.clone(), b.clone());
-        table.stream_done(&a);
+        table.streams.insert(b, route(vec![one.clone()]));
+        table.by_request.insert(one.clone(), b);
+        table.stream_done(a);
         assert!(!table.streams.contains_key(&a));
         assert_eq!(table.by_request.get(&one), Some(&b));
         assert_eq!(table.by_request.get(&two), None);

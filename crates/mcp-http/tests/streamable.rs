@@ -429,6 +429,55 @@ async fn resume_with_unknown_event_id() {
     assert_eq!(result["content"][0]["text"], "still here");
 }
 
+/// A request whose id is pending on another stream is refused, and the
+/// first request's messages still reach the first stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicate_id_in_flight_keeps_the_first_stream() {
+    let server = TestServer::start(|c| c).await;
+    let session = server.initialize(V11).await;
+    let slow = json!({"jsonrpc": "2.0", "id": "dup", "method": "tools/call", "params": {
+        "name": "slow_task", "arguments": {"steps": 4, "step_ms": 100},
+        "_meta": {"progressToken": "p"}}});
+    let response = within(
+        "POST",
+        session.headers(server.post()).body(slow.to_string()).send(),
+    )
+    .await
+    .expect("POST");
+    let mut stream = SseStream::new(response);
+    let (_, first) = stream.next_message().await.expect("a progress event");
+    let ping = json!({"jsonrpc": "2.0", "id": "dup", "method": "ping"});
+    assert_eq!(first["method"], "notifications/progress", "{first}");
+
+    let reply = server.send(session.headers(server.post()), &ping).await;
+    assert_eq!(reply.status, StatusCode::OK, "{reply:?}");
+    assert_eq!(reply.body["id"], "dup", "{reply:?}");
+    assert_eq!(reply.error_code(), Some(-32600), "{reply:?}");
+    let message = reply.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("already in use"), "{reply:?}");
+
+    let mut messages = vec![first];
+    while let Some((_, message)) = stream.next_message().await {
+        messages.push(message);
+    }
+    let response = messages.last().expect("messages");
+    assert_eq!(response["id"], "dup", "{messages:?}");
+    assert_eq!(
+        response["result"]["content"][0]["text"], "finished 4 steps",
+        "{messages:?}"
+    );
+    assert_eq!(
+        progress_values(&messages, &json!("p")),
+        vec![1.0, 2.0, 3.0, 4.0]
+    );
+
+    // Once answered, the id is free again.
+    let reply = server.send(session.headers(server.post()), &ping).await;
+    assert_eq!(reply.status, StatusCode::OK, "{reply:?}");
+    assert_eq!(reply.body["id"], "dup", "{reply:?}");
+    assert!(reply.body.get("result").is_some(), "{reply:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn standalone_get_stream() {
     let server = TestServer::start(|c| c).await;
