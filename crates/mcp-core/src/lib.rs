@@ -51,7 +51,7 @@ pub use request_meta::KnownMeta;
 pub use service::{BoxFuture, HandlerResult, IncomingRequest, Service};
 pub use session::{
     ClientIdentity, DirectSession, Negotiated, Role, RunningSession, ServerIdentity, SessionConfig,
-    serve, unsupported_version,
+    request_id_in_use, serve, unsupported_version,
 };
 pub use transport::{
     DEFAULT_CHANNEL_CAPACITY, FrameKind, FrameSink, InboundFrame, OutboundFrame, SinkClosed,

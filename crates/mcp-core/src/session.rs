@@ -613,7 +613,7 @@ impl Engine {
             duplicate
         };
         if duplicate {
-            let error = ErrorObject::invalid_request(format!("request id {id} is already in use"));
+            let error = request_id_in_use(&id);
             return self
                 .deliver(&reply, jsonrpc::write_error(Some(&id), &error), Some(&id))
                 .await;
@@ -947,6 +947,12 @@ fn modern_revision(method: &str, meta: &RequestMetaObject) -> Result<ProtocolVer
         ))),
         Err(_) => Err(unsupported_version(requested)),
     }
+}
+
+/// The -32600 error refusing a request whose id is that of a request
+/// still in flight.
+pub fn request_id_in_use(id: &RequestId) -> ErrorObject {
+    ErrorObject::invalid_request(format!("request id {id} is already in use"))
 }
 
 /// The -32022 error listing what this implementation supports.

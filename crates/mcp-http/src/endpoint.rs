@@ -3,6 +3,7 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -10,7 +11,7 @@ use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
-use futures::{FutureExt, Stream};
+use futures::Stream;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use mcp_core::{
     BoxFuture, DirectSession, Extensions, FrameKind, FrameSink, OutboundFrame, Service,
@@ -25,7 +26,7 @@ use tower::Layer;
 
 use crate::authz::{MessageExtensions, ToolScopeGuard, check_tool_scopes};
 use crate::config::{HttpConfig, ResponseMode};
-use crate::guard::GuardLayer;
+use crate::guard::{GuardLayer, Guarded};
 use crate::headers::check_headers;
 use crate::legacy_sse::LegacySessions;
 use crate::session::{
@@ -119,11 +120,7 @@ impl McpEndpoint {
     /// layer.
     pub fn router(self: &Arc<Self>) -> axum::Router {
         let guard = GuardLayer::new(Arc::clone(&self.config.origin_policy));
-        let endpoint = Arc::clone(self);
-        let answer = tower::service_fn(move |request| {
-            answer(Arc::clone(&endpoint), request).map(Ok::<_, Infallible>)
-        });
-        let mut router = axum::Router::new().route_service(&self.config.path, guard.layer(answer));
+        let mut router = axum::Router::new().route_service(&self.config.path, self.path_service());
         let guarded =
             |route: MethodRouter<Arc<McpEndpoint>>| route.layer::<_, Infallible>(guard.clone());
         let mut taken = vec![self.config.path.as_str()];
@@ -160,6 +157,12 @@ impl McpEndpoint {
             }
         }
         router.with_state(Arc::clone(self))
+    }
+
+    /// What answers the endpoint's own path: the Host/Origin guard, then
+    /// POST, GET or DELETE.
+    pub(crate) fn path_service(self: &Arc<Self>) -> Guarded<Answer> {
+        GuardLayer::new(Arc::clone(&self.config.origin_policy)).layer(Answer(Arc::clone(self)))
     }
 
     /// How many legacy sessions are live.
@@ -337,9 +340,29 @@ pub(crate) fn read_message(
     Ok(frame)
 }
 
+/// [`answer`] as a service. Its future is boxed: a request's is large,
+/// and would be copied on every move.
+#[derive(Clone)]
+pub(crate) struct Answer(Arc<McpEndpoint>);
+
+impl tower::Service<Request> for Answer {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let endpoint = Arc::clone(&self.0);
+        Box::pin(async move { Ok(answer(endpoint, request).await) })
+    }
+}
+
 /// One request to the endpoint's path (past the guard): POST, GET or
 /// DELETE.
-pub(crate) async fn answer(endpoint: Arc<McpEndpoint>, request: Request) -> Response {
+async fn answer(endpoint: Arc<McpEndpoint>, request: Request) -> Response {
     match *request.method() {
         Method::POST => handle_post(&endpoint, request).await,
         // Boxed: the future of every request is as large as its largest
@@ -487,7 +510,6 @@ async fn post_to_session(
         Box::pin(session.handle(frame, extensions)).await;
         return StatusCode::ACCEPTED.into_response();
     }
-    let batch = matches!(frame, Frame::Batch(_));
     let receiver = match session.open_stream(ids).await {
         Ok(receiver) => receiver,
         Err(StreamRefused::Ended) => return ended(),
@@ -495,10 +517,8 @@ async fn post_to_session(
         // answer would be routed to the first request's stream. Nothing
         // of a batch runs.
         Err(StreamRefused::InUse(id)) => {
-            let error = ErrorObject::invalid_request(format!(
-                "request id {id} is already in use by a request in flight"
-            ));
-            return if batch {
+            let error = mcp_core::request_id_in_use(&id);
+            return if matches!(frame, Frame::Batch(_)) {
                 error_response(StatusCode::BAD_REQUEST, None, &error)
             } else {
                 error_response(StatusCode::OK, Some(&id), &error)

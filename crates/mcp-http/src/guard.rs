@@ -237,7 +237,7 @@ impl OriginPolicy {
 impl OriginPolicy {
     /// The 403 answer to a request the policy refuses, or `None` to let it
     /// through.
-    pub(crate) fn refusal(&self, headers: &HeaderMap) -> Option<Response> {
+    fn refusal(&self, headers: &HeaderMap) -> Option<Response> {
         let error = self.check(headers).err()?;
         tracing::debug!(%error, "refused by the Host/Origin guard");
         Some(forbidden(&error))

@@ -12,11 +12,11 @@ use axum::ServiceExt;
 use axum::extract::Request;
 use axum::response::Response;
 use axum::serve::ListenerExt;
-use futures::future::{Either, Ready, ready};
-use mcp_core::BoxFuture;
+use futures::future::Either;
 use tokio::net::TcpListener;
 
-use crate::endpoint::{McpEndpoint, answer};
+use crate::endpoint::{Answer, McpEndpoint};
+use crate::guard::Guarded;
 
 /// How long a shutdown waits for requests in flight.
 pub const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
@@ -31,8 +31,9 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = EndpointFirst {
+        path: Arc::from(endpoint.config.path.as_str()),
+        answer: endpoint.path_service(),
         rest: endpoint.router(),
-        endpoint: Arc::clone(&endpoint),
     };
     run(listener, endpoint, app, shutdown).await
 }
@@ -94,12 +95,14 @@ where
     result
 }
 
-/// The endpoint's own path answered directly, behind the Host/Origin
-/// guard, and every other path by the endpoint's router: a call to the
-/// endpoint skips the router's path lookup and its boxed route.
+/// The endpoint's own path answered directly by its service (the
+/// Host/Origin guard, then the endpoint), and every other path by the
+/// endpoint's router: a call to the endpoint skips the router's path
+/// lookup and its boxed route.
 #[derive(Clone)]
 struct EndpointFirst {
-    endpoint: Arc<McpEndpoint>,
+    path: Arc<str>,
+    answer: Guarded<Answer>,
     rest: axum::Router,
 }
 
@@ -107,10 +110,7 @@ impl tower::Service<Request> for EndpointFirst {
     type Response = Response;
     type Error = Infallible;
     type Future = Either<
-        Either<
-            Ready<Result<Response, Infallible>>,
-            BoxFuture<'static, Result<Response, Infallible>>,
-        >,
+        <Guarded<Answer> as tower::Service<Request>>::Future,
         <axum::Router as tower::Service<Request>>::Future,
     >;
 
@@ -121,16 +121,10 @@ impl tower::Service<Request> for EndpointFirst {
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        let config = &self.endpoint.config;
-        if request.uri().path() != config.path {
-            return Either::Right(self.rest.call(request));
+        if request.uri().path() == &*self.path {
+            Either::Left(self.answer.call(request))
+        } else {
+            Either::Right(self.rest.call(request))
         }
-        if let Some(refused) = config.origin_policy.refusal(request.headers()) {
-            return Either::Left(Either::Left(ready(Ok(refused))));
-        }
-        let endpoint = Arc::clone(&self.endpoint);
-        Either::Left(Either::Right(Box::pin(async move {
-            Ok(answer(endpoint, request).await)
-        })))
     }
 }

@@ -9,7 +9,6 @@
 //! registering a stream, attaching a resumed connection and delivering a
 //! message happen in one order, with nothing lost or repeated.
 
-use std::collections::hash_map::Entry;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -302,6 +301,8 @@ struct Routes {
 
 /// The session's streams, held under the lock that orders deliveries.
 /// A request stream's route lasts exactly while one of its requests is
+/// pending; an id is pending on at most one stream (a POST reusing it
+/// meanwhile is refused), so a route's `requests` are exactly the ids
 /// routed to it.
 #[derive(Default)]
 struct RouteTable {
@@ -314,7 +315,7 @@ struct RouteTable {
 /// The live connection of a stream.
 struct StreamRoute {
     sink: mpsc::UnboundedSender<Delivery>,
-    /// The requests whose messages it carries.
+    /// The pending requests whose messages it carries.
     requests: Vec<RequestId>,
     /// Nothing was sent on it yet: it becomes an event stream (primed,
     /// where `priming`) only when a message other than its response comes
@@ -416,13 +417,8 @@ impl RouteTable {
         let Some(route) = self.streams.remove(&stream) else {
             return;
         };
-        for id in route.requests {
-            // Unless the id was ended and is now in use on another stream.
-            if let Entry::Occupied(entry) = self.by_request.entry(id)
-                && *entry.get() == stream
-            {
-                entry.remove();
-            }
+        for id in &route.requests {
+            self.by_request.remove(id);
         }
     }
 
@@ -435,17 +431,14 @@ impl RouteTable {
     /// A request ended without a response (cancelled): its stream ends
     /// once no other request of it is pending.
     fn request_ended(&mut self, id: Option<&RequestId>) {
-        let Some(stream) = id.and_then(|id| self.by_request.remove(id)) else {
+        let Some((id, stream)) = id.and_then(|id| self.by_request.remove_entry(id)) else {
             return;
         };
-        let pending = self.streams.get(&stream).is_some_and(|route| {
-            route
-                .requests
-                .iter()
-                .any(|id| self.by_request.get(id) == Some(&stream))
-        });
-        if !pending {
-            self.streams.remove(&stream);
+        if let Some(route) = self.streams.get_mut(&stream) {
+            route.requests.retain(|pending| *pending != id);
+            if route.requests.is_empty() {
+                self.streams.remove(&stream);
+            }
         }
     }
 }

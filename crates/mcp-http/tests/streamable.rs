@@ -429,12 +429,13 @@ async fn resume_with_unknown_event_id() {
     assert_eq!(result["content"][0]["text"], "still here");
 }
 
-/// A request whose id is pending on another stream is refused, and the
-/// first request's messages still reach the first stream.
+/// A request whose id is pending on another stream is refused (alone or
+/// in a batch), and the first request's messages still reach the first
+/// stream. In a 2025-03-26 session, which takes batches.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn duplicate_id_in_flight_keeps_the_first_stream() {
     let server = TestServer::start(|c| c).await;
-    let session = server.initialize(V11).await;
+    let session = server.initialize("2025-03-26").await;
     let slow = json!({"jsonrpc": "2.0", "id": "dup", "method": "tools/call", "params": {
         "name": "slow_task", "arguments": {"steps": 4, "step_ms": 100},
         "_meta": {"progressToken": "p"}}});
@@ -452,6 +453,13 @@ async fn duplicate_id_in_flight_keeps_the_first_stream() {
     let reply = server.send(session.headers(server.post()), &ping).await;
     assert_eq!(reply.status, StatusCode::OK, "{reply:?}");
     assert_eq!(reply.body["id"], "dup", "{reply:?}");
+    assert_eq!(reply.error_code(), Some(-32600), "{reply:?}");
+    let message = reply.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("already in use"), "{reply:?}");
+    let batch = json!([ping, {"jsonrpc": "2.0", "id": "other", "method": "ping"}]);
+    let reply = server.send(session.headers(server.post()), &batch).await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{reply:?}");
+    assert_eq!(reply.body["id"], Value::Null, "{reply:?}");
     assert_eq!(reply.error_code(), Some(-32600), "{reply:?}");
     let message = reply.body["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("already in use"), "{reply:?}");
