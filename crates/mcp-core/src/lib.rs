@@ -34,6 +34,7 @@ pub mod child;
 mod context;
 mod error;
 mod extensions;
+mod in_flight;
 mod peer;
 mod request_meta;
 mod service;

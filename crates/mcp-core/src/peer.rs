@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::RequestError;
 use crate::extensions::Extensions;
+use crate::in_flight::InFlight;
 use crate::session::{Negotiated, Role, SessionConfig};
 use crate::transport::{FrameKind, FrameSink, OutboundFrame};
 
@@ -149,10 +150,12 @@ pub(crate) struct Shared {
     pub(crate) state: Mutex<SessionState>,
     pub(crate) extensions: Extensions,
     pub(crate) closed: CancellationToken,
+    /// The peer's requests being handled.
+    pub(crate) in_flight: InFlight,
 }
 
 impl Shared {
-    pub(crate) fn new(outbound: Outbound, config: Arc<SessionConfig>) -> Self {
+    pub(crate) fn new(outbound: Outbound, config: Arc<SessionConfig>, in_flight: InFlight) -> Self {
         Shared {
             outbound: std::sync::RwLock::new(Some(outbound)),
             pending: Mutex::new(HashMap::new()),
@@ -164,6 +167,7 @@ impl Shared {
             }),
             extensions: Extensions::default(),
             closed: CancellationToken::new(),
+            in_flight,
         }
     }
 
@@ -201,6 +205,7 @@ impl Shared {
     /// session is over.
     pub(crate) fn close(&self) {
         self.closed.cancel();
+        self.in_flight.cancel_all();
         self.pending().clear();
         self.outbound
             .write()

@@ -105,8 +105,8 @@ impl StatelessClient {
             revision: Some(revision),
             client_info: meta.client_info.clone(),
             client_capabilities: meta.client_capabilities.clone().unwrap_or_default(),
-            server_info: Some(identity.info.clone()),
-            server_capabilities: identity.capabilities.clone(),
+            server_info: Some(identity.info().clone()),
+            server_capabilities: identity.capabilities().clone(),
         });
         StatelessClient { meta, negotiated }
     }
@@ -116,13 +116,6 @@ impl StatelessClient {
     /// (trace context, say), is particular to its request.
     fn repeats(&self) -> bool {
         self.meta.progress_token.is_none() && self.meta.other.is_empty()
-    }
-
-    /// Whether it was made for this identity (whose public fields may have
-    /// changed since).
-    fn made_for(&self, identity: &ServerIdentity) -> bool {
-        self.negotiated.server_info.as_ref() == Some(&identity.info)
-            && self.negotiated.server_capabilities == identity.capabilities
     }
 }
 
@@ -142,18 +135,7 @@ struct Seen {
 
 impl StatelessClients {
     /// The remembered client whose `_meta` text opens `params`, with that
-    /// text, if it was made for `identity`.
-    pub(crate) fn opening<'p>(
-        &self,
-        identity: &ServerIdentity,
-        params: &'p str,
-    ) -> Option<(&'p str, Arc<StatelessClient>)> {
-        self.recognise(params)
-            .filter(|(_, client)| client.made_for(identity))
-    }
-
-    /// The remembered client whose `_meta` text opens `params`, with that
-    /// text, for whatever identity. Found by comparing text, without
+    /// text. Found by comparing text, without
     /// parsing: a client that writes its `_meta` first and the same every
     /// time is recognised by a comparison of bytes. A complete JSON object
     /// that the params go on from with `,` or `}` is the whole `_meta` value.
@@ -170,16 +152,9 @@ impl StatelessClients {
     }
 
     /// The client whose requests carry exactly this `_meta` text.
-    pub(crate) fn get(
-        &self,
-        identity: &ServerIdentity,
-        text: &str,
-    ) -> Option<Arc<StatelessClient>> {
+    pub(crate) fn get(&self, text: &str) -> Option<Arc<StatelessClient>> {
         let seen = self.seen.read().unwrap_or_else(|p| p.into_inner());
-        seen.by_text
-            .get(text)
-            .filter(|client| client.made_for(identity))
-            .cloned()
+        seen.by_text.get(text).cloned()
     }
 
     /// Remembers `client` under its `_meta` text, if that text repeats.
@@ -249,36 +224,31 @@ mod tests {
     }
 
     #[test]
-    fn repeating_meta_is_remembered_for_its_identity_only() {
-        let mut identity = identity();
+    fn repeating_meta_is_remembered() {
+        let identity = identity();
         let text = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
         let seen = identity.stateless_clients();
         seen.remember(text, &client(&identity, text));
-        let hit = seen.get(&identity, text).expect("remembered");
-        assert_eq!(hit.negotiated.server_info, Some(identity.info.clone()));
+        let hit = seen.get(text).expect("remembered");
+        assert_eq!(hit.negotiated.server_info, Some(identity.info().clone()));
         assert_eq!(hit.negotiated.revision, Some(ProtocolVersion::LATEST));
-        assert!(seen.get(&identity, &format!("{text} ")).is_none());
+        assert!(seen.get(&format!("{text} ")).is_none());
         let copy = identity.clone();
         assert!(
-            copy.stateless_clients().get(&copy, text).is_none(),
+            copy.stateless_clients().get(text).is_none(),
             "a clone starts empty"
         );
-        assert!(seen.get(&identity, text).is_some(), "the original keeps it");
-        identity.info = Implementation::new("s", "2");
-        assert!(
-            identity.stateless_clients().get(&identity, text).is_none(),
-            "made for the old info"
-        );
+        assert!(seen.get(text).is_some(), "the original keeps it");
     }
 
     #[test]
     fn a_recent_meta_is_recognised_at_the_start_of_params() {
-        let mut identity = identity();
+        let identity = identity();
         let seen = identity.stateless_clients();
         let text = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"a":"}"}}"#;
         seen.remember(text, &client(&identity, text));
         let opening = |params: &str| {
-            seen.opening(&identity, params)
+            seen.recognise(params)
                 .map(|(text, client)| (text.to_owned(), client.meta.protocol_version.clone()))
         };
         let hit = opening(&format!(r#"{{"_meta":{text},"name":"x"}}"#)).expect("recognised");
@@ -329,21 +299,9 @@ mod tests {
             seen.remember(&other, &client(&identity, &other));
         }
         assert!(opening(&format!(r#"{{"_meta":{text}}}"#)).is_none());
-        assert!(seen.get(&identity, text).is_some(), "still remembered");
+        assert!(seen.get(text).is_some(), "still remembered");
         let latest = r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"0"}}"#;
         assert!(opening(latest).is_some());
-        identity.info = Implementation::new("s", "2");
-        assert!(
-            identity
-                .stateless_clients()
-                .opening(&identity, latest)
-                .is_none(),
-            "made for the old info"
-        );
-        assert!(
-            identity.stateless_clients().recognise(latest).is_some(),
-            "what the client said does not depend on the server"
-        );
     }
 
     #[test]
@@ -355,7 +313,7 @@ mod tests {
             r#"{"traceparent":"00-1-2-01","io.modelcontextprotocol/clientCapabilities":{}}"#,
         ] {
             seen.remember(text, &client(&identity, text));
-            assert!(seen.get(&identity, text).is_none(), "{text}");
+            assert!(seen.get(text).is_none(), "{text}");
         }
         for n in 0..=CAPACITY {
             let text = format!(r#"{{"io.modelcontextprotocol/protocolVersion":"{n}"}}"#);

@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use foldhash::{HashMap, HashMapExt as _};
 use mcp_schema::jsonrpc::{self, ErrorResponse, Frame, Message, Notification, Request, RequestId};
 use mcp_schema::{
     CancelledNotificationParams, ClientCapabilities, DiscoverResult, ErrorObject, Implementation,
@@ -15,13 +14,11 @@ use mcp_schema::{
     RequestMetaObject, ServerCapabilities, error_codes, methods,
 };
 use serde_json::value::RawValue;
-use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use crate::context::{Progress, RequestContext};
 use crate::extensions::Extensions;
+use crate::in_flight::InFlight;
 use crate::peer::{Outbound, Peer, Phase, Shared};
 use crate::request_meta::{
     KnownMeta, StatelessClient, StatelessClients, leading_meta_end, members_after, meta_text,
@@ -31,19 +28,15 @@ use crate::service::{HandlerResult, IncomingRequest, Service};
 use crate::transport::{FrameKind, FrameSink, InboundFrame, Transport};
 
 /// Who the server is and what it offers, as announced at `initialize` and
-/// `server/discover`.
+/// `server/discover`. Fixed once made, so what is derived from it (the
+/// `_meta` naming the server, what stateless clients said) is made once.
 #[derive(Clone, Debug)]
-#[non_exhaustive]
 pub struct ServerIdentity {
-    /// Name and version.
-    pub info: Implementation,
-    /// What the server offers; requests for undeclared features get -32601.
-    pub capabilities: ServerCapabilities,
-    /// How to use the server.
-    pub instructions: Option<String>,
-    /// The `_meta` member naming the server on modern-era results, made
-    /// once for the `info` it was made from.
-    meta_member: std::sync::OnceLock<(Implementation, Option<Arc<str>>)>,
+    info: Implementation,
+    capabilities: ServerCapabilities,
+    instructions: Option<String>,
+    /// The `_meta` member naming the server on modern-era results.
+    meta_member: Option<Arc<str>>,
     /// The stateless clients seen, so their repeated `_meta` is read once.
     stateless_clients: StatelessClients,
 }
@@ -52,28 +45,11 @@ impl ServerIdentity {
     /// An identity with these capabilities and no instructions.
     pub fn new(info: Implementation, capabilities: ServerCapabilities) -> Self {
         ServerIdentity {
+            meta_member: server_meta_member(&info),
             info,
             capabilities,
             instructions: None,
-            meta_member: std::sync::OnceLock::new(),
             stateless_clients: StatelessClients::default(),
-        }
-    }
-
-    /// The stateless clients this identity has served.
-    pub(crate) fn stateless_clients(&self) -> &StatelessClients {
-        &self.stateless_clients
-    }
-
-    /// The `_meta` member naming the server (`"_meta":{...serverInfo...}`).
-    fn meta_member(&self) -> Option<Arc<str>> {
-        let (made_for, member) = self
-            .meta_member
-            .get_or_init(|| (self.info.clone(), server_meta_member(&self.info)));
-        if *made_for == self.info {
-            member.clone()
-        } else {
-            server_meta_member(&self.info)
         }
     }
 
@@ -81,6 +57,26 @@ impl ServerIdentity {
     pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
         self.instructions = Some(instructions.into());
         self
+    }
+
+    /// Name and version.
+    pub fn info(&self) -> &Implementation {
+        &self.info
+    }
+
+    /// What the server offers; requests for undeclared features get -32601.
+    pub fn capabilities(&self) -> &ServerCapabilities {
+        &self.capabilities
+    }
+
+    /// How to use the server.
+    pub fn instructions(&self) -> Option<&str> {
+        self.instructions.as_deref()
+    }
+
+    /// The stateless clients this identity has served.
+    pub(crate) fn stateless_clients(&self) -> &StatelessClients {
+        &self.stateless_clients
     }
 }
 
@@ -136,7 +132,6 @@ impl SessionConfig {
         let Role::Server(identity) = &self.role else {
             return None;
         };
-        // What the client said: the same whoever the server is now.
         let (text, client) = identity.stateless_clients().recognise(params)?;
         let end = leading_meta_end(params, text)?;
         Some(KnownMeta {
@@ -272,7 +267,13 @@ pub fn serve(
         outbound,
         flushed,
     } = transport;
-    let engine = Engine::new(Outbound::Channel(outbound), service, Arc::new(config));
+    let in_flight = InFlight::many(config.max_concurrent_requests);
+    let engine = Engine::new(
+        Outbound::Channel(outbound),
+        service,
+        Arc::new(config),
+        in_flight,
+    );
     let peer = engine.peer.clone();
     let task = tokio::spawn(async move {
         engine.run(inbound).await;
@@ -307,8 +308,35 @@ impl DirectSession {
         service: Arc<dyn Service>,
         config: impl Into<Arc<SessionConfig>>,
     ) -> Self {
+        let config = config.into();
+        let in_flight = InFlight::many(config.max_concurrent_requests);
         DirectSession {
-            engine: Arc::new(Engine::new(Outbound::Sink(sink), service, config.into())),
+            engine: Arc::new(Engine::new(
+                Outbound::Sink(sink),
+                service,
+                config,
+                in_flight,
+            )),
+        }
+    }
+
+    /// A session for a single message, such as a stateless HTTP request:
+    /// lighter than [`DirectSession::new`], as its request needs no record
+    /// of the requests in flight, no limit on them and no tracking. Its
+    /// request is cancelled when the session closes; a second request is
+    /// refused (-32600).
+    pub fn for_one_message(
+        sink: Arc<dyn FrameSink>,
+        service: Arc<dyn Service>,
+        config: impl Into<Arc<SessionConfig>>,
+    ) -> Self {
+        DirectSession {
+            engine: Arc::new(Engine::new(
+                Outbound::Sink(sink),
+                service,
+                config.into(),
+                InFlight::one(),
+            )),
         }
     }
 
@@ -345,37 +373,15 @@ impl DirectSession {
         if engine.shared.closed.is_cancelled() {
             return;
         }
-        engine.tracker.close();
+        engine.shared.in_flight.close();
         engine.service.session_closed(&engine.peer);
         engine.shared.close();
-    }
-}
-
-/// Cancellation tokens of the requests being handled, by id.
-type InFlightMap = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
-
-/// A request's place in the in-flight map, given up when the request ends
-/// however it ends (answered, cancelled, or its future dropped).
-struct InFlightEntry {
-    map: InFlightMap,
-    id: RequestId,
-}
-
-impl Drop for InFlightEntry {
-    fn drop(&mut self) {
-        self.map
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.id);
     }
 }
 
 struct Engine {
     shared: Arc<Shared>,
     service: Arc<dyn Service>,
-    in_flight: InFlightMap,
-    tracker: TaskTracker,
-    limiter: Arc<Semaphore>,
     peer: Peer,
     /// The `_meta` member naming this server on modern-era results.
     server_meta: Option<Arc<str>>,
@@ -408,13 +414,17 @@ struct BatchReply {
 }
 
 impl Engine {
-    fn new(outbound: Outbound, service: Arc<dyn Service>, config: Arc<SessionConfig>) -> Self {
-        let max = config.max_concurrent_requests;
+    fn new(
+        outbound: Outbound,
+        service: Arc<dyn Service>,
+        config: Arc<SessionConfig>,
+        in_flight: InFlight,
+    ) -> Self {
         let server_meta = match &config.role {
-            Role::Server(identity) => identity.meta_member(),
+            Role::Server(identity) => identity.meta_member.clone(),
             Role::Client(_) => None,
         };
-        let shared = Arc::new(Shared::new(outbound, config));
+        let shared = Arc::new(Shared::new(outbound, config, in_flight));
         let peer = Peer {
             shared: Arc::clone(&shared),
             related: None,
@@ -423,9 +433,6 @@ impl Engine {
             server_meta,
             shared,
             service,
-            in_flight: Arc::new(Mutex::new(HashMap::new())),
-            tracker: TaskTracker::new(),
-            limiter: Arc::new(Semaphore::new(max)),
             peer,
         }
     }
@@ -437,21 +444,14 @@ impl Engine {
         // The peer stopped sending: the requests in flight get a grace
         // period to answer (their responses may still be read), then what
         // is left is cancelled and the transport let go.
-        self.tracker.close();
+        self.shared.in_flight.close();
         let grace = self.shared.config.shutdown_grace;
-        if tokio::time::timeout(grace, self.tracker.wait())
+        if tokio::time::timeout(grace, self.shared.in_flight.wait())
             .await
             .is_err()
         {
-            for token in self
-                .in_flight
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .values()
-            {
-                token.cancel();
-            }
-            self.tracker.wait().await;
+            self.shared.in_flight.cancel_all();
+            self.shared.in_flight.wait().await;
         }
         self.service.session_closed(&self.peer);
         self.shared.close();
@@ -603,24 +603,17 @@ impl Engine {
                     .await;
             }
         };
-        let cancel = self.shared.closed.child_token();
-        let duplicate = {
-            let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
-            let duplicate = in_flight.contains_key(&id);
-            if !duplicate {
-                in_flight.insert(id.clone(), cancel.clone());
+        let mut running = match self.shared.in_flight.start(&id, &self.shared.closed) {
+            Ok(running) => running,
+            Err(error) => {
+                return self
+                    .deliver(&reply, jsonrpc::write_error(Some(&id), &error), Some(&id))
+                    .await;
             }
-            duplicate
         };
-        if duplicate {
-            let error = request_id_in_use(&id);
-            return self
-                .deliver(&reply, jsonrpc::write_error(Some(&id), &error), Some(&id))
-                .await;
-        }
-        let Ok(permit) = Arc::clone(&self.limiter).acquire_owned().await else {
+        if !running.admitted().await {
             return;
-        };
+        }
         let peer = self.peer.related_to(Some(id.clone()));
         let progress = Progress::new(admitted.meta.progress_token.clone(), peer.clone());
         let ctx = RequestContext {
@@ -628,7 +621,7 @@ impl Engine {
             revision: admitted.revision,
             negotiated: admitted.negotiated,
             meta: admitted.meta,
-            cancellation: cancel.clone(),
+            cancellation: running.cancel.clone(),
             progress: progress.clone(),
             peer,
             extensions,
@@ -639,22 +632,21 @@ impl Engine {
             leading_meta_end: admitted.leading_meta_end,
         };
         let handler = self.service.handle_request(request, ctx);
-        let in_flight = InFlightEntry {
-            map: Arc::clone(&self.in_flight),
-            id: id.clone(),
-        };
         let engine_peer = self.peer.clone();
         let server_meta = self.server_meta.clone();
         let work = async move {
             let outcome = tokio::select! {
-                // Cancellation wins a tie: a cancelled request is never answered.
+                // The handler first: one that finishes at once (most do)
+                // is answered without a wait for cancellation set up.
+                // Cancellation still wins a tie: a cancelled request is
+                // never answered.
                 biased;
-                _ = cancel.cancelled() => None,
-                result = handler => Some(result).filter(|_| !cancel.is_cancelled()),
+                result = handler => Some(result).filter(|_| !running.cancel.is_cancelled()),
+                _ = running.cancel.cancelled() => None,
             };
-            drop(in_flight);
+            // The id is free again once its response goes out.
+            drop(running);
             progress.finish();
-            drop(permit);
             let text = match outcome {
                 Some(result) => {
                     response_text(&id, result, Some(admitted.revision), server_meta.as_deref())
@@ -666,15 +658,11 @@ impl Engine {
             deliver_to(&engine_peer, &reply, text, Some(&id)).await;
         };
         match dispatch {
-            Dispatch::Spawn => {
-                // A handler that finishes at once (most do) is answered
-                // here, without a task of its own and the hop to it.
-                let mut work = Box::pin(work);
-                if futures::FutureExt::now_or_never(&mut work).is_none() {
-                    self.tracker.spawn(work);
-                }
-            }
-            Dispatch::Inline => self.tracker.track_future(work).await,
+            Dispatch::Spawn => self.shared.in_flight.run_aside(work),
+            Dispatch::Inline => match self.shared.in_flight.tracker() {
+                Some(tracker) => tracker.track_future(work).await,
+                None => work.await,
+            },
         }
     }
 
@@ -715,11 +703,11 @@ impl Engine {
         params: Option<&RawValue>,
     ) -> Result<Admission, ErrorObject> {
         let clients = identity.stateless_clients();
-        let (meta_text, known) = match params.and_then(|p| clients.opening(identity, p.get())) {
+        let (meta_text, known) = match params.and_then(|p| clients.recognise(p.get())) {
             Some((text, client)) => (Some(text), Some(client)),
             None => {
                 let text = meta_text(params)?;
-                (text, text.and_then(|text| clients.get(identity, text)))
+                (text, text.and_then(|text| clients.get(text)))
             }
         };
         let meta = match &known {
@@ -829,10 +817,8 @@ impl Engine {
                     return tracing::debug!("ignoring a malformed cancellation");
                 };
                 let Some(id) = params.request_id else { return };
-                let in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
-                match in_flight.get(&id) {
-                    Some(token) => token.cancel(),
-                    None => tracing::debug!(%id, "cancellation for an unknown or finished request"),
+                if !self.shared.in_flight.cancel(&id) {
+                    tracing::debug!(%id, "cancellation for an unknown or finished request");
                 }
             }
             methods::NOTIFICATION_PROGRESS => {

@@ -1464,19 +1464,28 @@ impl FrameSink for Collected {
     }
 }
 
-fn direct() -> (
+/// A direct session made by `make`, what it sends, and the service's events.
+type Direct = (
     DirectSession,
     Arc<Collected>,
     mpsc::UnboundedReceiver<String>,
-) {
+);
+
+fn direct_made_by(
+    make: fn(Arc<dyn FrameSink>, Arc<dyn Service>, SessionConfig) -> DirectSession,
+) -> Direct {
     let (events_tx, events) = mpsc::unbounded_channel();
     let sent = Arc::new(Collected::default());
-    let session = DirectSession::new(
+    let session = make(
         Arc::clone(&sent) as Arc<dyn FrameSink>,
         Arc::new(TestService { events: events_tx }),
         SessionConfig::new(Role::Server(Arc::new(identity()))),
     );
     (session, sent, events)
+}
+
+fn direct() -> Direct {
+    direct_made_by(DirectSession::new)
 }
 
 async fn next_event(events: &mut mpsc::UnboundedReceiver<String>) -> String {
@@ -1564,6 +1573,46 @@ async fn direct_session_abandons_dropped_requests_and_cancels_on_close() {
     assert!(session.peer().is_closed());
     assert!(
         sent.take().iter().all(|f| f.kind == FrameKind::Ended),
+        "a cancelled request is not answered"
+    );
+}
+
+#[tokio::test]
+async fn a_session_for_one_message_answers_one_request_and_cancels_it_on_close() {
+    let responses = |sent: &Collected| -> Vec<Value> {
+        sent.take()
+            .iter()
+            .filter(|f| f.kind == FrameKind::Response)
+            .map(|f| serde_json::from_str(&f.text).unwrap())
+            .collect()
+    };
+    let (session, sent, _events) = direct_made_by(DirectSession::for_one_message);
+    session
+        .handle(text(modern_call(1, "echo", json!({ "a": 1 }))))
+        .await;
+    let answered = responses(&sent);
+    assert_eq!(answered.len(), 1, "{answered:?}");
+    assert_eq!(answered[0]["result"]["echo"], json!({ "a": 1 }));
+    session
+        .handle(text(modern_call(2, "echo", json!({}))))
+        .await;
+    let refused = responses(&sent);
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["id"], 2);
+    assert_eq!(refused[0]["error"]["code"], -32600, "{refused:?}");
+
+    // Its request is cancelled when the session closes, and not answered.
+    let (session, sent, mut events) = direct_made_by(DirectSession::for_one_message);
+    let running = tokio::spawn(session.handle(text(modern_call(3, "slow", json!({})))));
+    assert_eq!(next_event(&mut events).await, "slow:started:3");
+    session.close();
+    tokio::time::timeout(WAIT, running)
+        .await
+        .expect("the request ends once the session closes")
+        .unwrap();
+    assert_eq!(next_event(&mut events).await, "slow:cancelled:3");
+    assert!(
+        responses(&sent).is_empty(),
         "a cancelled request is not answered"
     );
 }

@@ -553,7 +553,7 @@ async fn post_stateless(
     }
     let (sink, receiver) = mpsc::unbounded_channel();
     let response_gone = sink.clone();
-    let session = DirectSession::new(
+    let session = DirectSession::for_one_message(
         Arc::new(ResponseSink(sink)),
         Arc::clone(&endpoint.service),
         Arc::clone(&endpoint.session_config),

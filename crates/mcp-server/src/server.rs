@@ -135,8 +135,11 @@ impl ServerBuilder {
             )])),
             ..Default::default()
         };
-        let mut identity = ServerIdentity::new(self.info, capabilities);
-        identity.instructions = self.instructions;
+        let identity = ServerIdentity::new(self.info, capabilities);
+        let identity = match self.instructions {
+            Some(instructions) => identity.with_instructions(instructions),
+            None => identity,
+        };
         Server {
             inner: Arc::new(Inner {
                 identity: Arc::new(identity),
@@ -195,7 +198,7 @@ pub struct Server {
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Server")
-            .field("info", &self.inner.identity.info)
+            .field("info", self.inner.identity.info())
             .finish()
     }
 }

@@ -5,7 +5,7 @@
 //!
 //! ```
 //! let server = mcp_servers::everything::server();
-//! assert_eq!(server.identity().info.name, "mcp-everything");
+//! assert_eq!(server.identity().info().name, "mcp-everything");
 //! ```
 
 mod calculator;

@@ -1,0 +1,215 @@
+//! The requests a session is handling: their cancellation, their ids (one
+//! request per id at a time), the limit on how many run at once, and the
+//! tasks they run on.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use foldhash::{HashMap, HashMapExt as _};
+use mcp_schema::jsonrpc::{ErrorObject, RequestId};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::session::request_id_in_use;
+
+/// The requests of one session.
+pub(crate) enum InFlight {
+    /// A session for many requests, side by side.
+    Many(Concurrent),
+    /// A session for a single message (a stateless HTTP request): its
+    /// request needs no record, limit or tracking, and is cancelled when
+    /// the session closes. Whether it came yet.
+    One(AtomicBool),
+}
+
+/// What a session for many requests keeps of them.
+pub(crate) struct Concurrent {
+    by_id: InFlightMap,
+    tracker: TaskTracker,
+    limiter: Arc<Semaphore>,
+}
+
+/// Cancellation tokens of the requests being handled, by id.
+type InFlightMap = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
+
+/// A request's hold on its session while it runs, given up when dropped
+/// however the request ends (answered, cancelled, or its future dropped).
+pub(crate) struct Running {
+    /// Cancelled when the request is (or its session closes).
+    pub(crate) cancel: CancellationToken,
+    _entry: Option<InFlightEntry>,
+    permit: Permit,
+}
+
+/// A request's share of its session's limit on requests at once.
+enum Permit {
+    NotNeeded,
+    Held {
+        _permit: OwnedSemaphorePermit,
+    },
+    /// None was free when the request came.
+    Waiting(Arc<Semaphore>),
+}
+
+/// A request's place in the in-flight map.
+struct InFlightEntry {
+    map: InFlightMap,
+    id: RequestId,
+}
+
+impl Drop for InFlightEntry {
+    fn drop(&mut self) {
+        lock(&self.map).remove(&self.id);
+    }
+}
+
+fn lock(map: &InFlightMap) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
+    map.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl InFlight {
+    /// Requests for a session that takes many, at most `max` at once.
+    pub(crate) fn many(max: usize) -> Self {
+        InFlight::Many(Concurrent {
+            by_id: Arc::new(Mutex::new(HashMap::new())),
+            tracker: TaskTracker::new(),
+            limiter: Arc::new(Semaphore::new(max)),
+        })
+    }
+
+    /// The request of a session for one message.
+    pub(crate) fn one() -> Self {
+        InFlight::One(AtomicBool::new(false))
+    }
+
+    /// Starts request `id`: an id already in flight is refused (-32600),
+    /// as is a second request in a session for one. The request may run
+    /// once [`Running::admitted`].
+    pub(crate) fn start(
+        &self,
+        id: &RequestId,
+        closed: &CancellationToken,
+    ) -> Result<Running, ErrorObject> {
+        match self {
+            InFlight::One(came) => {
+                if came.swap(true, Ordering::AcqRel) {
+                    return Err(ErrorObject::invalid_request(
+                        "this session handles a single request",
+                    ));
+                }
+                Ok(Running {
+                    cancel: closed.clone(),
+                    _entry: None,
+                    permit: Permit::NotNeeded,
+                })
+            }
+            InFlight::Many(concurrent) => {
+                // Not a child of `closed`, which would cost a lock of the
+                // session's token at each start and end: closing the
+                // session cancels what is in flight.
+                let cancel = CancellationToken::new();
+                {
+                    let mut by_id = lock(&concurrent.by_id);
+                    if by_id.contains_key(id) {
+                        return Err(request_id_in_use(id));
+                    }
+                    by_id.insert(id.clone(), cancel.clone());
+                }
+                // Closed meanwhile (after cancelling what was in flight)?
+                if closed.is_cancelled() {
+                    cancel.cancel();
+                }
+                let entry = InFlightEntry {
+                    map: Arc::clone(&concurrent.by_id),
+                    id: id.clone(),
+                };
+                let permit = match Arc::clone(&concurrent.limiter).try_acquire_owned() {
+                    Ok(permit) => Permit::Held { _permit: permit },
+                    Err(_) => Permit::Waiting(Arc::clone(&concurrent.limiter)),
+                };
+                Ok(Running {
+                    cancel,
+                    _entry: Some(entry),
+                    permit,
+                })
+            }
+        }
+    }
+
+    /// Cancels request `id` if it is in flight; whether it was.
+    pub(crate) fn cancel(&self, id: &RequestId) -> bool {
+        match self {
+            InFlight::Many(concurrent) => lock(&concurrent.by_id)
+                .get(id)
+                .map(CancellationToken::cancel)
+                .is_some(),
+            InFlight::One(_) => false,
+        }
+    }
+
+    /// Cancels every request in flight.
+    pub(crate) fn cancel_all(&self) {
+        if let InFlight::Many(concurrent) = self {
+            lock(&concurrent.by_id)
+                .values()
+                .for_each(CancellationToken::cancel);
+        }
+    }
+
+    /// What tracks the tasks of the requests, so the session can wait for
+    /// them (a session for one message has none).
+    pub(crate) fn tracker(&self) -> Option<&TaskTracker> {
+        match self {
+            InFlight::Many(concurrent) => Some(&concurrent.tracker),
+            InFlight::One(_) => None,
+        }
+    }
+
+    /// Runs a request's `work` on a task of its own unless it finishes on
+    /// its first poll (most handlers do), so the caller goes on.
+    pub(crate) fn run_aside(&self, work: impl Future<Output = ()> + Send + 'static) {
+        let mut work = Box::pin(work);
+        if futures::FutureExt::now_or_never(&mut work).is_some() {
+            return;
+        }
+        match self {
+            InFlight::Many(concurrent) => {
+                concurrent.tracker.spawn(work);
+            }
+            InFlight::One(_) => {
+                tokio::spawn(work);
+            }
+        }
+    }
+
+    /// Takes no more requests' tasks.
+    pub(crate) fn close(&self) {
+        if let InFlight::Many(concurrent) = self {
+            concurrent.tracker.close();
+        }
+    }
+
+    /// Waits for the requests' tasks, once closed.
+    pub(crate) async fn wait(&self) {
+        if let InFlight::Many(concurrent) = self {
+            concurrent.tracker.wait().await;
+        }
+    }
+}
+
+impl Running {
+    /// Waits, if the session's limit is reached, until the request may run;
+    /// `false` when the session shuts down first.
+    pub(crate) async fn admitted(&mut self) -> bool {
+        if let Permit::Waiting(limiter) = &self.permit {
+            // Rare, so boxed: the future of every request stays small.
+            match Box::pin(Arc::clone(limiter).acquire_owned()).await {
+                Ok(permit) => self.permit = Permit::Held { _permit: permit },
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+}
