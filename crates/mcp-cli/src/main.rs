@@ -1,5 +1,7 @@
 //! The `mcp` command: run, host, call and benchmark MCP servers.
 
+#[cfg(feature = "mimalloc")]
+mod allocator;
 mod bench;
 mod bench_http;
 mod call;
@@ -14,12 +16,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use call::ServerArgs;
 
-/// mimalloc serves the many small, short-lived allocations of a request
-/// (JSON texts, futures, maps) in far fewer instructions than the system
-/// allocator, and hands freed memory back to the system.
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::MiMalloc = allocator::MiMalloc;
 
 /// Model Context Protocol tools: serve ready-made MCP servers, call any
 /// MCP server.
