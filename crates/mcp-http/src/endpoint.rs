@@ -566,6 +566,9 @@ async fn post_stateless(
         // dropped with its connection), its session closes.
         let _closing = closing;
         tokio::select! {
+            // The handling first: a request answered at once (most are)
+            // sets up no wait for the response's end.
+            biased;
             () = handling => {}
             // The client closed the response: in 2026-07-28 that cancels
             // the request.
