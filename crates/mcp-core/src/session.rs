@@ -310,14 +310,7 @@ impl DirectSession {
     ) -> Self {
         let config = config.into();
         let in_flight = InFlight::many(config.max_concurrent_requests);
-        DirectSession {
-            engine: Arc::new(Engine::new(
-                Outbound::Sink(sink),
-                service,
-                config,
-                in_flight,
-            )),
-        }
+        Self::with_requests(sink, service, config, in_flight)
     }
 
     /// A session for a single message, such as a stateless HTTP request:
@@ -330,13 +323,18 @@ impl DirectSession {
         service: Arc<dyn Service>,
         config: impl Into<Arc<SessionConfig>>,
     ) -> Self {
+        Self::with_requests(sink, service, config.into(), InFlight::one())
+    }
+
+    fn with_requests(
+        sink: Arc<dyn FrameSink>,
+        service: Arc<dyn Service>,
+        config: Arc<SessionConfig>,
+        in_flight: InFlight,
+    ) -> Self {
+        let engine = Engine::new(Outbound::Sink(sink), service, config, in_flight);
         DirectSession {
-            engine: Arc::new(Engine::new(
-                Outbound::Sink(sink),
-                service,
-                config.into(),
-                InFlight::one(),
-            )),
+            engine: Arc::new(engine),
         }
     }
 
