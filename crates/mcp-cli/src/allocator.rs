@@ -20,6 +20,28 @@ const BLOCK_ALIGN: usize = std::mem::align_of::<usize>();
 /// otherwise.
 pub struct MiMalloc;
 
+/// A block for `layout` from `plain` where a word's alignment is enough,
+/// else from `aligned`.
+///
+/// # Safety
+///
+/// `layout` has a non-zero size, and the two functions are the same
+/// mimalloc allocation in its plain and aligned forms.
+unsafe fn block_for(
+    layout: Layout,
+    plain: unsafe extern "C" fn(usize) -> *mut c_void,
+    aligned: unsafe extern "C" fn(usize, usize) -> *mut c_void,
+) -> *mut u8 {
+    let block = if layout.align() <= BLOCK_ALIGN {
+        // SAFETY: a plain allocation of any size is sound.
+        unsafe { plain(layout.size()) }
+    } else {
+        // SAFETY: the alignment is a power of two, as Layout ensures.
+        unsafe { aligned(layout.size(), layout.align()) }
+    };
+    block.cast()
+}
+
 // SAFETY: each method hands the layout's size (and, past a word, its
 // alignment) to the mimalloc function made for it; mimalloc's plain blocks
 // are word-aligned, so those meet any layout of word alignment or less.
@@ -27,25 +49,13 @@ pub struct MiMalloc;
 // allocator.
 unsafe impl GlobalAlloc for MiMalloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let block = if layout.align() <= BLOCK_ALIGN {
-            // SAFETY: a plain allocation of any size is sound.
-            unsafe { mi_malloc(layout.size()) }
-        } else {
-            // SAFETY: the alignment is a power of two, as Layout ensures.
-            unsafe { mi_malloc_aligned(layout.size(), layout.align()) }
-        };
-        block.cast()
+        // SAFETY: GlobalAlloc's contract gives a non-zero size.
+        unsafe { block_for(layout, mi_malloc, mi_malloc_aligned) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let block = if layout.align() <= BLOCK_ALIGN {
-            // SAFETY: as in `alloc`.
-            unsafe { mi_zalloc(layout.size()) }
-        } else {
-            // SAFETY: as in `alloc`.
-            unsafe { mi_zalloc_aligned(layout.size(), layout.align()) }
-        };
-        block.cast()
+        // SAFETY: as in `alloc`.
+        unsafe { block_for(layout, mi_zalloc, mi_zalloc_aligned) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {

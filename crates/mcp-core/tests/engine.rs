@@ -1488,6 +1488,14 @@ fn direct() -> Direct {
     direct_made_by(DirectSession::new)
 }
 
+/// Waits for a request's task, which the session's close ends.
+async fn ends_once_closed(running: tokio::task::JoinHandle<()>) {
+    tokio::time::timeout(WAIT, running)
+        .await
+        .expect("the request ends once the session closes")
+        .unwrap();
+}
+
 async fn next_event(events: &mut mpsc::UnboundedReceiver<String>) -> String {
     tokio::time::timeout(WAIT, events.recv())
         .await
@@ -1565,10 +1573,7 @@ async fn direct_session_abandons_dropped_requests_and_cancels_on_close() {
         }
     }
     session.close();
-    tokio::time::timeout(WAIT, running)
-        .await
-        .expect("the request ends once the session closes")
-        .unwrap();
+    ends_once_closed(running).await;
     assert_eq!(next_event(&mut events).await, "slow:cancelled:8");
     assert!(session.peer().is_closed());
     assert!(
@@ -1606,10 +1611,7 @@ async fn a_session_for_one_message_answers_one_request_and_cancels_it_on_close()
     let running = tokio::spawn(session.handle(text(modern_call(3, "slow", json!({})))));
     assert_eq!(next_event(&mut events).await, "slow:started:3");
     session.close();
-    tokio::time::timeout(WAIT, running)
-        .await
-        .expect("the request ends once the session closes")
-        .unwrap();
+    ends_once_closed(running).await;
     assert_eq!(next_event(&mut events).await, "slow:cancelled:3");
     assert!(
         responses(&sent).is_empty(),

@@ -262,19 +262,22 @@ fn media_type(value: &[u8]) -> &[u8] {
     value[..end].trim_ascii()
 }
 
-/// The ids of the requests in a frame.
-fn request_ids(frame: &Frame) -> Vec<RequestId> {
-    let one = |m: &Message| match m {
-        Message::Request(r) => Some(r.id.clone()),
-        _ => None,
+/// The ids of the requests in a frame, read in place.
+fn request_ids(frame: &Frame) -> impl Iterator<Item = &RequestId> {
+    let (single, batch) = match frame {
+        Frame::Single(m) => (Some(m), &[][..]),
+        Frame::Batch(items) => (None, items.as_slice()),
     };
-    match frame {
-        Frame::Single(m) => one(m).into_iter().collect(),
-        Frame::Batch(items) => items
-            .iter()
-            .filter_map(|i| i.as_ref().ok().and_then(one))
-            .collect(),
+    fn id(m: &Message) -> Option<&RequestId> {
+        match m {
+            Message::Request(r) => Some(&r.id),
+            _ => None,
+        }
     }
+    single
+        .and_then(id)
+        .into_iter()
+        .chain(batch.iter().filter_map(|i| i.as_ref().ok().and_then(id)))
 }
 
 /// Whether the MCP-Protocol-Version header names a stateless-era revision.
@@ -446,7 +449,10 @@ async fn post_initialize(
             return error_response(StatusCode::SERVICE_UNAVAILABLE, None, &error);
         }
     };
-    let Ok(receiver) = session.open_stream(request_ids(&frame)).await else {
+    let Ok(receiver) = session
+        .open_stream(request_ids(&frame).cloned().collect())
+        .await
+    else {
         return error_response(
             StatusCode::INTERNAL_SERVER_ERROR,
             None,
@@ -501,7 +507,7 @@ async fn post_to_session(
             &ErrorObject::invalid_request("session ended"),
         )
     };
-    let ids = request_ids(&frame);
+    let ids: Vec<RequestId> = request_ids(&frame).cloned().collect();
     if ids.is_empty() {
         // Notifications and responses only.
         if session.is_closed() {
@@ -548,8 +554,8 @@ async fn post_stateless(
         &endpoint.session_config,
     );
     if let Err(error) = checked {
-        let id = request_ids(&frame).into_iter().next();
-        return error_response(StatusCode::BAD_REQUEST, id.as_ref(), &error);
+        let id = request_ids(&frame).next();
+        return error_response(StatusCode::BAD_REQUEST, id, &error);
     }
     let (sink, receiver) = mpsc::unbounded_channel();
     let response_gone = sink.clone();
@@ -558,7 +564,7 @@ async fn post_stateless(
         Arc::clone(&endpoint.service),
         Arc::clone(&endpoint.session_config),
     );
-    let notifications_only = request_ids(&frame).is_empty();
+    let notifications_only = request_ids(&frame).next().is_none();
     let handling = session.handle_parsed(frame, extensions);
     let closing = CloseOnDrop(session);
     let work = async move {
