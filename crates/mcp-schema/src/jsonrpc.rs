@@ -13,6 +13,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::error_codes;
+use crate::wire_member::{IdMember, MethodMember, VersionMember};
 
 /// The id of a request: a string or an integer, never null.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -182,16 +183,17 @@ pub enum Frame {
 }
 
 /// The wire shape of any message, every member optional, so that one parse
-/// tells us what we have and what is wrong with it. Members read only here
-/// are borrowed from the text; those the message keeps are copied.
+/// tells us what we have and what is wrong with it. The id, method and
+/// version are read in that parse; `params` and `result` are kept raw; an
+/// error is read only when the message is one.
 #[derive(Deserialize)]
 struct Envelope<'a> {
-    #[serde(default, borrow, deserialize_with = "present")]
-    jsonrpc: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    id: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    method: Option<&'a RawValue>,
+    #[serde(default, deserialize_with = "present")]
+    jsonrpc: Option<VersionMember>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<IdMember>,
+    #[serde(default, deserialize_with = "present")]
+    method: Option<MethodMember>,
     #[serde(default, deserialize_with = "present")]
     params: Option<Box<RawValue>>,
     #[serde(default, deserialize_with = "present")]
@@ -263,24 +265,22 @@ impl Message {
     }
 
     fn from_envelope(env: Envelope) -> Result<Message, ErrorResponse> {
-        let id = match &env.id {
+        let id = match env.id {
             None => None,
-            Some(raw) => match serde_json::from_str::<RequestId>(raw.get()) {
-                Ok(id) => Some(id),
-                Err(_) if raw.get() == "null" && env.error.is_some() => None,
-                Err(_) => {
-                    return Err(ErrorResponse {
-                        id: None,
-                        error: ErrorObject::invalid_request("id must be a string or an integer"),
-                    });
-                }
-            },
+            Some(IdMember::Id(id)) => Some(id),
+            Some(IdMember::Null) if env.error.is_some() => None,
+            Some(IdMember::Null | IdMember::Invalid) => {
+                return Err(ErrorResponse {
+                    id: None,
+                    error: ErrorObject::invalid_request("id must be a string or an integer"),
+                });
+            }
         };
         let fail = |detail: &str| ErrorResponse {
             id: id.clone(),
             error: ErrorObject::invalid_request(detail),
         };
-        if env.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
+        if env.jsonrpc != Some(VersionMember(true)) {
             return Err(fail("jsonrpc must be \"2.0\""));
         }
         if let Some(params) = &env.params {
@@ -290,9 +290,8 @@ impl Message {
             }
         }
         match (env.method, env.result, env.error) {
-            (Some(method), None, None) => {
-                let method: String = serde_json::from_str(method.get())
-                    .map_err(|_| fail("method must be a string"))?;
+            (Some(MethodMember(method)), None, None) => {
+                let method = method.ok_or_else(|| fail("method must be a string"))?;
                 match id {
                     Some(id) => Ok(Message::Request(Request {
                         id,
@@ -428,8 +427,7 @@ fn response_head(id: &RequestId, more: usize) -> String {
     let mut text = String::with_capacity(HEAD.len() + 24 + RESULT.len() + more + 1);
     text.push_str(HEAD);
     match id {
-        // Writing to a String cannot fail.
-        RequestId::Number(n) => _ = fmt::Write::write_fmt(&mut text, format_args!("{n}")),
+        RequestId::Number(n) => text.push_str(itoa::Buffer::new().format(*n)),
         RequestId::String(s) => text.push_str(&to_text(&s.as_ref())),
     }
     text.push_str(RESULT);

@@ -50,6 +50,7 @@ pub mod tasks;
 pub mod tools;
 #[cfg(feature = "validation")]
 pub mod validation;
+mod wire_member;
 
 pub use completion::*;
 pub use content::*;
