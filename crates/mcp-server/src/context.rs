@@ -262,6 +262,11 @@ impl Context {
         &self.round
     }
 
+    /// The request's exchange, kept past the handler that takes the context.
+    pub(crate) fn shared_round(&self) -> Arc<InputRound> {
+        Arc::clone(&self.round)
+    }
+
     /// The server this request runs on (to add or remove tools, notify
     /// resource updates ...).
     pub fn server(&self) -> &Server {

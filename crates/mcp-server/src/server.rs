@@ -610,16 +610,15 @@ impl Server {
     fn finish<T: Serialize>(
         &self,
         outcome: Result<T, HandlerError>,
-        ctx: &Context,
+        round: &InputRound,
         purpose: Purpose<'_>,
         on_failure: impl FnOnce(String) -> HandlerResult,
     ) -> HandlerResult {
         match outcome {
             Ok(value) => to_result(&value),
-            Err(HandlerError::InputRequired) if ctx.round().has_questions() => {
+            Err(HandlerError::InputRequired) if round.has_questions() => {
                 let (requests, state) =
-                    ctx.round()
-                        .close(&self.inner.signer, purpose, self.inner.state_ttl);
+                    round.close(&self.inner.signer, purpose, self.inner.state_ttl);
                 to_result(&InputRequiredResult::new(requests, Some(state)))
             }
             Err(HandlerError::InputRequired) => Err(ErrorObject::internal(
@@ -678,17 +677,17 @@ impl Server {
             params.request_state.as_deref(),
             params.input_responses,
         )?;
-        let task_args = deferred.map(|_| args.clone());
+        // What a deferred task needs once the handler has the context.
+        let task = deferred.map(|ttl| (ttl, args.clone(), ctx.request.clone()));
         if deferred.is_some() {
             ctx = ctx.with_task_deferred();
         }
-        let outcome = (tool.handler)(args, ctx.clone()).await;
-        if let (Err(HandlerError::ContinueAsTask), Some(ttl), Some(args)) =
-            (&outcome, deferred, task_args)
-        {
-            let (_, state, responses) = ctx.round().suspend();
+        let round = ctx.shared_round();
+        let outcome = (tool.handler)(args, ctx).await;
+        if let (Err(HandlerError::ContinueAsTask), Some((ttl, args, request))) = (&outcome, task) {
+            let (_, state, responses) = round.suspend();
             let round = InputRound::resume(responses, state);
-            return self.launch_task(tool, args, ttl, ctx.request, round);
+            return self.launch_task(tool, args, ttl, request, round);
         }
         let outcome = outcome.map(|mut result| {
             if !revision.has_structured_output() {
@@ -697,7 +696,7 @@ impl Server {
             compat::downgrade_all(&mut result.content, revision);
             result
         });
-        self.finish(outcome, &ctx, purpose, |message| {
+        self.finish(outcome, &round, purpose, |message| {
             to_result(&CallToolResult::error(message))
         })
     }
@@ -736,12 +735,13 @@ impl Server {
             params.request_state.as_deref(),
             params.input_responses,
         )?;
-        let outcome = read(uri.clone(), vars, ctx.clone()).await.map(|contents| {
+        let round = ctx.shared_round();
+        let outcome = read(uri.clone(), vars, ctx).await.map(|contents| {
             let mut result = ReadResourceResult::new(contents);
             (result.ttl_ms, result.cache_scope) = self.cache_hints(revision);
             result
         });
-        self.finish(outcome, &ctx, purpose, |message| {
+        self.finish(outcome, &round, purpose, |message| {
             Err(ErrorObject::internal(message))
         })
     }
@@ -780,14 +780,15 @@ impl Server {
             params.input_responses,
         )?;
         let revision = ctx.revision();
-        let outcome = (prompt.handler)(args, ctx.clone()).await.map(|mut result| {
+        let round = ctx.shared_round();
+        let outcome = (prompt.handler)(args, ctx).await.map(|mut result| {
             for message in &mut result.messages {
                 let content = std::mem::replace(&mut message.content, ContentBlock::text(""));
                 message.content = compat::downgrade(content, revision);
             }
             result
         });
-        self.finish(outcome, &ctx, purpose, |message| {
+        self.finish(outcome, &round, purpose, |message| {
             Err(ErrorObject::internal(message))
         })
     }
