@@ -30,7 +30,7 @@ use crate::guard::{GuardLayer, Guarded};
 use crate::headers::check_headers;
 use crate::legacy_sse::LegacySessions;
 use crate::session::{
-    Delivery, ResumeOutcome, SessionLimit, SessionManager, StreamGuard, StreamRefused,
+    Delivery, MessageText, ResumeOutcome, SessionLimit, SessionManager, StreamGuard, StreamRefused,
 };
 use crate::sse;
 
@@ -47,15 +47,6 @@ pub const LAST_EVENT_ID: &str = "last-event-id";
 
 /// `Content-Type: application/json`, made once.
 const JSON_CONTENT: HeaderValue = HeaderValue::from_static("application/json");
-
-/// Shared message text as a response body, without a copy.
-struct SharedText(Arc<str>);
-
-impl AsRef<[u8]> for SharedText {
-    fn as_ref(&self) -> &[u8] {
-        self.0.as_bytes()
-    }
-}
 
 /// The MCP headers as header names, found in a request without parsing
 /// the name on every lookup.
@@ -662,7 +653,7 @@ impl FrameSink for ResponseSink {
             kind => self
                 .0
                 .send(Delivery {
-                    text: Arc::from(frame.text),
+                    text: MessageText::Owned(frame.text),
                     event_id: None,
                     last: kind == FrameKind::Response,
                 })
@@ -761,7 +752,7 @@ async fn respond(
         return (
             status,
             [(header::CONTENT_TYPE, JSON_CONTENT)],
-            Bytes::from_owner(SharedText(first.text)),
+            first.text.into_body(),
         )
             .into_response();
     }

@@ -41,10 +41,14 @@ struct MetaProbe<'a> {
 
 /// A raw JSON value as a string, if it is one (unescaped when needed).
 fn as_string(raw: &RawValue) -> Option<Cow<'_, str>> {
-    serde_json::from_str::<&str>(raw.get())
-        .map(Cow::Borrowed)
-        .or_else(|_| serde_json::from_str::<String>(raw.get()).map(Cow::Owned))
-        .ok()
+    let text = raw.get();
+    // A valid JSON string without escapes is its text between the quotes.
+    if let Some(inner) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"'))
+        && !inner.contains('\\')
+    {
+        return Some(Cow::Borrowed(inner));
+    }
+    serde_json::from_str::<String>(text).map(Cow::Owned).ok()
 }
 
 fn mismatch(what: impl std::fmt::Display) -> ErrorObject {
@@ -174,4 +178,22 @@ fn check_params(
         param.check(header, &arguments).map_err(mismatch)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_read_from_raw_values_with_and_without_escapes() {
+        let read = |text: &str| {
+            let raw: &RawValue = serde_json::from_str(text).unwrap();
+            as_string(raw).map(Cow::into_owned)
+        };
+        assert_eq!(read(r#""echo""#).as_deref(), Some("echo"));
+        assert_eq!(read(r#""""#).as_deref(), Some(""));
+        assert_eq!(read(r#""a\"b\\c\u00e9""#).as_deref(), Some("a\"b\\cé"));
+        assert_eq!(read("7"), None);
+        assert_eq!(read(r#"["echo"]"#), None);
+    }
 }

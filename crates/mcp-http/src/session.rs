@@ -30,11 +30,51 @@ use crate::event_store::{EventId, EventStore};
 #[derive(Debug, Clone)]
 pub(crate) struct Delivery {
     /// The JSON-RPC message.
-    pub(crate) text: Arc<str>,
+    pub(crate) text: MessageText,
     /// Its SSE event id, where the session is resumable.
     pub(crate) event_id: Option<EventId>,
     /// The response that ends the stream.
     pub(crate) last: bool,
+}
+
+/// A message's text: as the engine wrote it, for a reply that goes out
+/// once; shared with the event store, for one that may be replayed.
+#[derive(Debug, Clone)]
+pub(crate) enum MessageText {
+    /// Written for this response alone.
+    Owned(String),
+    /// Also kept by the event store.
+    Shared(Arc<str>),
+}
+
+impl std::ops::Deref for MessageText {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match self {
+            MessageText::Owned(text) => text,
+            MessageText::Shared(text) => text,
+        }
+    }
+}
+
+impl MessageText {
+    /// The text as a response body, without a copy.
+    pub(crate) fn into_body(self) -> bytes::Bytes {
+        match self {
+            MessageText::Owned(text) => bytes::Bytes::from(text),
+            MessageText::Shared(text) => bytes::Bytes::from_owner(SharedText(text)),
+        }
+    }
+}
+
+/// Shared message text as bytes.
+struct SharedText(Arc<str>);
+
+impl AsRef<[u8]> for SharedText {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
 }
 
 /// The id of the standalone (GET) stream of a session.
@@ -216,7 +256,7 @@ impl HttpSession {
                     .filter(|(_, text)| !text.is_empty())
                 {
                     let _ = sink.send(Delivery {
-                        text,
+                        text: MessageText::Shared(text),
                         event_id: Some(id),
                         last: false,
                     });
@@ -354,7 +394,7 @@ impl Routes {
             .append(&self.session, &stream.to_string(), Arc::from(""))
             .await;
         let _ = sink.send(Delivery {
-            text: Arc::from(""),
+            text: MessageText::Owned(String::new()),
             event_id: Some(id),
             last: false,
         });
@@ -371,7 +411,6 @@ impl Routes {
             .and_then(|id| table.by_request.get(id))
             .copied();
         let stream = related.unwrap_or(STANDALONE);
-        let text: Arc<str> = Arc::from(frame.text);
         let last = frame.kind == FrameKind::Response && stream != STANDALONE;
         if let Some(route) = table.streams.get_mut(&stream)
             && route.fresh
@@ -380,7 +419,7 @@ impl Routes {
             if last && self.json_replies {
                 // A plain JSON reply: nothing to resume, nothing to store.
                 let _ = route.sink.send(Delivery {
-                    text,
+                    text: MessageText::Owned(frame.text),
                     event_id: None,
                     last,
                 });
@@ -390,6 +429,7 @@ impl Routes {
                 self.prime(stream, &route.sink).await;
             }
         }
+        let text: Arc<str> = Arc::from(frame.text);
         let event_id = Some(
             self.store
                 .append(&self.session, &stream.to_string(), Arc::clone(&text))
@@ -400,7 +440,7 @@ impl Routes {
             // A dropped connection is not a cancellation: the message stays
             // in the store for a resuming client.
             let _ = sink.send(Delivery {
-                text,
+                text: MessageText::Shared(text),
                 event_id,
                 last,
             });
