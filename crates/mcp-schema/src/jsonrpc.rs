@@ -16,13 +16,26 @@ use crate::error_codes;
 use crate::wire_member::{IdMember, MethodMember, VersionMember};
 
 /// The id of a request: a string or an integer, never null.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(untagged)]
 pub enum RequestId {
     /// An integer id.
     Number(i64),
     /// A string id.
     String(Arc<str>),
+}
+
+/// Read by the same rule as an envelope's `id`: a string, or an integer
+/// that fits an `i64`.
+impl<'de> Deserialize<'de> for RequestId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match IdMember::deserialize(deserializer)? {
+            IdMember::Id(id) => Ok(id),
+            IdMember::Null | IdMember::Invalid => Err(serde::de::Error::custom(
+                "a request id must be a string or an integer",
+            )),
+        }
+    }
 }
 
 impl fmt::Display for RequestId {
@@ -495,6 +508,26 @@ mod tests {
 
     fn parse(text: &str) -> Result<Message, ErrorResponse> {
         Message::parse(text)
+    }
+
+    #[test]
+    fn request_ids_read_alone_follow_the_envelope_rule() {
+        let read = |text: &str| serde_json::from_str::<RequestId>(text).ok();
+        assert_eq!(read("7"), Some(RequestId::Number(7)));
+        assert_eq!(read(r#""a\"b""#), Some(RequestId::String("a\"b".into())));
+        for invalid in ["null", "1.5", "18446744073709551615", "true", "[1]", "{}"] {
+            assert_eq!(read(invalid), None, "{invalid}");
+        }
+        let from_value = |value: Value| serde_json::from_value::<RequestId>(value).ok();
+        assert_eq!(
+            from_value(serde_json::json!(-3)),
+            Some(RequestId::Number(-3))
+        );
+        assert_eq!(
+            from_value(serde_json::json!("x")),
+            Some(RequestId::from("x"))
+        );
+        assert_eq!(from_value(serde_json::json!({"id": 1})), None);
     }
 
     #[test]

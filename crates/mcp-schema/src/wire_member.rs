@@ -1,6 +1,8 @@
 //! The envelope members read as they are parsed: each takes a value of any
 //! JSON type and says what it holds, so that one pass reads the envelope
 //! and a wrong type becomes a precise -32600 rather than a failed parse.
+//! [`RequestId`] itself is read through [`IdMember`], so an id has one rule
+//! wherever it is read.
 
 use std::fmt;
 
@@ -37,7 +39,8 @@ struct AnyValue<T> {
 
 /// A scalar JSON value, or the mark of a compound one.
 enum Scalar<'v> {
-    Integer(Option<i64>),
+    /// An integer that fits an `i64`; larger ones are `Other`.
+    Integer(i64),
     Str(&'v str),
     Null,
     Other,
@@ -65,11 +68,12 @@ impl<'de, T> Visitor<'de> for AnyValue<T> {
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
-        Ok((self.read)(Scalar::Integer(Some(v))))
+        Ok((self.read)(Scalar::Integer(v)))
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
-        Ok((self.read)(Scalar::Integer(i64::try_from(v).ok())))
+        let scalar = i64::try_from(v).map_or(Scalar::Other, Scalar::Integer);
+        Ok((self.read)(scalar))
     }
 
     fn visit_f64<E: de::Error>(self, _: f64) -> Result<T, E> {
@@ -98,10 +102,10 @@ impl<'de, T> Visitor<'de> for AnyValue<T> {
 impl<'de> Deserialize<'de> for IdMember {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         AnyValue::read(deserializer, "a request id", |value| match value {
-            Scalar::Integer(Some(n)) => IdMember::Id(RequestId::Number(n)),
+            Scalar::Integer(n) => IdMember::Id(RequestId::Number(n)),
             Scalar::Str(s) => IdMember::Id(RequestId::String(s.into())),
             Scalar::Null => IdMember::Null,
-            Scalar::Integer(None) | Scalar::Other => IdMember::Invalid,
+            Scalar::Other => IdMember::Invalid,
         })
     }
 }
