@@ -130,7 +130,18 @@ pub(crate) struct StatelessClients {
 struct Seen {
     by_text: HashMap<Arc<str>, Arc<StatelessClient>>,
     /// The latest remembered, newest first.
-    recent: Vec<(Arc<str>, Arc<StatelessClient>)>,
+    recent: Vec<(Arc<RawValue>, Arc<StatelessClient>)>,
+}
+
+impl Seen {
+    /// The latest remembered `_meta` whose text opens `rest`, as a whole
+    /// value: one that `rest` goes on from with `,` or `}`.
+    fn recent_opening(&self, rest: &str) -> Option<&(Arc<RawValue>, Arc<StatelessClient>)> {
+        self.recent.iter().find(|(text, _)| {
+            rest.strip_prefix(text.get())
+                .is_some_and(|after| matches!(after.as_bytes().first(), Some(b',' | b'}')))
+        })
+    }
 }
 
 impl StatelessClients {
@@ -142,13 +153,15 @@ impl StatelessClients {
     pub(crate) fn recognise<'p>(&self, params: &'p str) -> Option<(&'p str, Arc<StatelessClient>)> {
         let rest = params.strip_prefix(META_FIRST)?;
         let seen = self.seen.read().unwrap_or_else(|p| p.into_inner());
-        seen.recent
-            .iter()
-            .find(|(text, _)| {
-                rest.strip_prefix(&**text)
-                    .is_some_and(|after| matches!(after.as_bytes().first(), Some(b',' | b'}')))
-            })
-            .map(|(text, client)| (&rest[..text.len()], Arc::clone(client)))
+        seen.recent_opening(rest)
+            .map(|(text, client)| (&rest[..text.get().len()], Arc::clone(client)))
+    }
+
+    /// The latest remembered `_meta` whose text opens `rest` (the text
+    /// after a `"_meta":` key), as a whole value.
+    pub(crate) fn recent_meta_opening(&self, rest: &str) -> Option<Arc<RawValue>> {
+        let seen = self.seen.read().unwrap_or_else(|p| p.into_inner());
+        seen.recent_opening(rest).map(|(text, _)| Arc::clone(text))
     }
 
     /// The client whose requests carry exactly this `_meta` text.
@@ -162,16 +175,19 @@ impl StatelessClients {
         if !client.repeats() {
             return;
         }
+        // The text of a `_meta` member read before: valid JSON, checked
+        // again only here, once per client.
+        let Ok(raw) = RawValue::from_string(text.to_owned()) else {
+            return;
+        };
         let mut seen = self.seen.write().unwrap_or_else(|p| p.into_inner());
         if seen.by_text.len() >= CAPACITY {
             *seen = Seen::default();
         }
-        let text: Arc<str> = Arc::from(text);
-        seen.recent.retain(|(recent, _)| *recent != text);
-        seen.recent
-            .insert(0, (Arc::clone(&text), Arc::clone(client)));
+        seen.recent.retain(|(recent, _)| recent.get() != text);
+        seen.recent.insert(0, (Arc::from(raw), Arc::clone(client)));
         seen.recent.truncate(RECENT);
-        seen.by_text.insert(text, Arc::clone(client));
+        seen.by_text.insert(Arc::from(text), Arc::clone(client));
     }
 }
 
@@ -302,6 +318,27 @@ mod tests {
         assert!(seen.get(text).is_some(), "still remembered");
         let latest = r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"0"}}"#;
         assert!(opening(latest).is_some());
+    }
+
+    #[test]
+    fn a_frame_opening_with_a_remembered_meta_reads_as_a_full_parse() {
+        let config = crate::SessionConfig::new(crate::Role::Server(Arc::new(identity())));
+        let crate::Role::Server(identity) = &config.role else {
+            unreachable!()
+        };
+        let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+        let text = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"_meta":{meta},"name":"x"}}}}"#
+        );
+        let at = mcp_schema::jsonrpc::Message::params_meta_at(&text).unwrap();
+        let seen = identity.stateless_clients();
+        assert!(seen.recent_meta_opening(&text[at..]).is_none());
+        seen.remember(meta, &client(identity, meta));
+        let known = seen.recent_meta_opening(&text[at..]).expect("recognised");
+        assert_eq!(known.get(), meta);
+        let frame = config.parse_frame(&text).unwrap();
+        let full = mcp_schema::jsonrpc::Message::parse_frame(&text).unwrap();
+        assert_eq!(format!("{frame:?}"), format!("{full:?}"));
     }
 
     #[test]

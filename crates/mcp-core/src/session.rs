@@ -124,6 +124,23 @@ pub struct SessionConfig {
 }
 
 impl SessionConfig {
+    /// Parses a frame as [`Message::parse_frame`] does; a server reads a
+    /// stateless request whose params open with a `_meta` it has read
+    /// before (the same text, as a client repeats it with every request)
+    /// without parsing that `_meta` again.
+    pub fn parse_frame(&self, text: &str) -> Result<Frame, ErrorResponse> {
+        if let Role::Server(identity) = &self.role
+            && let Some(at) = Message::params_meta_at(text)
+            && let Some(meta) = identity
+                .stateless_clients()
+                .recent_meta_opening(&text[at..])
+            && let Some(message) = Message::parse_with_known_meta(text, at, &meta)
+        {
+            return Ok(Frame::Single(message));
+        }
+        Message::parse_frame(text)
+    }
+
     /// A stateless request's `_meta` that this server has read before,
     /// recognised where it opens `params` (written compactly, and the same
     /// as before) by comparing text instead of reading it again; `None`
@@ -473,7 +490,7 @@ impl Engine {
     }
 
     async fn on_frame(&self, text: &str, extensions: Option<Arc<Extensions>>, dispatch: Dispatch) {
-        match Message::parse_frame(text) {
+        match self.shared.config.parse_frame(text) {
             Ok(frame) => self.on_parsed(frame, extensions, dispatch).await,
             Err(ErrorResponse { id, error }) => self.send_error(id, error).await,
         }

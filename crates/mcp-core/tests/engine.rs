@@ -179,6 +179,7 @@ impl Service for TestService {
                         "token": ctx.meta.progress_token,
                         "revision": ctx.revision.as_str(),
                         "params_past_meta": past_meta,
+                        "params": params,
                     }),
                 ),
                 "ping_client" => match ctx
@@ -1058,7 +1059,8 @@ async fn stateless_requests_each_see_their_own_client() {
         (6, "a", true, None),
     ];
     for (id, client, sampling, token) in sent {
-        let response = h.request(from(id, client, sampling, token)).await;
+        let request = from(id, client, sampling, token);
+        let response = h.request(request.clone()).await;
         let seen = &response["result"];
         assert_eq!(seen["client"], client, "{response}");
         assert_eq!(seen["sampling"], sampling, "{response}");
@@ -1071,6 +1073,8 @@ async fn stateless_requests_each_see_their_own_client() {
             json!({ "arguments": {}, "name": "whoami" }),
             "{response}"
         );
+        // The handler has the params whole, a recognised `_meta` included.
+        assert_eq!(seen["params"], request["params"], "{response}");
     }
     // Where `_meta` is not first, the params go on untouched.
     let meta = from(8, "a", true, None)["params"]["_meta"].to_string();

@@ -305,9 +305,12 @@ pub(crate) fn check_json_content(headers: &HeaderMap) -> Result<(), Refusal> {
 
 /// The body's parsed frame, or its refusal: a 400 with the parse error,
 /// or the step-up answer of `scope_guard` when the frame calls a tool the
-/// caller lacks scopes for. Parsed in place, without a copy.
+/// caller lacks scopes for. Parsed in place, without a copy; by
+/// `stateless` where given, which reads a `_meta` that stateless clients
+/// repeat without parsing it again.
 pub(crate) fn read_message(
     body: Bytes,
+    stateless: Option<&SessionConfig>,
     service: &dyn Service,
     scope_guard: Option<&ToolScopeGuard>,
 ) -> Result<Frame, Refusal> {
@@ -319,7 +322,11 @@ pub(crate) fn read_message(
             &error,
         )));
     };
-    let frame = Message::parse_frame(text).map_err(|e| {
+    let parsed = match stateless {
+        Some(config) => config.parse_frame(text),
+        None => Message::parse_frame(text),
+    };
+    let frame = parsed.map_err(|e| {
         Box::new(error_response(
             StatusCode::BAD_REQUEST,
             e.id.as_ref(),
@@ -408,12 +415,17 @@ async fn handle_post(endpoint: &Arc<McpEndpoint>, request: Request) -> Response 
             ErrorObject::invalid_request("Accept must list application/json and text/event-stream");
         return error_response(StatusCode::NOT_ACCEPTABLE, None, &error);
     }
-    let frame = match read_message(body, endpoint.service.as_ref(), scope_guard.as_ref()) {
+    let session_id = header_str(&headers, names::SESSION_ID);
+    let stateless = session_id
+        .is_none()
+        .then_some(endpoint.session_config.as_ref());
+    let service = endpoint.service.as_ref();
+    let frame = match read_message(body, stateless, service, scope_guard.as_ref()) {
         Ok(frame) => frame,
         Err(refusal) => return *refusal,
     };
     let extensions = extensions.map(|e| e.0);
-    match header_str(&headers, names::SESSION_ID) {
+    match session_id {
         Some(id) => post_to_session(endpoint, id, &headers, frame, extensions).await,
         None if is_initialize(&frame) && !names_modern_version(&headers) => {
             // Boxed, as the other rare paths: the future of every POST is

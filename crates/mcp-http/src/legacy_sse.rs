@@ -264,7 +264,7 @@ pub(crate) async fn handle_message(
     };
     let guard = scope_guard.as_ref().map(|Extension(g)| g);
     tracing::debug!(session = %id, bytes = body.len(), "legacy SSE message");
-    let frame = match read_message(body, endpoint.service.as_ref(), guard) {
+    let frame = match read_message(body, None, endpoint.service.as_ref(), guard) {
         Ok(frame) => frame,
         Err(refusal) => return *refusal,
     };

@@ -197,20 +197,21 @@ pub enum Frame {
 
 /// The wire shape of any message, every member optional, so that one parse
 /// tells us what we have and what is wrong with it. The id, method and
-/// version are read in that parse; `params` and `result` are kept raw; an
-/// error is read only when the message is one.
+/// version are read in that parse; `params` and `result` are kept raw
+/// (borrowed from the text, so where they lie in it is known); an error is
+/// read only when the message is one.
 #[derive(Deserialize)]
-struct Envelope<'a> {
+pub(crate) struct Envelope<'a> {
     #[serde(default, deserialize_with = "present")]
     jsonrpc: Option<VersionMember>,
     #[serde(default, deserialize_with = "present")]
     id: Option<IdMember>,
     #[serde(default, deserialize_with = "present")]
     method: Option<MethodMember>,
-    #[serde(default, deserialize_with = "present")]
-    params: Option<Box<RawValue>>,
-    #[serde(default, deserialize_with = "present")]
-    result: Option<Box<RawValue>>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub(crate) params: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
     error: Option<&'a RawValue>,
 }
@@ -274,10 +275,16 @@ impl Message {
                 });
             }
         };
-        Self::from_envelope(env)
+        let params = env.params.map(RawValue::to_owned);
+        Self::from_envelope(env, params)
     }
 
-    fn from_envelope(env: Envelope) -> Result<Message, ErrorResponse> {
+    /// The message an envelope holds, with `params` as its params (the
+    /// envelope's own, owned).
+    pub(crate) fn from_envelope(
+        env: Envelope,
+        params: Option<Box<RawValue>>,
+    ) -> Result<Message, ErrorResponse> {
         let id = match env.id {
             None => None,
             Some(IdMember::Id(id)) => Some(id),
@@ -296,7 +303,7 @@ impl Message {
         if env.jsonrpc != Some(VersionMember(true)) {
             return Err(fail("jsonrpc must be \"2.0\""));
         }
-        if let Some(params) = &env.params {
+        if let Some(params) = &params {
             let first = params.get().trim_start().as_bytes().first().copied();
             if !matches!(first, Some(b'{') | Some(b'[')) {
                 return Err(fail("params must be an object"));
@@ -306,19 +313,15 @@ impl Message {
             (Some(MethodMember(method)), None, None) => {
                 let method = method.ok_or_else(|| fail("method must be a string"))?;
                 match id {
-                    Some(id) => Ok(Message::Request(Request {
-                        id,
-                        method,
-                        params: env.params,
-                    })),
-                    None => Ok(Message::Notification(Notification {
-                        method,
-                        params: env.params,
-                    })),
+                    Some(id) => Ok(Message::Request(Request { id, method, params })),
+                    None => Ok(Message::Notification(Notification { method, params })),
                 }
             }
             (None, Some(result), None) => match id {
-                Some(id) => Ok(Message::Response(Response { id, result })),
+                Some(id) => Ok(Message::Response(Response {
+                    id,
+                    result: result.to_owned(),
+                })),
                 None => Err(fail("a response needs an id")),
             },
             (None, None, Some(error)) => {
