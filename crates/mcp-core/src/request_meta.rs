@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use std::sync::{Arc, RwLock};
 
 use foldhash::HashMap;
+use mcp_schema::text_search::TextSearch;
 use mcp_schema::{ErrorObject, ProtocolVersion, RequestMetaObject};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -34,8 +35,9 @@ pub(crate) fn meta_text(params: Option<&RawValue>) -> Result<Option<&str>, Error
         #[serde(rename = "_meta", default, borrow)]
         meta: Option<&'a RawValue>,
     }
+    static META: TextSearch = TextSearch::new("\"_meta\"");
     match params {
-        Some(raw) if raw.get().contains("\"_meta\"") => serde_json::from_str::<Probe>(raw.get())
+        Some(raw) if META.is_in(raw.get()) => serde_json::from_str::<Probe>(raw.get())
             .map(|p| p.meta.map(RawValue::get))
             .map_err(|e| ErrorObject::invalid_params(format!("_meta: {e}"))),
         _ => Ok(None),

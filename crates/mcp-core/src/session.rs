@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_schema::jsonrpc::{self, ErrorResponse, Frame, Message, Notification, Request, RequestId};
+use mcp_schema::text_search::TextSearch;
 use mcp_schema::{
     CancelledNotificationParams, ClientCapabilities, DiscoverResult, ErrorObject, Implementation,
     InitializeRequestParams, InitializeResult, ProgressNotificationParams, ProtocolVersion,
@@ -1045,6 +1046,8 @@ fn completed_response(
     result: &RawValue,
     server_meta: Option<&str>,
 ) -> Option<String> {
+    static RESULT_TYPE: TextSearch = TextSearch::new("\"resultType\"");
+    static META: TextSearch = TextSearch::new("\"_meta\"");
     let text = result.get();
     let first_is_type = text
         .trim_start()
@@ -1053,12 +1056,12 @@ fn completed_response(
     if first_is_type
         // Elsewhere in the object? Only a text that mentions the key needs
         // the (slower) look at its top-level members.
-        || (text.contains("\"resultType\"") && has_result_type(text))
+        || (RESULT_TYPE.is_in(text) && has_result_type(text))
     {
         return None;
     }
     const COMPLETE: &str = r#""resultType":"complete""#;
-    match server_meta.filter(|_| !text.contains("\"_meta\"")) {
+    match server_meta.filter(|_| !META.is_in(text)) {
         Some(meta) => jsonrpc::write_response_prepending(id, &[COMPLETE, meta], result),
         None => jsonrpc::write_response_prepending(id, &[COMPLETE], result),
     }

@@ -18,6 +18,7 @@ use mcp_core::{
     SessionConfig, SinkClosed,
 };
 use mcp_schema::jsonrpc::{self, ErrorObject, Frame, Message, RequestId};
+use mcp_schema::text_search::TextSearch;
 use mcp_schema::{ProtocolVersion, error_codes, methods};
 use serde::Deserialize;
 use tokio::sync::mpsc;
@@ -690,7 +691,8 @@ fn status_of(text: &str, era: Era) -> StatusCode {
         id: Option<serde_json::Value>,
         error: Option<ErrorObject>,
     }
-    if !text.contains("\"error\"") {
+    static ERROR: TextSearch = TextSearch::new("\"error\"");
+    if !ERROR.is_in(text) {
         return StatusCode::OK;
     }
     let Ok(ErrorProbe {

@@ -7,19 +7,16 @@
 //! message without scanning the `_meta` again, and still hands out the
 //! params whole and untouched.
 
-use std::sync::LazyLock;
-
-use memchr::memmem::Finder;
 use serde_json::value::RawValue;
 
 use crate::jsonrpc::{Envelope, Message};
+use crate::text_search::TextSearch;
 
 /// What opens params whose first member is `_meta`, as compact writers
 /// put it.
 const PARAMS_META: &str = "\"params\":{\"_meta\":";
 
-/// Looks for [`PARAMS_META`], built once.
-static PARAMS_META_FINDER: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(PARAMS_META));
+static PARAMS_META_SEARCH: TextSearch = TextSearch::new(PARAMS_META);
 
 /// The `{` that opens the params, counted back from the `_meta` value.
 const OPEN_BACK: usize = "{\"_meta\":".len();
@@ -30,8 +27,8 @@ impl Message {
     /// Only a candidate: [`Message::parse_with_known_meta`] checks that it
     /// belongs to the message's own params.
     pub fn params_meta_at(text: &str) -> Option<usize> {
-        PARAMS_META_FINDER
-            .find(text.as_bytes())
+        PARAMS_META_SEARCH
+            .find(text)
             .map(|at| at + PARAMS_META.len())
     }
 

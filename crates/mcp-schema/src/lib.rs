@@ -48,6 +48,7 @@ pub mod subscriptions;
 #[macro_use]
 mod tags;
 pub mod tasks;
+pub mod text_search;
 pub mod tools;
 #[cfg(feature = "validation")]
 pub mod validation;

@@ -2,11 +2,12 @@
 //! can change while running, and the [`Service`] that answers every feature
 //! request for it.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use foldhash::{HashMap, HashMapExt as _};
 use mcp_core::{
     BoxFuture, HandlerResult, IncomingRequest, Peer, RequestContext, Role, ServerIdentity, Service,
     SessionConfig, Transport,
