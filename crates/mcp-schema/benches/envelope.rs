@@ -83,6 +83,31 @@ fn parse(c: &mut Criterion) {
         other => panic!("not a batch: {other:?}"),
     }
     parse_pair(c, "batch_10", &batch);
+    known_meta(c);
+}
+
+/// A stateless (2026-07-28) `tools/call` with the `_meta` a client repeats
+/// in every request: read in full, and with that `_meta` recognised.
+fn known_meta(c: &mut Criterion) {
+    let meta = r#"{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{},"url":{}},"sampling":{}},"io.modelcontextprotocol/clientInfo":{"name":"mcp","version":"0.1.0"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#;
+    let text = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"_meta":{meta},"arguments":{{"text":"hello"}},"name":"echo"}}}}"#
+    );
+    let meta: Box<RawValue> = serde_json::from_str(meta).expect("valid _meta");
+    let at = Message::params_meta_at(&text).expect("params open with _meta");
+    let mut group = c.benchmark_group("parse/stateless_tools_call");
+    group.throughput(Throughput::Bytes(text.len() as u64));
+    group.bench_function("full", |b| {
+        b.iter(|| Message::parse(black_box(&text)).expect("valid message"))
+    });
+    group.bench_function("known_meta", |b| {
+        b.iter(|| {
+            let at = Message::params_meta_at(black_box(&text)).expect("found");
+            Message::parse_with_known_meta(&text, at, &meta).expect("recognised")
+        })
+    });
+    group.finish();
+    assert!(Message::parse_with_known_meta(&text, at, &meta).is_some());
 }
 
 fn serialize(c: &mut Criterion) {
