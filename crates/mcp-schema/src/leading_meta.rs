@@ -145,6 +145,35 @@ mod tests {
     }
 
     #[test]
+    fn every_one_byte_edit_is_read_as_a_full_parse_reads_it_or_left_to_it() {
+        // Each text one byte away from a recognised request: whatever the
+        // recognised parse accepts, the full parse accepts the same way.
+        let base = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"_meta":{META},"a":{{"b":[1,"c"]}}}}}}"#
+        );
+        let mut taken = 0;
+        for at in 0..=base.len() {
+            let mut edits = vec![format!(
+                "{}{}",
+                &base[..at],
+                base.get(at + 1..).unwrap_or("")
+            )];
+            for byte in [",", "}", "{", "\"", " ", "\\", "1", "]", ":"] {
+                edits.push(format!("{}{byte}{}", &base[..at], &base[at..]));
+            }
+            for text in edits {
+                if let Some(fast) = parse_known(&text) {
+                    taken += 1;
+                    let full = Message::parse(&text)
+                        .unwrap_or_else(|e| panic!("taken, but invalid: {text}: {e:?}"));
+                    assert_eq!(fast.to_json(), full.to_json(), "{text}");
+                }
+            }
+        }
+        assert!(taken > 0, "the unedited places are recognised");
+    }
+
+    #[test]
     fn the_params_of_a_nested_look_alike_stay_the_messages_own() {
         // The first `"params":{"_meta":` is nested in the arguments: the
         // message's own params must not take it for theirs.
