@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use std::sync::{Arc, RwLock};
 
 use foldhash::HashMap;
+use mcp_schema::leading_meta::META_FIRST;
 use mcp_schema::text_search::TextSearch;
 use mcp_schema::{ErrorObject, ProtocolVersion, RequestMetaObject};
 use serde::Deserialize;
@@ -24,8 +25,8 @@ const CAPACITY: usize = 64;
 /// params before they are parsed.
 const RECENT: usize = 4;
 
-/// How compact writers open params whose `_meta` comes first.
-const META_FIRST: &str = "{\"_meta\":";
+/// Looks for a `_meta` key in raw JSON, before a parse that needs one.
+pub(crate) static META_KEY: TextSearch = TextSearch::new("\"_meta\"");
 
 /// The raw text of a request's `_meta`, if it has one (`null` counts as
 /// none). Params that do not mention `_meta` are not scanned.
@@ -35,9 +36,8 @@ pub(crate) fn meta_text(params: Option<&RawValue>) -> Result<Option<&str>, Error
         #[serde(rename = "_meta", default, borrow)]
         meta: Option<&'a RawValue>,
     }
-    static META: TextSearch = TextSearch::new("\"_meta\"");
     match params {
-        Some(raw) if META.is_in(raw.get()) => serde_json::from_str::<Probe>(raw.get())
+        Some(raw) if META_KEY.is_in(raw.get()) => serde_json::from_str::<Probe>(raw.get())
             .map(|p| p.meta.map(RawValue::get))
             .map_err(|e| ErrorObject::invalid_params(format!("_meta: {e}"))),
         _ => Ok(None),
@@ -211,6 +211,7 @@ impl std::fmt::Debug for StatelessClients {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcp_schema::jsonrpc::{Frame, Message};
     use mcp_schema::{Implementation, ServerCapabilities};
 
     fn identity() -> ServerIdentity {
@@ -332,15 +333,16 @@ mod tests {
         let text = format!(
             r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"_meta":{meta},"name":"x"}}}}"#
         );
-        let at = mcp_schema::jsonrpc::Message::params_meta_at(&text).unwrap();
         let seen = identity.stateless_clients();
-        assert!(seen.recent_meta_opening(&text[at..]).is_none());
+        let recognised =
+            || Message::parse_with_known_meta(&text, |rest| seen.recent_meta_opening(rest));
+        assert!(recognised().is_none(), "nothing remembered yet");
         seen.remember(meta, &client(identity, meta));
-        let known = seen.recent_meta_opening(&text[at..]).expect("recognised");
-        assert_eq!(known.get(), meta);
+        let fast = recognised().expect("recognised once remembered");
+        let full = Message::parse(&text).unwrap();
+        assert_eq!(format!("{fast:?}"), format!("{full:?}"));
         let frame = config.parse_frame(&text).unwrap();
-        let full = mcp_schema::jsonrpc::Message::parse_frame(&text).unwrap();
-        assert_eq!(format!("{frame:?}"), format!("{full:?}"));
+        assert_eq!(format!("{frame:?}"), format!("{:?}", Frame::Single(full)));
     }
 
     #[test]

@@ -22,8 +22,8 @@ use crate::extensions::Extensions;
 use crate::in_flight::InFlight;
 use crate::peer::{Outbound, Peer, Phase, Shared};
 use crate::request_meta::{
-    KnownMeta, StatelessClient, StatelessClients, leading_meta_end, members_after, meta_text,
-    read_meta,
+    KnownMeta, META_KEY, StatelessClient, StatelessClients, leading_meta_end, members_after,
+    meta_text, read_meta,
 };
 use crate::service::{HandlerResult, IncomingRequest, Service};
 use crate::transport::{FrameKind, FrameSink, InboundFrame, Transport};
@@ -131,11 +131,9 @@ impl SessionConfig {
     /// without parsing that `_meta` again.
     pub fn parse_frame(&self, text: &str) -> Result<Frame, ErrorResponse> {
         if let Role::Server(identity) = &self.role
-            && let Some(at) = Message::params_meta_at(text)
-            && let Some(meta) = identity
-                .stateless_clients()
-                .recent_meta_opening(&text[at..])
-            && let Some(message) = Message::parse_with_known_meta(text, at, &meta)
+            && let Some(message) = Message::parse_with_known_meta(text, |rest| {
+                identity.stateless_clients().recent_meta_opening(rest)
+            })
         {
             return Ok(Frame::Single(message));
         }
@@ -1047,7 +1045,6 @@ fn completed_response(
     server_meta: Option<&str>,
 ) -> Option<String> {
     static RESULT_TYPE: TextSearch = TextSearch::new("\"resultType\"");
-    static META: TextSearch = TextSearch::new("\"_meta\"");
     let text = result.get();
     let first_is_type = text
         .trim_start()
@@ -1061,7 +1058,7 @@ fn completed_response(
         return None;
     }
     const COMPLETE: &str = r#""resultType":"complete""#;
-    match server_meta.filter(|_| !META.is_in(text)) {
+    match server_meta.filter(|_| !META_KEY.is_in(text)) {
         Some(meta) => jsonrpc::write_response_prepending(id, &[COMPLETE, meta], result),
         None => jsonrpc::write_response_prepending(id, &[COMPLETE], result),
     }

@@ -7,42 +7,43 @@
 //! message without scanning the `_meta` again, and still hands out the
 //! params whole and untouched.
 
+use std::ops::Deref;
+
 use serde_json::value::RawValue;
 
 use crate::jsonrpc::{Envelope, Message};
 use crate::text_search::TextSearch;
 
-/// What opens params whose first member is `_meta`, as compact writers
-/// put it.
+/// How compact writers open params whose first member is `_meta`.
+pub const META_FIRST: &str = "{\"_meta\":";
+
+/// The same, with the `params` key of the message before it.
 const PARAMS_META: &str = "\"params\":{\"_meta\":";
 
 static PARAMS_META_SEARCH: TextSearch = TextSearch::new(PARAMS_META);
 
-/// The `{` that opens the params, counted back from the `_meta` value.
-const OPEN_BACK: usize = "{\"_meta\":".len();
-
 impl Message {
-    /// Where the value of a `_meta` member opening a message's params
-    /// seems to start: after the first `"params":{"_meta":` of `text`.
-    /// Only a candidate: [`Message::parse_with_known_meta`] checks that it
-    /// belongs to the message's own params.
-    pub fn params_meta_at(text: &str) -> Option<usize> {
-        PARAMS_META_SEARCH
-            .find(text)
-            .map(|at| at + PARAMS_META.len())
-    }
-
-    /// Parses `text` as [`Message::parse`] would, when the `_meta` member
-    /// opening its params (its value starting at `meta_at`, as
-    /// [`Message::params_meta_at`] found) is exactly `meta`: those bytes are
-    /// compared, not parsed. The params come out whole, `_meta` included.
+    /// Parses `text` as [`Message::parse`] would, without parsing the
+    /// `_meta` member that opens its params when `known` recognises it.
+    /// `known` is handed the text from that member's value on (found after
+    /// the first `"params":{"_meta":`) and answers with the `_meta` it
+    /// remembers opening it, if any; those bytes are then compared, not
+    /// parsed. The params come out whole, `_meta` included.
     ///
-    /// `None` when the text is not such a message, or is not a valid one:
-    /// the caller then parses it in full, which finds any error as before.
-    pub fn parse_with_known_meta(text: &str, meta_at: usize, meta: &RawValue) -> Option<Message> {
-        let open = meta_at.checked_sub(OPEN_BACK)?;
+    /// `None` when nothing is recognised, or the text is not a valid
+    /// message with that `_meta` opening its own params (rather than an
+    /// object nested elsewhere): the caller then parses it in full, which
+    /// finds any error as before.
+    pub fn parse_with_known_meta<M: Deref<Target = RawValue>>(
+        text: &str,
+        known: impl FnOnce(&str) -> Option<M>,
+    ) -> Option<Message> {
+        let key_at = PARAMS_META_SEARCH.find(text)?;
+        let meta_at = key_at + PARAMS_META.len();
+        let open = meta_at - META_FIRST.len();
+        let meta = known(&text[meta_at..])?;
         let after_meta = meta_at + meta.get().len();
-        if !text.get(meta_at..)?.starts_with(meta.get()) {
+        if !text[meta_at..].starts_with(meta.get()) {
             return None;
         }
         // The member cut out: `"_meta":…` with its comma. A comma must be
@@ -66,9 +67,10 @@ impl Message {
         let whole = text[open..open + params.get().len() + cut.len()].to_owned();
         // SAFETY: `whole` is the params the parse above read, valid JSON
         // without surrounding whitespace, with one member put back right
-        // after their `{`: a `_meta` key, the text of `meta` (a valid JSON
-        // value, as every `RawValue` is), and a comma only where another
-        // member follows. An object with one more valid member is valid.
+        // after their `{`: the `"_meta":` key the search found there, the
+        // text of `meta` (a valid JSON value, as every `RawValue` is), and
+        // a comma only where another member follows. An object with one
+        // more valid member is valid.
         let params = unsafe { RawValue::from_string_unchecked(whole) };
         Message::from_envelope(envelope, Some(params)).ok()
     }
@@ -82,8 +84,7 @@ mod tests {
 
     fn parse_known(text: &str) -> Option<Message> {
         let meta: Box<RawValue> = serde_json::from_str(META).unwrap();
-        let at = Message::params_meta_at(text)?;
-        Message::parse_with_known_meta(text, at, &meta)
+        Message::parse_with_known_meta(text, |_| Some(meta))
     }
 
     fn params_of(message: &Message) -> &str {

@@ -30,7 +30,7 @@ pub mod errors;
 pub mod header_params;
 pub mod input;
 pub mod jsonrpc;
-mod leading_meta;
+pub mod leading_meta;
 pub mod lifecycle;
 pub mod logging;
 pub mod meta;
