@@ -380,6 +380,32 @@ impl DirectSession {
         async move { engine.on_parsed(frame, extensions, Dispatch::Inline).await }
     }
 
+    /// Like [`DirectSession::handle_parsed`], but the response to a single
+    /// request is returned instead of sent to the sink: the text of the
+    /// response, or an empty text when the request was cancelled and gets
+    /// none. What the handler sends meanwhile still goes to the sink; other
+    /// frames are handled as `handle_parsed` handles them, and give `None`.
+    pub fn answer_parsed(
+        &self,
+        frame: Frame,
+        extensions: Option<Arc<Extensions>>,
+    ) -> impl Future<Output = Option<String>> + Send + 'static {
+        let engine = Arc::clone(&self.engine);
+        async move {
+            match frame {
+                Frame::Single(Message::Request(request)) => {
+                    engine
+                        .on_request(request, Reply::Caller, extensions, Dispatch::Inline)
+                        .await
+                }
+                frame => {
+                    engine.on_parsed(frame, extensions, Dispatch::Inline).await;
+                    None
+                }
+            }
+        }
+    }
+
     /// Ends the session: requests still running are cancelled, waiting
     /// outgoing requests fail, and the service hears that it closed.
     pub fn close(&self) {
@@ -411,12 +437,13 @@ enum Dispatch {
     Inline,
 }
 
-/// Where a request's response goes: straight to the peer, or into the
-/// array answering a batch.
+/// Where a request's response goes: straight to the peer, into the array
+/// answering a batch, or back to the transport that handed the request in.
 #[derive(Clone)]
 enum Reply {
     Direct,
     Batch(Arc<BatchReply>),
+    Caller,
 }
 
 struct BatchReply {
@@ -587,7 +614,9 @@ impl Engine {
         dispatch: Dispatch,
     ) {
         match message {
-            Message::Request(req) => self.on_request(req, reply, extensions, dispatch).await,
+            Message::Request(req) => {
+                self.on_request(req, reply, extensions, dispatch).await;
+            }
             Message::Notification(n) => self.on_notification(n).await,
             Message::Response(r) => self.shared.complete(&r.id, Ok(r.result)),
             Message::Error(e) => match e.id {
@@ -597,13 +626,15 @@ impl Engine {
         }
     }
 
+    /// Handles a request; the response's text comes back for
+    /// [`Reply::Caller`] (`None` for the other replies, which send it).
     async fn on_request(
         &self,
         req: Request,
         reply: Reply,
         extensions: Option<Arc<Extensions>>,
         dispatch: Dispatch,
-    ) {
+    ) -> Option<String> {
         let Request { id, method, params } = req;
         let admitted = match self.admit(&method, params.as_deref()) {
             Ok(Admission::Answer(result, revision)) => {
@@ -626,7 +657,7 @@ impl Engine {
             }
         };
         if !running.admitted().await {
-            return;
+            return None;
         }
         let peer = self.peer.related_to(Some(id.clone()));
         let progress = Progress::new(admitted.meta.progress_token.clone(), peer.clone());
@@ -669,10 +700,15 @@ impl Engine {
                 // needs its slot released.
                 None => String::new(),
             };
-            deliver_to(&engine_peer, &reply, text, Some(&id)).await;
+            deliver_to(&engine_peer, &reply, text, Some(&id)).await
         };
         match dispatch {
-            Dispatch::Spawn => self.shared.in_flight.run_aside(work),
+            Dispatch::Spawn => {
+                self.shared.in_flight.run_aside(async move {
+                    work.await;
+                });
+                None
+            }
             Dispatch::Inline => match self.shared.in_flight.tracker() {
                 Some(tracker) => tracker.track_future(work).await,
                 None => work.await,
@@ -865,15 +901,22 @@ impl Engine {
         deliver_to(&self.peer, &Reply::Direct, text, id.as_ref()).await;
     }
 
-    async fn deliver(&self, reply: &Reply, text: String, id: Option<&RequestId>) {
-        deliver_to(&self.peer, reply, text, id).await;
+    async fn deliver(&self, reply: &Reply, text: String, id: Option<&RequestId>) -> Option<String> {
+        deliver_to(&self.peer, reply, text, id).await
     }
 }
 
 /// Sends a response, or files it in its batch and sends the batch when it
-/// is complete. An empty `text` releases a batch slot without a response.
-async fn deliver_to(peer: &Peer, reply: &Reply, text: String, id: Option<&RequestId>) {
+/// is complete, or hands it back for the caller to send. An empty `text`
+/// releases a batch slot without a response.
+async fn deliver_to(
+    peer: &Peer,
+    reply: &Reply,
+    text: String,
+    id: Option<&RequestId>,
+) -> Option<String> {
     match reply {
+        Reply::Caller => return Some(text),
         Reply::Direct => {
             // An empty text: the request was cancelled; the transport hears
             // that its exchange is over, and writes nothing.
@@ -907,6 +950,7 @@ async fn deliver_to(peer: &Peer, reply: &Reply, text: String, id: Option<&Reques
             }
         }
     }
+    None
 }
 
 enum Admission {

@@ -563,13 +563,15 @@ async fn post_stateless(
     }
     let (sink, receiver) = mpsc::unbounded_channel();
     let response_gone = sink.clone();
+    let answer_to = sink.clone();
     let session = DirectSession::for_one_message(
         Arc::new(ResponseSink(sink)),
         Arc::clone(&endpoint.service),
         Arc::clone(&endpoint.session_config),
     );
     let notifications_only = request_ids(&frame).next().is_none();
-    let handling = session.handle_parsed(frame, extensions);
+    // The response comes back from the handling, not through the sink.
+    let answering = session.answer_parsed(frame, extensions);
     let closing = CloseOnDrop(session);
     let work = async move {
         // However the request ends (answered, abandoned, or this future
@@ -579,13 +581,13 @@ async fn post_stateless(
             // The handling first: a request answered at once (most are)
             // sets up no wait for the response's end.
             biased;
-            () = handling => {}
+            answer = answering => answer,
             // The client closed the response: in 2026-07-28 that cancels
             // the request.
-            () = response_gone.closed() => {}
+            () = response_gone.closed() => None,
         }
     };
-    let handling = Handling::abandoned_if_dropped(work);
+    let handling = Handling::abandoned_if_dropped(work, answer_to);
     if notifications_only {
         handling.finish().await;
         return StatusCode::ACCEPTED.into_response();
@@ -603,27 +605,41 @@ impl Drop for CloseOnDrop {
 }
 
 /// The handling of a POSTed message, which its response drives until the
-/// first message comes (so a plain call needs no task of its own).
+/// first message comes (so a plain call needs no task of its own). Its
+/// work may end with the response's text, which the response then carries.
 struct Handling {
-    work: Option<BoxFuture<'static, ()>>,
+    work: Option<BoxFuture<'static, Option<String>>>,
     /// Whether the work goes on when the response is dropped unfinished
     /// (the client went away): yes for a session's request, which the
     /// client may resume; no for a stateless one, which that cancels.
     finish_if_dropped: bool,
+    /// Where a response the work ends with goes once the response is
+    /// already streaming, behind what came before it.
+    answer_to: Option<mpsc::UnboundedSender<Delivery>>,
 }
 
 impl Handling {
+    /// Work that sends everything, its response too, through the session.
     fn finished_if_dropped(work: impl Future<Output = ()> + Send + 'static) -> Self {
         Handling {
-            work: Some(Box::pin(work)),
+            work: Some(Box::pin(async move {
+                work.await;
+                None
+            })),
             finish_if_dropped: true,
+            answer_to: None,
         }
     }
 
-    fn abandoned_if_dropped(work: impl Future<Output = ()> + Send + 'static) -> Self {
+    /// Work that ends with the response's text (empty when it has none).
+    fn abandoned_if_dropped(
+        work: impl Future<Output = Option<String>> + Send + 'static,
+        answer_to: mpsc::UnboundedSender<Delivery>,
+    ) -> Self {
         Handling {
             work: Some(Box::pin(work)),
             finish_if_dropped: false,
+            answer_to: Some(answer_to),
         }
     }
 
@@ -635,14 +651,31 @@ impl Handling {
     }
 
     /// Runs the rest of the work on a task of its own, unless it finishes
-    /// right now.
+    /// right now; its response follows the deliveries.
     fn detach(mut self) {
-        if let Some(mut work) = self.work.take()
-            && futures::FutureExt::now_or_never(&mut work).is_none()
-        {
-            tokio::spawn(work);
+        let Some(work) = self.work.take() else {
+            return;
+        };
+        let answer_to = self.answer_to.take();
+        let mut rest = Box::pin(async move {
+            if let (Some(to), Some(delivery)) = (answer_to, work.await.and_then(answer_delivery)) {
+                let _ = to.send(delivery);
+            }
+        });
+        if futures::FutureExt::now_or_never(&mut rest).is_none() {
+            tokio::spawn(rest);
         }
     }
+}
+
+/// The delivery of a response text a handling ended with; none for the
+/// empty text of a request that was cancelled.
+fn answer_delivery(text: String) -> Option<Delivery> {
+    (!text.is_empty()).then_some(Delivery {
+        text: MessageText::Owned(text),
+        event_id: None,
+        last: true,
+    })
 }
 
 impl Drop for Handling {
@@ -650,7 +683,9 @@ impl Drop for Handling {
         if let Some(work) = self.work.take().filter(|_| self.finish_if_dropped)
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
-            runtime.spawn(work);
+            runtime.spawn(async move {
+                work.await;
+            });
         }
     }
 }
@@ -732,25 +767,43 @@ async fn respond(
     era: Era,
     mut handling: Option<Handling>,
 ) -> Response {
+    /// What came first: a delivery, or the end of the work.
+    enum Next {
+        Delivery(Option<Delivery>),
+        Done(Option<String>),
+    }
     let mut priming = None;
     let first = loop {
-        let delivery = match handling.as_mut().and_then(|h| h.work.as_mut()) {
+        let next = match handling.as_mut().and_then(|h| h.work.as_mut()) {
             Some(working) => tokio::select! {
                 biased;
-                delivery = receiver.recv() => Some(delivery),
-                () = working => None,
+                delivery = receiver.recv() => Next::Delivery(delivery),
+                answer = working => Next::Done(answer),
             },
-            None => Some(receiver.recv().await),
+            None => Next::Delivery(receiver.recv().await),
         };
-        match delivery {
+        match next {
             // The work is done (and must not be polled again).
-            None => {
+            Next::Done(answer) => {
                 if let Some(handling) = &mut handling {
                     handling.work = None;
+                    // Taken, so that the deliveries end once the session
+                    // lets go of its sink.
+                    let answer_to = handling.answer_to.take();
+                    match (answer.and_then(answer_delivery), answer_to) {
+                        // Nothing came before the response: it is the first.
+                        (Some(answer), _) if priming.is_none() && receiver.is_empty() => {
+                            break Some(answer);
+                        }
+                        (Some(answer), Some(to)) => {
+                            let _ = to.send(answer);
+                        }
+                        _ => {}
+                    }
                 }
             }
-            Some(Some(d)) if d.text.is_empty() => priming = Some(d),
-            Some(other) => break other,
+            Next::Delivery(Some(d)) if d.text.is_empty() => priming = Some(d),
+            Next::Delivery(other) => break other,
         }
     };
     if let Some(handling) = handling {

@@ -152,6 +152,83 @@ fn counting_server(outcomes: Arc<Outcomes>) -> Server {
         .build()
 }
 
+/// A server whose tool `report` sends `steps` progress notifications, with
+/// a pause of `pause_ms` before each, then answers.
+fn reporting_server() -> Server {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Report {
+        steps: u32,
+        pause_ms: u64,
+    }
+    Server::builder("reporting", "1.0.0")
+        .tool(ToolDef::new(
+            "report",
+            "Progress, then an answer",
+            |args: Report, ctx: Context| async move {
+                for step in 1..=args.steps {
+                    if args.pause_ms > 0 {
+                        tokio::time::sleep(Duration::from_millis(args.pause_ms)).await;
+                    }
+                    ctx.progress(f64::from(step), None, None).await;
+                }
+                Ok::<_, HandlerError>(CallToolResult::text("reported"))
+            },
+        ))
+        .build()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateless_response_follows_what_its_handler_sent_first() {
+    let server = TestServer::start_with(reporting_server(), |c| c).await;
+    // Without a pause the notifications and the answer come in the same
+    // poll of the handler; with one, the answer comes from a handling that
+    // went on after the stream opened.
+    for (id, steps, pause_ms) in [(1, 0, 0), (2, 2, 0), (3, 3, 30)] {
+        let (request, mut body) = server.modern(
+            json!(id),
+            "tools/call",
+            json!({"name": "report", "arguments": {"steps": steps, "pause_ms": pause_ms}}),
+            json!({}),
+        );
+        body["params"]["_meta"]["progressToken"] = json!("p");
+        let response = within("POST", request.body(body.to_string()).send())
+            .await
+            .expect("POST");
+        assert_eq!(response.status(), StatusCode::OK);
+        let content_type = response.headers()[reqwest::header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let messages: Vec<Value> = if content_type.starts_with("application/json") {
+            vec![response.json().await.expect("JSON")]
+        } else {
+            let mut stream = SseStream::new(response);
+            let mut messages = Vec::new();
+            while let Some((_, message)) = stream.next_message().await {
+                messages.push(message);
+            }
+            messages
+        };
+        let progress: Vec<&Value> = messages
+            .iter()
+            .filter(|m| m["method"] == "notifications/progress")
+            .map(|m| &m["params"]["progress"])
+            .collect();
+        assert_eq!(progress.len(), steps as usize, "{messages:?}");
+        for (step, value) in progress.iter().enumerate() {
+            assert_eq!(value.as_f64(), Some(step as f64 + 1.0), "{messages:?}");
+        }
+        let last = messages.last().expect("a response");
+        assert_eq!(
+            last["id"],
+            json!(id),
+            "the response comes last: {messages:?}"
+        );
+        assert_eq!(last["result"]["content"][0]["text"], "reported", "{last}");
+        assert_eq!(messages.len(), steps as usize + 1, "{messages:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closing_a_stream_cancels_only_in_the_modern_era() {
     // 2026-07-28: closing the response stream cancels the request.
