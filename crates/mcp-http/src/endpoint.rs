@@ -6,11 +6,13 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::body::HttpBody as _;
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
+use bytes::BytesMut;
 use futures::Stream;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use mcp_core::{
@@ -382,8 +384,8 @@ async fn answer(endpoint: Arc<McpEndpoint>, request: Request) -> Response {
 /// The whole body, or its refusal: 413 past `limit` bytes, 400 when it
 /// cannot be read; either with a JSON-RPC error body.
 pub(crate) async fn read_body(body: Body, limit: usize) -> Result<Bytes, Refusal> {
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
+    match read_limited(Limited::new(body, limit)).await {
+        Ok(bytes) => Ok(bytes),
         Err(e) if e.is::<LengthLimitError>() => {
             let error =
                 ErrorObject::invalid_request(format!("request body larger than {limit} bytes"));
@@ -397,6 +399,32 @@ pub(crate) async fn read_body(body: Body, limit: usize) -> Result<Bytes, Refusal
             "failed to read the request body: {e}"
         )))),
     }
+}
+
+/// The data of `body`. A body that comes in one frame (most do) is kept as
+/// it came, with no buffer gathered around it.
+async fn read_limited(mut body: Limited<Body>) -> Result<Bytes, axum::BoxError> {
+    let mut first = Bytes::new();
+    let mut more: Option<BytesMut> = None;
+    while !body.is_end_stream() {
+        let Some(frame) = body.frame().await.transpose()? else {
+            break;
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        if let Some(more) = &mut more {
+            more.extend_from_slice(&data);
+        } else if first.is_empty() {
+            first = data;
+        } else {
+            let mut gathered = BytesMut::with_capacity(first.len() + data.len());
+            gathered.extend_from_slice(&first);
+            gathered.extend_from_slice(&data);
+            more = Some(gathered);
+        }
+    }
+    Ok(more.map_or(first, BytesMut::freeze))
 }
 
 async fn handle_post(endpoint: &Arc<McpEndpoint>, request: Request) -> Response {
@@ -991,6 +1019,32 @@ async fn handle_delete(endpoint: &Arc<McpEndpoint>, headers: &HeaderMap) -> Resp
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn body_of(chunks: &[&'static str]) -> Body {
+        let chunks: Vec<Result<Bytes, Infallible>> = chunks
+            .iter()
+            .map(|c| Ok(Bytes::from_static(c.as_bytes())))
+            .collect();
+        Body::from_stream(futures::stream::iter(chunks))
+    }
+
+    #[tokio::test]
+    async fn bodies_are_read_whole_from_any_number_of_frames_up_to_the_limit() {
+        let read =
+            |chunks: &[&'static str], limit| read_limited(Limited::new(body_of(chunks), limit));
+        assert_eq!(read(&[], 10).await.unwrap(), "");
+        assert_eq!(read(&["", "abc"], 10).await.unwrap(), "abc");
+        assert_eq!(read(&["abc"], 10).await.unwrap(), "abc");
+        assert_eq!(read(&["ab", "", "cd", "e"], 10).await.unwrap(), "abcde");
+        assert_eq!(read(&["ab", "cd"], 4).await.unwrap(), "abcd");
+        let over = read(&["ab", "cd", "e"], 4).await.unwrap_err();
+        assert!(over.is::<LengthLimitError>(), "{over}");
+        let whole = Body::from(Bytes::from_static(b"{}"));
+        let read = read_limited(Limited::new(whole, 2)).await.unwrap();
+        assert_eq!(read, "{}");
+        let refused = read_body(Body::from("abcdef"), 5).await.unwrap_err();
+        assert_eq!(refused.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    }
 
     #[test]
     fn accept_lists_every_type_asked_for() {

@@ -109,7 +109,8 @@ impl ServerBuilder {
     /// tools, resources and prompts can be added later; tasks too, as the
     /// 2025-11-25 `tasks` capability and the 2026-07-28 extension (each
     /// revision sees only its own).
-    pub fn build(self) -> Server {
+    pub fn build(mut self) -> Server {
+        self.catalog.index_tools();
         let listed = Some(ListChangedCapability::with_list_changed(true));
         let capabilities = ServerCapabilities {
             tools: listed.clone(),
@@ -166,6 +167,24 @@ struct Catalog {
     prompts: Vec<Arc<PromptDef>>,
     /// Bumped on every change; cursors from before a change are stale.
     generation: u64,
+    /// Where each tool is in `tools`, by name (the first, where a builder
+    /// was given two of one name).
+    tool_index: HashMap<String, usize>,
+}
+
+impl Catalog {
+    /// The tool named `name`.
+    fn tool(&self, name: &str) -> Option<&Arc<ToolDef>> {
+        self.tool_index.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// Indexes the tools again after a change.
+    fn index_tools(&mut self) {
+        self.tool_index.clear();
+        for (i, tool) in self.tools.iter().enumerate().rev() {
+            self.tool_index.insert(tool.tool.name.clone(), i);
+        }
+    }
 }
 
 /// A modern-era `subscriptions/listen` stream.
@@ -337,14 +356,18 @@ impl Server {
     /// Adds (or replaces, by name) a tool; clients are told the list changed.
     pub fn add_tool(&self, tool: ToolDef) {
         self.change_catalog(ListKind::Tools, |c| {
-            upsert(&mut c.tools, tool, |t| &t.tool.name)
+            let changed = upsert(&mut c.tools, tool, |t| &t.tool.name);
+            c.index_tools();
+            changed
         });
     }
 
     /// Removes a tool; returns whether it existed.
     pub fn remove_tool(&self, name: &str) -> bool {
         self.change_catalog(ListKind::Tools, |c| {
-            remove(&mut c.tools, name, |t| &t.tool.name)
+            let removed = remove(&mut c.tools, name, |t| &t.tool.name);
+            c.index_tools();
+            removed
         })
     }
 
@@ -639,12 +662,7 @@ impl Server {
         ctx: RequestContext,
     ) -> HandlerResult {
         let revision = ctx.revision;
-        let tool = self
-            .read_catalog()
-            .tools
-            .iter()
-            .find(|t| t.tool.name == params.name)
-            .cloned();
+        let tool = self.read_catalog().tool(&params.name).cloned();
         let Some(tool) = tool else {
             return Err(ErrorObject::invalid_params(format!(
                 "unknown tool: {}",
@@ -940,17 +958,13 @@ impl Service for Server {
 
     fn tool_header_params(&self, name: &str) -> Option<Arc<[HeaderParam]>> {
         self.read_catalog()
-            .tools
-            .iter()
-            .find(|t| t.tool.name == name)
+            .tool(name)
             .and_then(|t| t.header_params.clone())
     }
 
     fn tool_required_scopes(&self, name: &str) -> Option<Arc<[String]>> {
         self.read_catalog()
-            .tools
-            .iter()
-            .find(|t| t.tool.name == name)
+            .tool(name)
             .and_then(|t| t.required_scopes.clone())
     }
 }

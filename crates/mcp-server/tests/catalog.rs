@@ -189,6 +189,48 @@ async fn pages_walk_the_whole_list_and_go_stale_when_it_changes() {
 }
 
 #[tokio::test]
+async fn calls_find_their_tool_by_name_through_every_change() {
+    let server = Server::builder("catalog-test", "0.0.1")
+        .tool(tool("a"))
+        .tool(tool("b"))
+        .tool(ToolDef::new(
+            "a",
+            "A second a",
+            |_: NoArguments, _: Context| async { Ok::<_, HandlerError>("second a ran") },
+        ))
+        .tool(tool("c"))
+        .build();
+    let mut client = Client::connect(&server, ProtocolVersion::V2025_06_18);
+    client.initialize(ProtocolVersion::V2025_06_18).await;
+    let mut call = async |name: &str| {
+        let (reply, _) = client
+            .request("tools/call", json!({"name": name, "arguments": {}}))
+            .await;
+        match reply["result"]["content"][0]["text"].as_str() {
+            Some(text) => text.to_owned(),
+            None => format!("error {}", reply["error"]["code"]),
+        }
+    };
+    // Of two tools given one name, the first is called.
+    assert_eq!(call("a").await, "a ran");
+    assert_eq!(call("c").await, "c ran");
+    // Removing a tool moves the ones after it.
+    assert!(server.remove_tool("b"));
+    assert_eq!(call("b").await, "error -32602");
+    assert_eq!(call("c").await, "c ran");
+    // Adding one of a name there is replaces it.
+    server.add_tool(ToolDef::new(
+        "c",
+        "A new c",
+        |_: NoArguments, _: Context| async { Ok::<_, HandlerError>("new c ran") },
+    ));
+    assert_eq!(call("c").await, "new c ran");
+    server.add_tool(tool("d"));
+    assert_eq!(call("d").await, "d ran");
+    assert_eq!(call("unknown").await, "error -32602");
+}
+
+#[tokio::test]
 async fn legacy_sessions_hear_of_every_change_and_nothing_else() {
     let server = server(100);
     let mut client = Client::connect(&server, ProtocolVersion::V2025_06_18);
