@@ -51,8 +51,8 @@ pub use peer::{Peer, ProgressCallback, RequestOptions};
 pub use request_meta::KnownMeta;
 pub use service::{BoxFuture, HandlerResult, IncomingRequest, Service};
 pub use session::{
-    ClientIdentity, DirectSession, Negotiated, Role, RunningSession, ServerIdentity, SessionConfig,
-    request_id_in_use, serve, unsupported_version,
+    ClientIdentity, DirectSession, Negotiated, ReadFrame, Role, RunningSession, ServerIdentity,
+    SessionConfig, request_id_in_use, serve, unsupported_version,
 };
 pub use transport::{
     DEFAULT_CHANNEL_CAPACITY, FrameKind, FrameSink, InboundFrame, OutboundFrame, SinkClosed,

@@ -67,9 +67,9 @@ pub(crate) fn members_after(params: &str, end: usize) -> Option<Cow<'_, str>> {
 }
 
 /// A stateless request's `_meta` that the server has read before,
-/// recognised where it opens the params (see [`SessionConfig::known_meta`]).
+/// recognised where it opens the params (see [`ReadFrame::known_meta`]).
 ///
-/// [`SessionConfig::known_meta`]: crate::SessionConfig::known_meta
+/// [`ReadFrame::known_meta`]: crate::ReadFrame::known_meta
 #[derive(Debug)]
 pub struct KnownMeta<'p> {
     /// The typed `_meta`.
@@ -160,10 +160,14 @@ impl StatelessClients {
     }
 
     /// The latest remembered `_meta` whose text opens `rest` (the text
-    /// after a `"_meta":` key), as a whole value.
-    pub(crate) fn recent_meta_opening(&self, rest: &str) -> Option<Arc<RawValue>> {
+    /// after a `"_meta":` key), as a whole value, and its client.
+    pub(crate) fn recent_meta_opening(
+        &self,
+        rest: &str,
+    ) -> Option<(Arc<RawValue>, Arc<StatelessClient>)> {
         let seen = self.seen.read().unwrap_or_else(|p| p.into_inner());
-        seen.recent_opening(rest).map(|(text, _)| Arc::clone(text))
+        seen.recent_opening(rest)
+            .map(|(text, client)| (Arc::clone(text), Arc::clone(client)))
     }
 
     /// The client whose requests carry exactly this `_meta` text.
@@ -334,15 +338,26 @@ mod tests {
             r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"_meta":{meta},"name":"x"}}}}"#
         );
         let seen = identity.stateless_clients();
-        let recognised =
-            || Message::parse_with_known_meta(&text, |rest| seen.recent_meta_opening(rest));
+        let recognised = || {
+            Message::parse_with_known_meta(&text, |rest| {
+                seen.recent_meta_opening(rest).map(|(text, _)| text)
+            })
+        };
         assert!(recognised().is_none(), "nothing remembered yet");
         seen.remember(meta, &client(identity, meta));
         let fast = recognised().expect("recognised once remembered");
         let full = Message::parse(&text).unwrap();
         assert_eq!(format!("{fast:?}"), format!("{full:?}"));
-        let frame = config.parse_frame(&text).unwrap();
-        assert_eq!(format!("{frame:?}"), format!("{:?}", Frame::Single(full)));
+        let read = config.read_frame(&text).unwrap();
+        assert_eq!(
+            format!("{:?}", read.frame()),
+            format!("{:?}", Frame::Single(full))
+        );
+        let known = read.known_meta().expect("known with its client");
+        assert_eq!(known.members, r#"{"name":"x"}"#);
+        let unknown =
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{},"name":"x"}}"#;
+        assert!(config.read_frame(unknown).unwrap().known_meta().is_none());
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_schema::jsonrpc::{self, ErrorResponse, Frame, Message, Notification, Request, RequestId};
+use mcp_schema::leading_meta::META_FIRST;
 use mcp_schema::text_search::TextSearch;
 use mcp_schema::{
     CancelledNotificationParams, ClientCapabilities, DiscoverResult, ErrorObject, Implementation,
@@ -128,32 +129,29 @@ impl SessionConfig {
     /// Parses a frame as [`Message::parse_frame`] does; a server reads a
     /// stateless request whose params open with a `_meta` it has read
     /// before (the same text, as a client repeats it with every request)
-    /// without parsing that `_meta` again.
-    pub fn parse_frame(&self, text: &str) -> Result<Frame, ErrorResponse> {
-        if let Role::Server(identity) = &self.role
-            && let Some(message) = Message::parse_with_known_meta(text, |rest| {
-                identity.stateless_clients().recent_meta_opening(rest)
-            })
-        {
-            return Ok(Frame::Single(message));
+    /// without parsing that `_meta` again, and the frame keeps what that
+    /// `_meta` was read as.
+    pub fn read_frame(&self, text: &str) -> Result<ReadFrame, ErrorResponse> {
+        if let Role::Server(identity) = &self.role {
+            let mut known = None;
+            let message = Message::parse_with_known_meta(text, |rest| {
+                let (text, client) = identity.stateless_clients().recent_meta_opening(rest)?;
+                known = Some(Recognised {
+                    client,
+                    meta_len: text.get().len(),
+                });
+                Some(text)
+            });
+            // The text compared equal where the params open: the client is
+            // the one of this request's `_meta`.
+            if let Some(message) = message {
+                return Ok(ReadFrame {
+                    frame: Frame::Single(message),
+                    known,
+                });
+            }
         }
-        Message::parse_frame(text)
-    }
-
-    /// A stateless request's `_meta` that this server has read before,
-    /// recognised where it opens `params` (written compactly, and the same
-    /// as before) by comparing text instead of reading it again; `None`
-    /// otherwise, and for a client.
-    pub fn known_meta<'p>(&self, params: &'p str) -> Option<KnownMeta<'p>> {
-        let Role::Server(identity) = &self.role else {
-            return None;
-        };
-        let (text, client) = identity.stateless_clients().recognise(params)?;
-        let end = leading_meta_end(params, text)?;
-        Some(KnownMeta {
-            meta: Arc::clone(&client.meta),
-            members: members_after(params, end)?,
-        })
+        Message::parse_frame(text).map(ReadFrame::from)
     }
 
     /// Default settings for `role`: 60 s timeout, 10 min hard maximum,
@@ -300,6 +298,64 @@ pub fn serve(
     RunningSession { peer, task }
 }
 
+/// A frame as a session's config reads it ([`SessionConfig::read_frame`]):
+/// for a stateless request whose params open with a `_meta` the server has
+/// read before, also what that `_meta` was read as, so that nothing reads
+/// it again.
+#[derive(Debug)]
+pub struct ReadFrame {
+    frame: Frame,
+    known: Option<Recognised>,
+}
+
+/// The client whose remembered `_meta` text opens a request's params.
+struct Recognised {
+    client: Arc<StatelessClient>,
+    /// The length of that text.
+    meta_len: usize,
+}
+
+impl std::fmt::Debug for Recognised {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recognised")
+            .field("meta_len", &self.meta_len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl From<Frame> for ReadFrame {
+    fn from(frame: Frame) -> Self {
+        ReadFrame { frame, known: None }
+    }
+}
+
+impl ReadFrame {
+    /// The frame.
+    pub fn frame(&self) -> &Frame {
+        &self.frame
+    }
+
+    /// The frame, without what its `_meta` was read as.
+    pub fn into_frame(self) -> Frame {
+        self.frame
+    }
+
+    /// The recognised `_meta` of a stateless request and the params' other
+    /// members; `None` where nothing was recognised.
+    pub fn known_meta(&self) -> Option<KnownMeta<'_>> {
+        let known = self.known.as_ref()?;
+        let Frame::Single(Message::Request(request)) = &self.frame else {
+            return None;
+        };
+        let params = request.params.as_deref()?.get();
+        let end = META_FIRST.len() + known.meta_len;
+        Some(KnownMeta {
+            meta: Arc::clone(&known.client.meta),
+            members: members_after(params, end)?,
+        })
+    }
+}
+
 /// A session its transport drives message by message, in the transport's
 /// own tasks, with frames going out through a [`FrameSink`]. It has no task
 /// or channel of its own, so an idle session is only its state: the shape
@@ -387,22 +443,14 @@ impl DirectSession {
     /// frames are handled as `handle_parsed` handles them, and give `None`.
     pub fn answer_parsed(
         &self,
-        frame: Frame,
+        read: ReadFrame,
         extensions: Option<Arc<Extensions>>,
     ) -> impl Future<Output = Option<String>> + Send + 'static {
         let engine = Arc::clone(&self.engine);
         async move {
-            match frame {
-                Frame::Single(Message::Request(request)) => {
-                    engine
-                        .on_request(request, Reply::Caller, extensions, Dispatch::Inline)
-                        .await
-                }
-                frame => {
-                    engine.on_parsed(frame, extensions, Dispatch::Inline).await;
-                    None
-                }
-            }
+            engine
+                .on_read(read, Reply::Caller, extensions, Dispatch::Inline)
+                .await
         }
     }
 
@@ -516,9 +564,34 @@ impl Engine {
     }
 
     async fn on_frame(&self, text: &str, extensions: Option<Arc<Extensions>>, dispatch: Dispatch) {
-        match self.shared.config.parse_frame(text) {
-            Ok(frame) => self.on_parsed(frame, extensions, dispatch).await,
+        match self.shared.config.read_frame(text) {
+            Ok(read) => {
+                self.on_read(read, Reply::Direct, extensions, dispatch)
+                    .await;
+            }
             Err(ErrorResponse { id, error }) => self.send_error(id, error).await,
+        }
+    }
+
+    /// A frame its config read: a single request with what its `_meta`
+    /// was read as, anything else as parsed. The response to a single
+    /// request goes to `reply`.
+    async fn on_read(
+        &self,
+        read: ReadFrame,
+        reply: Reply,
+        extensions: Option<Arc<Extensions>>,
+        dispatch: Dispatch,
+    ) -> Option<String> {
+        match read.frame {
+            Frame::Single(Message::Request(request)) => {
+                self.on_request(request, read.known, reply, extensions, dispatch)
+                    .await
+            }
+            frame => {
+                self.on_parsed(frame, extensions, dispatch).await;
+                None
+            }
         }
     }
 
@@ -615,7 +688,8 @@ impl Engine {
     ) {
         match message {
             Message::Request(req) => {
-                self.on_request(req, reply, extensions, dispatch).await;
+                self.on_request(req, None, reply, extensions, dispatch)
+                    .await;
             }
             Message::Notification(n) => self.on_notification(n).await,
             Message::Response(r) => self.shared.complete(&r.id, Ok(r.result)),
@@ -631,12 +705,13 @@ impl Engine {
     async fn on_request(
         &self,
         req: Request,
+        known: Option<Recognised>,
         reply: Reply,
         extensions: Option<Arc<Extensions>>,
         dispatch: Dispatch,
     ) -> Option<String> {
         let Request { id, method, params } = req;
-        let admitted = match self.admit(&method, params.as_deref()) {
+        let admitted = match self.admit(&method, params.as_deref(), known) {
             Ok(Admission::Answer(result, revision)) => {
                 let text = response_text(&id, result, revision, self.server_meta.as_deref());
                 return self.deliver(&reply, text, Some(&id)).await;
@@ -718,9 +793,14 @@ impl Engine {
 
     /// Lifecycle, version and capability checks; answers what the engine
     /// itself owns.
-    fn admit(&self, method: &str, params: Option<&RawValue>) -> Result<Admission, ErrorObject> {
+    fn admit(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        known: Option<Recognised>,
+    ) -> Result<Admission, ErrorObject> {
         match &self.shared.config.role {
-            Role::Server(identity) => self.admit_server(identity, method, params),
+            Role::Server(identity) => self.admit_server(identity, method, params, known),
             Role::Client(identity) => {
                 let meta = Arc::new(read_meta(meta_text(params)?)?);
                 if method == methods::PING {
@@ -751,9 +831,19 @@ impl Engine {
         identity: &ServerIdentity,
         method: &str,
         params: Option<&RawValue>,
+        recognised: Option<Recognised>,
     ) -> Result<Admission, ErrorObject> {
         let clients = identity.stateless_clients();
-        let (meta_text, known) = match params.and_then(|p| clients.recognise(p.get())) {
+        // Recognised when the frame was read, or now.
+        let recognised = recognised
+            .and_then(|r| {
+                let meta = params?
+                    .get()
+                    .get(META_FIRST.len()..META_FIRST.len() + r.meta_len)?;
+                Some((meta, r.client))
+            })
+            .or_else(|| params.and_then(|p| clients.recognise(p.get())));
+        let (meta_text, known) = match recognised {
             Some((text, client)) => (Some(text), Some(client)),
             None => {
                 let text = meta_text(params)?;

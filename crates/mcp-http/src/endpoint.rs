@@ -16,7 +16,7 @@ use bytes::BytesMut;
 use futures::Stream;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use mcp_core::{
-    BoxFuture, DirectSession, Extensions, FrameKind, FrameSink, OutboundFrame, Service,
+    BoxFuture, DirectSession, Extensions, FrameKind, FrameSink, OutboundFrame, ReadFrame, Service,
     SessionConfig, SinkClosed,
 };
 use mcp_schema::jsonrpc::{self, ErrorObject, Frame, Message, RequestId};
@@ -316,7 +316,7 @@ pub(crate) fn read_message(
     stateless: Option<&SessionConfig>,
     service: &dyn Service,
     scope_guard: Option<&ToolScopeGuard>,
-) -> Result<Frame, Refusal> {
+) -> Result<ReadFrame, Refusal> {
     let Ok(text) = std::str::from_utf8(&body) else {
         let error = ErrorObject::parse_error("body is not UTF-8");
         return Err(Box::new(error_response(
@@ -326,10 +326,10 @@ pub(crate) fn read_message(
         )));
     };
     let parsed = match stateless {
-        Some(config) => config.parse_frame(text),
-        None => Message::parse_frame(text),
+        Some(config) => config.read_frame(text),
+        None => Message::parse_frame(text).map(ReadFrame::from),
     };
-    let frame = parsed.map_err(|e| {
+    let read = parsed.map_err(|e| {
         Box::new(error_response(
             StatusCode::BAD_REQUEST,
             e.id.as_ref(),
@@ -337,11 +337,11 @@ pub(crate) fn read_message(
         ))
     })?;
     if let Some(guard) = scope_guard
-        && let Some(refusal) = check_tool_scopes(&frame, service, guard)
+        && let Some(refusal) = check_tool_scopes(read.frame(), service, guard)
     {
         return Err(Box::new(refusal));
     }
-    Ok(frame)
+    Ok(read)
 }
 
 /// [`answer`] as a service. Its future is boxed: a request's is large,
@@ -449,19 +449,19 @@ async fn handle_post(endpoint: &Arc<McpEndpoint>, request: Request) -> Response 
         .is_none()
         .then_some(endpoint.session_config.as_ref());
     let service = endpoint.service.as_ref();
-    let frame = match read_message(body, stateless, service, scope_guard.as_ref()) {
-        Ok(frame) => frame,
+    let read = match read_message(body, stateless, service, scope_guard.as_ref()) {
+        Ok(read) => read,
         Err(refusal) => return *refusal,
     };
     let extensions = extensions.map(|e| e.0);
     match session_id {
-        Some(id) => post_to_session(endpoint, id, &headers, frame, extensions).await,
-        None if is_initialize(&frame) && !names_modern_version(&headers) => {
+        Some(id) => post_to_session(endpoint, id, &headers, read.into_frame(), extensions).await,
+        None if is_initialize(read.frame()) && !names_modern_version(&headers) => {
             // Boxed, as the other rare paths: the future of every POST is
             // as large as its largest path.
-            Box::pin(post_initialize(endpoint, frame, extensions)).await
+            Box::pin(post_initialize(endpoint, read.into_frame(), extensions)).await
         }
-        None => post_stateless(endpoint, &headers, frame, extensions).await,
+        None => post_stateless(endpoint, &headers, read, extensions).await,
     }
 }
 
@@ -576,17 +576,11 @@ async fn post_to_session(
 async fn post_stateless(
     endpoint: &Arc<McpEndpoint>,
     headers: &HeaderMap,
-    frame: Frame,
+    read: ReadFrame,
     extensions: Option<Arc<Extensions>>,
 ) -> Response {
-    let checked = check_headers(
-        headers,
-        &frame,
-        endpoint.service.as_ref(),
-        &endpoint.session_config,
-    );
-    if let Err(error) = checked {
-        let id = request_ids(&frame).next();
+    if let Err(error) = check_headers(headers, &read, endpoint.service.as_ref()) {
+        let id = request_ids(read.frame()).next();
         return error_response(StatusCode::BAD_REQUEST, id, &error);
     }
     let (sink, receiver) = mpsc::unbounded_channel();
@@ -597,9 +591,9 @@ async fn post_stateless(
         Arc::clone(&endpoint.service),
         Arc::clone(&endpoint.session_config),
     );
-    let notifications_only = request_ids(&frame).next().is_none();
+    let notifications_only = request_ids(read.frame()).next().is_none();
     // The response comes back from the handling, not through the sink.
-    let answering = session.answer_parsed(frame, extensions);
+    let answering = session.answer_parsed(read, extensions);
     let closing = CloseOnDrop(session);
     let work = async move {
         // However the request ends (answered, abandoned, or this future

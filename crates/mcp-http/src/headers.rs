@@ -3,7 +3,7 @@
 //! disagreement is answered 400 with -32020 (`HeaderMismatch`).
 
 use axum::http::HeaderMap;
-use mcp_core::{Service, SessionConfig};
+use mcp_core::{ReadFrame, Service};
 use mcp_schema::header_params::decode_header_value;
 use mcp_schema::jsonrpc::{ErrorObject, Frame, Message};
 use mcp_schema::{JsonObject, error_codes, methods};
@@ -63,17 +63,16 @@ fn mismatch(what: impl std::fmt::Display) -> ErrorObject {
 /// them with -32602 first, as the specification orders the checks.
 pub(crate) fn check_headers(
     headers: &HeaderMap,
-    frame: &Frame,
+    read: &ReadFrame,
     service: &dyn Service,
-    config: &SessionConfig,
 ) -> Result<(), ErrorObject> {
-    let Frame::Single(Message::Request(request)) = frame else {
+    let Frame::Single(Message::Request(request)) = read.frame() else {
         return Ok(());
     };
     let params = request.params.as_deref().map(RawValue::get);
     // A `_meta` the server has read before is not read again: only the
     // other members are.
-    let known = params.and_then(|params| config.known_meta(params));
+    let known = read.known_meta();
     let probed = match &known {
         Some(known) => Some(known.members.as_ref()),
         None => params,

@@ -265,7 +265,7 @@ pub(crate) async fn handle_message(
     let guard = scope_guard.as_ref().map(|Extension(g)| g);
     tracing::debug!(session = %id, bytes = body.len(), "legacy SSE message");
     let frame = match read_message(body, None, endpoint.service.as_ref(), guard) {
-        Ok(frame) => frame,
+        Ok(read) => read.into_frame(),
         Err(refusal) => return *refusal,
     };
     let extensions = extensions.map(|Extension(e)| e.0);
