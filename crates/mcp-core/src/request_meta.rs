@@ -88,6 +88,7 @@ pub(crate) fn read_meta(text: Option<&str>) -> Result<RequestMetaObject, ErrorOb
 }
 
 /// What a stateless request's `_meta` says, read once.
+#[derive(Debug)]
 pub(crate) struct StatelessClient {
     /// The typed `_meta`.
     pub(crate) meta: Arc<RequestMetaObject>,
@@ -355,6 +356,7 @@ mod tests {
         );
         let known = read.known_meta().expect("known with its client");
         assert_eq!(known.members, r#"{"name":"x"}"#);
+        assert_eq!(*known.meta, read_meta(Some(meta)).unwrap());
         let unknown =
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{},"name":"x"}}"#;
         assert!(config.read_frame(unknown).unwrap().known_meta().is_none());

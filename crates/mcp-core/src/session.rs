@@ -309,17 +309,18 @@ pub struct ReadFrame {
 }
 
 /// The client whose remembered `_meta` text opens a request's params.
+#[derive(Debug)]
 struct Recognised {
     client: Arc<StatelessClient>,
     /// The length of that text.
     meta_len: usize,
 }
 
-impl std::fmt::Debug for Recognised {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Recognised")
-            .field("meta_len", &self.meta_len)
-            .finish_non_exhaustive()
+impl Recognised {
+    /// The recognised `_meta` text in `params`, right after their opening
+    /// `{"_meta":`.
+    fn meta_in<'p>(&self, params: &'p str) -> Option<&'p str> {
+        params.get(META_FIRST.len()..META_FIRST.len() + self.meta_len)
     }
 }
 
@@ -348,7 +349,7 @@ impl ReadFrame {
             return None;
         };
         let params = request.params.as_deref()?.get();
-        let end = META_FIRST.len() + known.meta_len;
+        let end = leading_meta_end(params, known.meta_in(params)?)?;
         Some(KnownMeta {
             meta: Arc::clone(&known.client.meta),
             members: members_after(params, end)?,
@@ -710,6 +711,11 @@ impl Engine {
         extensions: Option<Arc<Extensions>>,
         dispatch: Dispatch,
     ) -> Option<String> {
+        // A spawned handler's response handed back would reach no one.
+        debug_assert!(
+            dispatch == Dispatch::Inline || !matches!(reply, Reply::Caller),
+            "a caller's reply runs inline"
+        );
         let Request { id, method, params } = req;
         let admitted = match self.admit(&method, params.as_deref(), known) {
             Ok(Admission::Answer(result, revision)) => {
@@ -836,12 +842,7 @@ impl Engine {
         let clients = identity.stateless_clients();
         // Recognised when the frame was read, or now.
         let recognised = recognised
-            .and_then(|r| {
-                let meta = params?
-                    .get()
-                    .get(META_FIRST.len()..META_FIRST.len() + r.meta_len)?;
-                Some((meta, r.client))
-            })
+            .and_then(|r| Some((r.meta_in(params?.get())?, r.client)))
             .or_else(|| params.and_then(|p| clients.recognise(p.get())));
         let (meta_text, known) = match recognised {
             Some((text, client)) => (Some(text), Some(client)),

@@ -631,12 +631,12 @@ impl Drop for CloseOnDrop {
 /// work may end with the response's text, which the response then carries.
 struct Handling {
     work: Option<BoxFuture<'static, Option<String>>>,
-    /// Whether the work goes on when the response is dropped unfinished
-    /// (the client went away): yes for a session's request, which the
-    /// client may resume; no for a stateless one, which that cancels.
-    finish_if_dropped: bool,
-    /// Where a response the work ends with goes once the response is
-    /// already streaming, behind what came before it.
+    /// For work that ends with the response's text (a stateless request):
+    /// where that response goes once the response is already streaming,
+    /// behind what came before it. Such work stops when the response is
+    /// dropped unfinished (the client went away, which cancels it); work
+    /// without it sends everything through its session and goes on, as
+    /// the client may resume its stream.
     answer_to: Option<mpsc::UnboundedSender<Delivery>>,
 }
 
@@ -648,7 +648,6 @@ impl Handling {
                 work.await;
                 None
             })),
-            finish_if_dropped: true,
             answer_to: None,
         }
     }
@@ -660,7 +659,6 @@ impl Handling {
     ) -> Self {
         Handling {
             work: Some(Box::pin(work)),
-            finish_if_dropped: false,
             answer_to: Some(answer_to),
         }
     }
@@ -679,11 +677,7 @@ impl Handling {
             return;
         };
         let answer_to = self.answer_to.take();
-        let mut rest = Box::pin(async move {
-            if let (Some(to), Some(delivery)) = (answer_to, work.await.and_then(answer_delivery)) {
-                let _ = to.send(delivery);
-            }
-        });
+        let mut rest = Box::pin(async move { queue_answer(answer_to, work.await) });
         if futures::FutureExt::now_or_never(&mut rest).is_none() {
             tokio::spawn(rest);
         }
@@ -700,9 +694,17 @@ fn answer_delivery(text: String) -> Option<Delivery> {
     })
 }
 
+/// Puts the response a handling ended with behind the deliveries already
+/// sent to its response.
+fn queue_answer(to: Option<mpsc::UnboundedSender<Delivery>>, answer: Option<String>) {
+    if let (Some(to), Some(delivery)) = (to, answer.and_then(answer_delivery)) {
+        let _ = to.send(delivery);
+    }
+}
+
 impl Drop for Handling {
     fn drop(&mut self) {
-        if let Some(work) = self.work.take().filter(|_| self.finish_if_dropped)
+        if let Some(work) = self.work.take().filter(|_| self.answer_to.is_none())
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
             runtime.spawn(async move {
@@ -812,15 +814,13 @@ async fn respond(
                     // Taken, so that the deliveries end once the session
                     // lets go of its sink.
                     let answer_to = handling.answer_to.take();
-                    match (answer.and_then(answer_delivery), answer_to) {
+                    if priming.is_none() && receiver.is_empty() {
                         // Nothing came before the response: it is the first.
-                        (Some(answer), _) if priming.is_none() && receiver.is_empty() => {
+                        if let Some(answer) = answer.and_then(answer_delivery) {
                             break Some(answer);
                         }
-                        (Some(answer), Some(to)) => {
-                            let _ = to.send(answer);
-                        }
-                        _ => {}
+                    } else {
+                        queue_answer(answer_to, answer);
                     }
                 }
             }
