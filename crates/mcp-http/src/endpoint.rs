@@ -583,25 +583,50 @@ async fn post_stateless(
         let id = request_ids(read.frame()).next();
         return error_response(StatusCode::BAD_REQUEST, id, &error);
     }
-    let (sink, receiver) = mpsc::unbounded_channel();
-    let response_gone = sink.clone();
-    let answer_to = sink.clone();
+    let sink = Arc::new(ResponseSink::default());
     let session = DirectSession::for_one_message(
-        Arc::new(ResponseSink(sink)),
+        Arc::clone(&sink) as Arc<dyn FrameSink>,
         Arc::clone(&endpoint.service),
         Arc::clone(&endpoint.session_config),
     );
     let notifications_only = request_ids(read.frame()).next().is_none();
     // The response comes back from the handling, not through the sink.
-    let answering = session.answer_parsed(read, extensions);
+    let mut answering = Box::pin(session.answer_parsed(read, extensions));
     let closing = CloseOnDrop(session);
+    if notifications_only {
+        answering.await;
+        return StatusCode::ACCEPTED.into_response();
+    }
+    // Most requests are answered on their first poll, having sent nothing
+    // before: their response is the JSON answer, and no stream is set up.
+    let first_poll = std::future::poll_fn(|cx| Poll::Ready(answering.as_mut().poll(cx))).await;
+    if let Poll::Ready(answer) = first_poll {
+        drop(closing);
+        return match answer {
+            Some(answer)
+                if !answer.is_empty()
+                    && endpoint.config.response_mode == ResponseMode::Auto
+                    && sink.holds_nothing() =>
+            {
+                json_response(MessageText::Owned(answer), Era::Modern)
+            }
+            // Behind what the handler sent first, or streamed anyway.
+            answer => {
+                let (sender, receiver) = sink.open();
+                queue_answer(Some(sender), answer);
+                respond(endpoint, receiver, None, Era::Modern, None).await
+            }
+        };
+    }
+    let (sink, receiver) = sink.open();
+    let response_gone = sink.clone();
     let work = async move {
         // However the request ends (answered, abandoned, or this future
         // dropped with its connection), its session closes.
         let _closing = closing;
         tokio::select! {
-            // The handling first: a request answered at once (most are)
-            // sets up no wait for the response's end.
+            // The handling first: a request answered now sets up no wait
+            // for the response's end.
             biased;
             answer = answering => answer,
             // The client closed the response: in 2026-07-28 that cancels
@@ -609,11 +634,7 @@ async fn post_stateless(
             () = response_gone.closed() => None,
         }
     };
-    let handling = Handling::abandoned_if_dropped(work, answer_to);
-    if notifications_only {
-        handling.finish().await;
-        return StatusCode::ACCEPTED.into_response();
-    }
+    let handling = Handling::abandoned_if_dropped(work, sink);
     respond(endpoint, receiver, None, Era::Modern, Some(handling)).await
 }
 
@@ -663,13 +684,6 @@ impl Handling {
         }
     }
 
-    /// Runs the work to its end here.
-    async fn finish(mut self) {
-        if let Some(work) = self.work.take() {
-            work.await;
-        }
-    }
-
     /// Runs the rest of the work on a task of its own, unless it finishes
     /// right now; its response follows the deliveries.
     fn detach(mut self) {
@@ -714,22 +728,77 @@ impl Drop for Handling {
     }
 }
 
-/// The frames of a stateless request, straight onto its response.
-struct ResponseSink(mpsc::UnboundedSender<Delivery>);
+/// The frames a stateless request's handler sends before its response.
+/// They are held until the response opens its stream (most requests send
+/// none, and no channel is made for them); from then on they go straight
+/// onto that stream.
+#[derive(Default)]
+struct ResponseSink(std::sync::Mutex<Outbox>);
+
+/// What a [`ResponseSink`] does with a frame.
+enum Outbox {
+    /// Keeps it, the response not being under way yet.
+    Held(Vec<Delivery>),
+    /// Sends it onto the response's stream.
+    Open(mpsc::UnboundedSender<Delivery>),
+}
+
+impl Default for Outbox {
+    fn default() -> Self {
+        Outbox::Held(Vec::new())
+    }
+}
+
+impl ResponseSink {
+    fn outbox(&self) -> std::sync::MutexGuard<'_, Outbox> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether nothing has been sent yet.
+    fn holds_nothing(&self) -> bool {
+        matches!(&*self.outbox(), Outbox::Held(held) if held.is_empty())
+    }
+
+    /// The response's stream, with what was held already in it. Takes the
+    /// caller's handle, so that the stream ends once the session lets go
+    /// of the sink and the returned sender is dropped.
+    fn open(
+        self: Arc<Self>,
+    ) -> (
+        mpsc::UnboundedSender<Delivery>,
+        mpsc::UnboundedReceiver<Delivery>,
+    ) {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let mut outbox = self.outbox();
+        let previous = std::mem::replace(&mut *outbox, Outbox::Open(sender.clone()));
+        debug_assert!(matches!(previous, Outbox::Held(_)), "opened twice");
+        if let Outbox::Held(held) = previous {
+            for delivery in held {
+                let _ = sender.send(delivery);
+            }
+        }
+        (sender, receiver)
+    }
+}
 
 impl FrameSink for ResponseSink {
     fn send(&self, frame: OutboundFrame) -> BoxFuture<'_, Result<(), SinkClosed>> {
-        let sent = match frame.kind {
+        let delivery = match frame.kind {
             // Cancelled: the response ends when the session closes.
-            FrameKind::Ended => Ok(()),
-            kind => self
-                .0
-                .send(Delivery {
-                    text: MessageText::Owned(frame.text),
-                    event_id: None,
-                    last: kind == FrameKind::Response,
-                })
-                .map_err(|_| SinkClosed),
+            FrameKind::Ended => None,
+            kind => Some(Delivery {
+                text: MessageText::Owned(frame.text),
+                event_id: None,
+                last: kind == FrameKind::Response,
+            }),
+        };
+        let sent = match (delivery, &mut *self.outbox()) {
+            (None, _) => Ok(()),
+            (Some(delivery), Outbox::Held(held)) => {
+                held.push(delivery);
+                Ok(())
+            }
+            (Some(delivery), Outbox::Open(sender)) => sender.send(delivery).map_err(|_| SinkClosed),
         };
         Box::pin(std::future::ready(sent))
     }
@@ -837,16 +906,21 @@ async fn respond(
         return sse_response(endpoint, priming.into_iter().collect(), receiver, None);
     };
     if first.last && endpoint.config.response_mode == ResponseMode::Auto {
-        let status = status_of(&first.text, era);
-        return (
-            status,
-            [(header::CONTENT_TYPE, JSON_CONTENT)],
-            first.text.into_body(),
-        )
-            .into_response();
+        return json_response(first.text, era);
     }
     let opening: Vec<Delivery> = priming.into_iter().chain(std::iter::once(first)).collect();
     sse_response(endpoint, opening, receiver, guard)
+}
+
+/// A response carrying one JSON message.
+fn json_response(text: MessageText, era: Era) -> Response {
+    let status = status_of(&text, era);
+    (
+        status,
+        [(header::CONTENT_TYPE, JSON_CONTENT)],
+        text.into_body(),
+    )
+        .into_response()
 }
 
 /// An SSE response: `opening` deliveries in one write, then the rest as

@@ -301,6 +301,22 @@ async fn always_sse_mode() {
         let priming = reply.events.iter().filter(|e| e.data.is_empty()).count();
         assert_eq!(priming, usize::from(version == V11), "{version}: {reply:?}");
     }
+    // A stateless request answered at once is streamed too.
+    let (request, body) = server.modern(
+        json!(9),
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "stateless as sse"}}),
+        json!({}),
+    );
+    let reply = server.send(request, &body).await;
+    assert_eq!(reply.status, StatusCode::OK, "{reply:?}");
+    assert_eq!(reply.content_type, "text/event-stream", "{reply:?}");
+    assert_eq!(reply.messages.len(), 1, "{reply:?}");
+    assert_eq!(reply.body["id"], 9, "{reply:?}");
+    assert_eq!(
+        reply.body["result"]["content"][0]["text"],
+        "stateless as sse"
+    );
 }
 
 // 4 ---------------------------------------------------------------------
