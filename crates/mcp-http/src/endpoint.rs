@@ -30,7 +30,7 @@ use tower::Layer;
 use crate::authz::{MessageExtensions, ToolScopeGuard, check_tool_scopes};
 use crate::config::{HttpConfig, ResponseMode};
 use crate::guard::{GuardLayer, Guarded};
-use crate::headers::check_headers;
+use crate::headers::{self, McpHeaders, check_headers};
 use crate::legacy_sse::LegacySessions;
 use crate::session::{
     Delivery, MessageText, ResumeOutcome, SessionLimit, SessionManager, StreamGuard, StreamRefused,
@@ -228,8 +228,8 @@ pub(crate) fn header_str(headers: &HeaderMap, name: impl header::AsHeaderName) -
 
 /// Whether the Accept header admits every one of `mimes`: directly, by a
 /// `type/*` range, or by `*/*`.
-fn accepts<const N: usize>(headers: &HeaderMap, mimes: [&str; N]) -> bool {
-    let Some(accept) = headers.get(header::ACCEPT).map(HeaderValue::as_bytes) else {
+fn accepts<const N: usize>(accept: Option<&HeaderValue>, mimes: [&str; N]) -> bool {
+    let Some(accept) = accept.map(HeaderValue::as_bytes) else {
         return false;
     };
     // One pass over the ranges, marking the types each admits; on bytes,
@@ -275,8 +275,8 @@ fn request_ids(frame: &Frame) -> impl Iterator<Item = &RequestId> {
 }
 
 /// Whether the MCP-Protocol-Version header names a stateless-era revision.
-fn names_modern_version(headers: &HeaderMap) -> bool {
-    header_str(headers, names::PROTOCOL_VERSION)
+fn names_modern_version(header: Option<&HeaderValue>) -> bool {
+    headers::text(header)
         .and_then(|v| v.parse::<ProtocolVersion>().ok())
         .is_some_and(|v| !v.is_legacy())
 }
@@ -289,10 +289,10 @@ fn is_initialize(frame: &Frame) -> bool {
 /// refusals are the rare path).
 pub(crate) type Refusal = Box<Response>;
 
-/// 415 unless the body is declared `application/json`.
-pub(crate) fn check_json_content(headers: &HeaderMap) -> Result<(), Refusal> {
-    let json_content = headers
-        .get(header::CONTENT_TYPE)
+/// 415 unless the body is declared `application/json` (by `content_type`,
+/// the Content-Type header).
+pub(crate) fn check_json_content(content_type: Option<&HeaderValue>) -> Result<(), Refusal> {
+    let json_content = content_type
         .is_some_and(|ct| media_type(ct.as_bytes()).eq_ignore_ascii_case(b"application/json"));
     if json_content {
         Ok(())
@@ -436,15 +436,16 @@ async fn handle_post(endpoint: &Arc<McpEndpoint>, request: Request) -> Response 
         Ok(body) => body,
         Err(refusal) => return *refusal,
     };
-    if let Err(refusal) = check_json_content(&headers) {
+    let found = McpHeaders::read(&headers);
+    if let Err(refusal) = check_json_content(found.content_type) {
         return *refusal;
     }
-    if !accepts(&headers, ["application/json", "text/event-stream"]) {
+    if !accepts(found.accept, ["application/json", "text/event-stream"]) {
         let error =
             ErrorObject::invalid_request("Accept must list application/json and text/event-stream");
         return error_response(StatusCode::NOT_ACCEPTABLE, None, &error);
     }
-    let session_id = header_str(&headers, names::SESSION_ID);
+    let session_id = headers::text(found.session_id);
     let stateless = session_id
         .is_none()
         .then_some(endpoint.session_config.as_ref());
@@ -455,13 +456,16 @@ async fn handle_post(endpoint: &Arc<McpEndpoint>, request: Request) -> Response 
     };
     let extensions = extensions.map(|e| e.0);
     match session_id {
-        Some(id) => post_to_session(endpoint, id, &headers, read.into_frame(), extensions).await,
-        None if is_initialize(read.frame()) && !names_modern_version(&headers) => {
+        Some(id) => {
+            let version = found.protocol_version;
+            post_to_session(endpoint, id, version, read.into_frame(), extensions).await
+        }
+        None if is_initialize(read.frame()) && !names_modern_version(found.protocol_version) => {
             // Boxed, as the other rare paths: the future of every POST is
             // as large as its largest path.
             Box::pin(post_initialize(endpoint, read.into_frame(), extensions)).await
         }
-        None => post_stateless(endpoint, &headers, read, extensions).await,
+        None => post_stateless(endpoint, &found, read, extensions).await,
     }
 }
 
@@ -509,7 +513,7 @@ async fn post_initialize(
 async fn post_to_session(
     endpoint: &Arc<McpEndpoint>,
     id: &str,
-    headers: &HeaderMap,
+    protocol_version: Option<&HeaderValue>,
     frame: Frame,
     extensions: Option<Arc<Extensions>>,
 ) -> Response {
@@ -519,7 +523,7 @@ async fn post_to_session(
         );
         return error_response(StatusCode::NOT_FOUND, None, &error);
     };
-    if let Some(version) = header_str(headers, names::PROTOCOL_VERSION)
+    if let Some(version) = headers::text(protocol_version)
         && version.parse::<ProtocolVersion>().is_err()
     {
         return bad_request(format!("unsupported MCP-Protocol-Version {version:?}"));
@@ -575,7 +579,7 @@ async fn post_to_session(
 /// plain call costs no task and no channel hop.
 async fn post_stateless(
     endpoint: &Arc<McpEndpoint>,
-    headers: &HeaderMap,
+    headers: &McpHeaders<'_>,
     read: ReadFrame,
     extensions: Option<Arc<Extensions>>,
 ) -> Response {
@@ -1039,11 +1043,12 @@ fn sse_stream(
 }
 
 async fn handle_get(endpoint: &Arc<McpEndpoint>, headers: &HeaderMap) -> Response {
-    if !accepts(headers, ["text/event-stream"]) {
+    let headers = McpHeaders::read(headers);
+    if !accepts(headers.accept, ["text/event-stream"]) {
         let error = ErrorObject::invalid_request("Accept must list text/event-stream");
         return error_response(StatusCode::NOT_ACCEPTABLE, None, &error);
     }
-    let Some(id) = header_str(headers, names::SESSION_ID) else {
+    let Some(id) = headers::text(headers.session_id) else {
         // No standalone stream outside a legacy session: 2026-07-28 clients
         // use subscriptions/listen.
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
@@ -1054,7 +1059,7 @@ async fn handle_get(endpoint: &Arc<McpEndpoint>, headers: &HeaderMap) -> Respons
     };
     session.touch();
     let guard = session.stream_opened();
-    if let Some(last_event_id) = header_str(headers, names::LAST_EVENT_ID) {
+    if let Some(last_event_id) = headers::text(headers.last_event_id) {
         let (outcome, receiver) = session.resume(last_event_id.to_owned()).await;
         if outcome == ResumeOutcome::Unknown {
             let error = ErrorObject::invalid_request("unknown or expired Last-Event-ID");
@@ -1119,7 +1124,7 @@ mod tests {
         fn accepts_with<const N: usize>(accept: &str, mimes: [&str; N]) -> bool {
             let mut headers = HeaderMap::new();
             headers.insert(header::ACCEPT, HeaderValue::from_str(accept).unwrap());
-            accepts(&headers, mimes)
+            accepts(headers.get(header::ACCEPT), mimes)
         }
         let both = ["application/json", "text/event-stream"];
         assert!(accepts_with("application/json, text/event-stream", both));
@@ -1134,6 +1139,6 @@ mod tests {
         assert!(!accepts_with("application/jsonx, text/event-stream", both));
         assert!(!accepts_with("app*, text/event-stream", both));
         assert!(accepts_with("text/event-stream", ["text/event-stream"]));
-        assert!(!accepts(&HeaderMap::new(), ["text/event-stream"]));
+        assert!(!accepts(None, ["text/event-stream"]));
     }
 }

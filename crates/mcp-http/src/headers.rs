@@ -1,8 +1,9 @@
-//! 2026-07-28: the request metadata headers (`MCP-Protocol-Version`,
-//! `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`) must agree with the body; a
-//! disagreement is answered 400 with -32020 (`HeaderMismatch`).
+//! The headers a POST is checked by, and, in 2026-07-28, the request
+//! metadata headers (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`,
+//! `Mcp-Param-*`) that must agree with the body; a disagreement is answered
+//! 400 with -32020 (`HeaderMismatch`).
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderValue};
 use mcp_core::{ReadFrame, Service};
 use mcp_schema::header_params::decode_header_value;
 use mcp_schema::jsonrpc::{ErrorObject, Frame, Message};
@@ -11,7 +12,58 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 
-use crate::endpoint::{header_str, names};
+use crate::endpoint::{LAST_EVENT_ID, METHOD, NAME, PROTOCOL_VERSION, SESSION_ID};
+
+/// The headers of a request that the endpoint reads, found in one pass
+/// over them instead of one hash lookup each. Each is its first value, as
+/// [`HeaderMap::get`] gives it.
+#[derive(Clone, Copy)]
+pub(crate) struct McpHeaders<'a> {
+    /// Every header, for those looked up by a name known only later.
+    pub(crate) all: &'a HeaderMap,
+    pub(crate) content_type: Option<&'a HeaderValue>,
+    pub(crate) accept: Option<&'a HeaderValue>,
+    pub(crate) session_id: Option<&'a HeaderValue>,
+    pub(crate) protocol_version: Option<&'a HeaderValue>,
+    pub(crate) method: Option<&'a HeaderValue>,
+    pub(crate) name: Option<&'a HeaderValue>,
+    pub(crate) last_event_id: Option<&'a HeaderValue>,
+}
+
+impl<'a> McpHeaders<'a> {
+    /// Finds the headers the endpoint reads among `all`.
+    pub(crate) fn read(all: &'a HeaderMap) -> Self {
+        let mut found = McpHeaders {
+            all,
+            content_type: None,
+            accept: None,
+            session_id: None,
+            protocol_version: None,
+            method: None,
+            name: None,
+            last_event_id: None,
+        };
+        for (name, value) in all {
+            let slot = match name.as_str() {
+                "content-type" => &mut found.content_type,
+                "accept" => &mut found.accept,
+                SESSION_ID => &mut found.session_id,
+                PROTOCOL_VERSION => &mut found.protocol_version,
+                METHOD => &mut found.method,
+                NAME => &mut found.name,
+                LAST_EVENT_ID => &mut found.last_event_id,
+                _ => continue,
+            };
+            slot.get_or_insert(value);
+        }
+        found
+    }
+}
+
+/// A header's value as text, if it is visible ASCII.
+pub(crate) fn text(value: Option<&HeaderValue>) -> Option<&str> {
+    value.and_then(|v| v.to_str().ok())
+}
 
 /// The part of 2026-07-28 request params checked against the headers,
 /// borrowed from the body: values are read only where a header needs them.
@@ -62,7 +114,7 @@ fn mismatch(what: impl std::fmt::Display) -> ErrorObject {
 /// per-request `_meta` is incomplete are left to the engine, which answers
 /// them with -32602 first, as the specification orders the checks.
 pub(crate) fn check_headers(
-    headers: &HeaderMap,
+    headers: &McpHeaders,
     read: &ReadFrame,
     service: &dyn Service,
 ) -> Result<(), ErrorObject> {
@@ -97,7 +149,7 @@ pub(crate) fn check_headers(
     let Some(body_version) = body_version else {
         return Ok(());
     };
-    match header_str(headers, names::PROTOCOL_VERSION) {
+    match text(headers.protocol_version) {
         Some(h) if h == body_version.as_ref() => {}
         Some(h) => {
             return Err(mismatch(format!(
@@ -106,7 +158,7 @@ pub(crate) fn check_headers(
         }
         None => return Err(mismatch("MCP-Protocol-Version header is missing")),
     }
-    match header_str(headers, names::METHOD) {
+    match text(headers.method) {
         Some(h) if h == request.method => {}
         Some(h) => {
             return Err(mismatch(format!(
@@ -123,9 +175,9 @@ pub(crate) fn check_headers(
         _ => None,
     };
     if let Some(name) = named.and_then(as_string) {
-        check_name(headers, &name)?;
+        check_name(headers.name, &name)?;
         if request.method == methods::TOOLS_CALL {
-            check_params(headers, service, &name, probe.arguments)?;
+            check_params(headers.all, service, &name, probe.arguments)?;
         }
     }
     Ok(())
@@ -133,8 +185,8 @@ pub(crate) fn check_headers(
 
 /// `Mcp-Name` against the body's name, URI or task id (decoded first when
 /// it is Base64).
-fn check_name(headers: &HeaderMap, name: &str) -> Result<(), ErrorObject> {
-    let Some(raw) = headers.get(names::NAME) else {
+fn check_name(header: Option<&HeaderValue>, name: &str) -> Result<(), ErrorObject> {
+    let Some(raw) = header else {
         return Err(mismatch("Mcp-Name header is missing"));
     };
     let header = raw
@@ -182,6 +234,39 @@ fn check_params(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_pass_finds_what_lookups_by_name_find() {
+        let mut all = HeaderMap::new();
+        for (name, value) in [
+            ("Content-Type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("Mcp-Method", "tools/call"),
+            ("mcp-name", "first"),
+            ("MCP-NAME", "second"),
+            ("x-other", "1"),
+            ("mcp-protocol-version", "2026-07-28"),
+        ] {
+            all.append(
+                axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                HeaderValue::from_static(value),
+            );
+        }
+        let found = McpHeaders::read(&all);
+        for (name, value) in [
+            ("content-type", found.content_type),
+            ("accept", found.accept),
+            (SESSION_ID, found.session_id),
+            (PROTOCOL_VERSION, found.protocol_version),
+            (METHOD, found.method),
+            (NAME, found.name),
+            (LAST_EVENT_ID, found.last_event_id),
+        ] {
+            assert_eq!(value, all.get(name), "{name}");
+        }
+        assert_eq!(text(found.name), Some("first"));
+        assert_eq!(text(found.session_id), None);
+    }
 
     #[test]
     fn strings_are_read_from_raw_values_with_and_without_escapes() {

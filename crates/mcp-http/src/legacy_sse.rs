@@ -255,7 +255,7 @@ pub(crate) async fn handle_message(
         let error = ErrorObject::invalid_request("the sessionId query parameter is required");
         return error_response(StatusCode::BAD_REQUEST, None, &error);
     };
-    if let Err(refusal) = check_json_content(&headers) {
+    if let Err(refusal) = check_json_content(headers.get(axum::http::header::CONTENT_TYPE)) {
         return *refusal;
     }
     let Some(inbound) = endpoint.legacy_sse.inbound(&id) else {
