@@ -824,7 +824,7 @@ fn status_of(text: &str, era: Era) -> StatusCode {
         error: Option<ErrorObject>,
     }
     static ERROR: TextSearch = TextSearch::new("\"error\"");
-    if !ERROR.is_in(text) {
+    if is_plain_result(text) || !ERROR.is_in(text) {
         return StatusCode::OK;
     }
     let Ok(ErrorProbe {
@@ -914,6 +914,15 @@ async fn respond(
     }
     let opening: Vec<Delivery> = priming.into_iter().chain(std::iter::once(first)).collect();
     sse_response(endpoint, opening, receiver, guard)
+}
+
+/// Whether `text` opens as a result response to a numeric id, as this
+/// crate's writer lays one out (`{"jsonrpc":"2.0","id":7,"result":`): told
+/// from its first bytes, where an error would otherwise be searched for.
+fn is_plain_result(text: &str) -> bool {
+    text.strip_prefix(r#"{"jsonrpc":"2.0","id":"#)
+        .map(|rest| rest.trim_start_matches(|c: char| c.is_ascii_digit() || c == '-'))
+        .is_some_and(|rest| rest.starts_with(r#","result":"#))
 }
 
 /// A response carrying one JSON message.
@@ -1092,6 +1101,30 @@ async fn handle_delete(endpoint: &Arc<McpEndpoint>, headers: &HeaderMap) -> Resp
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_result_is_told_from_its_opening_and_an_error_by_its_code() {
+        let result = jsonrpc::write_response(
+            &RequestId::Number(-12),
+            &serde_json::value::RawValue::from_string(r#"{"text":"\"error\""}"#.to_owned())
+                .unwrap(),
+        );
+        assert!(is_plain_result(&result), "{result}");
+        assert_eq!(status_of(&result, Era::Modern), StatusCode::OK);
+        for not_plain in [
+            r#"{"jsonrpc":"2.0","id":"a","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"m"}}"#,
+            r#"{"id":1,"jsonrpc":"2.0","result":{}}"#,
+        ] {
+            assert!(!is_plain_result(not_plain), "{not_plain}");
+        }
+        let invalid_params = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"m"}}"#;
+        assert_eq!(
+            status_of(invalid_params, Era::Modern),
+            StatusCode::BAD_REQUEST
+        );
+        assert_eq!(status_of(invalid_params, Era::Legacy), StatusCode::OK);
+    }
 
     fn body_of(chunks: &[&'static str]) -> Body {
         let chunks: Vec<Result<Bytes, Infallible>> = chunks
