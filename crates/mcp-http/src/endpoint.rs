@@ -576,7 +576,9 @@ async fn post_to_session(
 
 /// A stateless (2026-07-28) request: a session of its own for this one
 /// message, run in this task while nothing but the response comes, so a
-/// plain call costs no task and no channel hop.
+/// plain call costs no task and no channel; a stream is set up only for a
+/// request that sends something first or is not answered on its first
+/// poll.
 async fn post_stateless(
     endpoint: &Arc<McpEndpoint>,
     headers: &McpHeaders<'_>,
