@@ -222,10 +222,6 @@ fn bad_request(message: impl std::fmt::Display) -> Response {
     )
 }
 
-pub(crate) fn header_str(headers: &HeaderMap, name: impl header::AsHeaderName) -> Option<&str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
-}
-
 /// Whether the Accept header admits every one of `mimes`: directly, by a
 /// `type/*` range, or by `*/*`.
 fn accepts<const N: usize>(accept: Option<&HeaderValue>, mimes: [&str; N]) -> bool {
@@ -624,8 +620,8 @@ async fn post_stateless(
             }
         };
     }
-    let (sink, receiver) = sink.open();
-    let response_gone = sink.clone();
+    let (sender, receiver) = sink.open();
+    let response_gone = sender.clone();
     let work = async move {
         // However the request ends (answered, abandoned, or this future
         // dropped with its connection), its session closes.
@@ -640,7 +636,7 @@ async fn post_stateless(
             () = response_gone.closed() => None,
         }
     };
-    let handling = Handling::abandoned_if_dropped(work, sink);
+    let handling = Handling::abandoned_if_dropped(work, sender);
     respond(endpoint, receiver, None, Era::Modern, Some(handling)).await
 }
 
@@ -1089,7 +1085,7 @@ async fn handle_get(endpoint: &Arc<McpEndpoint>, headers: &HeaderMap) -> Respons
 }
 
 async fn handle_delete(endpoint: &Arc<McpEndpoint>, headers: &HeaderMap) -> Response {
-    let Some(id) = header_str(headers, names::SESSION_ID) else {
+    let Some(id) = headers::text(headers.get(names::SESSION_ID)) else {
         return bad_request("Mcp-Session-Id header is required");
     };
     if endpoint.sessions.remove(id).await {

@@ -178,7 +178,8 @@ impl Catalog {
         self.tool_index.get(name).map(|&i| &self.tools[i])
     }
 
-    /// Indexes the tools again after a change.
+    /// Indexes the tools again: at build, and by `Server::change_catalog`
+    /// after every change to them.
     fn index_tools(&mut self) {
         self.tool_index.clear();
         for (i, tool) in self.tools.iter().enumerate().rev() {
@@ -344,6 +345,9 @@ impl Server {
             let changed = change(&mut catalog);
             if changed {
                 catalog.generation += 1;
+                if matches!(kind, ListKind::Tools) {
+                    catalog.index_tools();
+                }
             }
             changed
         };
@@ -356,18 +360,14 @@ impl Server {
     /// Adds (or replaces, by name) a tool; clients are told the list changed.
     pub fn add_tool(&self, tool: ToolDef) {
         self.change_catalog(ListKind::Tools, |c| {
-            let changed = upsert(&mut c.tools, tool, |t| &t.tool.name);
-            c.index_tools();
-            changed
+            upsert(&mut c.tools, tool, |t| &t.tool.name)
         });
     }
 
     /// Removes a tool; returns whether it existed.
     pub fn remove_tool(&self, name: &str) -> bool {
         self.change_catalog(ListKind::Tools, |c| {
-            let removed = remove(&mut c.tools, name, |t| &t.tool.name);
-            c.index_tools();
-            removed
+            remove(&mut c.tools, name, |t| &t.tool.name)
         })
     }
 
