@@ -689,13 +689,16 @@ impl Handling {
     /// Runs the rest of the work on a task of its own, unless it finishes
     /// right now; its response follows the deliveries.
     fn detach(mut self) {
-        let Some(work) = self.work.take() else {
+        let Some(mut work) = self.work.take() else {
             return;
         };
         let answer_to = self.answer_to.take();
-        let mut rest = Box::pin(async move { queue_answer(answer_to, work.await) });
-        if futures::FutureExt::now_or_never(&mut rest).is_none() {
-            tokio::spawn(rest);
+        // Polled as it is first: most work ends here, and needs no task.
+        match futures::FutureExt::now_or_never(&mut work) {
+            Some(answer) => queue_answer(answer_to, answer),
+            None => {
+                tokio::spawn(async move { queue_answer(answer_to, work.await) });
+            }
         }
     }
 }

@@ -153,12 +153,15 @@ fn counting_server(outcomes: Arc<Outcomes>) -> Server {
 }
 
 /// A server whose tool `report` sends `steps` progress notifications, with
-/// a pause of `pause_ms` before each, then answers.
+/// a pause of `pause_ms` before each (and, with `yield_after`, a yield to
+/// the runtime after each), then answers.
 fn reporting_server() -> Server {
     #[derive(serde::Deserialize, schemars::JsonSchema)]
     struct Report {
         steps: u32,
         pause_ms: u64,
+        #[serde(default)]
+        yield_after: bool,
     }
     Server::builder("reporting", "1.0.0")
         .tool(ToolDef::new(
@@ -170,6 +173,9 @@ fn reporting_server() -> Server {
                         tokio::time::sleep(Duration::from_millis(args.pause_ms)).await;
                     }
                     ctx.progress(f64::from(step), None, None).await;
+                    if args.yield_after {
+                        tokio::task::yield_now().await;
+                    }
                 }
                 Ok::<_, HandlerError>(CallToolResult::text("reported"))
             },
@@ -182,12 +188,20 @@ async fn a_stateless_response_follows_what_its_handler_sent_first() {
     let server = TestServer::start_with(reporting_server(), |c| c).await;
     // Without a pause the notifications and the answer come in the same
     // poll of the handler; with one, the answer comes from a handling that
-    // went on after the stream opened.
-    for (id, steps, pause_ms) in [(1, 0, 0), (2, 2, 0), (3, 3, 30)] {
+    // went on after the stream opened; with a yield after the notification,
+    // the handling ends as the stream opens, once the notification is out.
+    let cases = [
+        (1, 0, 0, false),
+        (2, 2, 0, false),
+        (3, 3, 30, false),
+        (4, 1, 0, true),
+    ];
+    for (id, steps, pause_ms, yield_after) in cases {
+        let arguments = json!({"steps": steps, "pause_ms": pause_ms, "yield_after": yield_after});
         let (request, mut body) = server.modern(
             json!(id),
             "tools/call",
-            json!({"name": "report", "arguments": {"steps": steps, "pause_ms": pause_ms}}),
+            json!({"name": "report", "arguments": arguments}),
             json!({}),
         );
         body["params"]["_meta"]["progressToken"] = json!("p");
