@@ -5,7 +5,8 @@
 #   rmcp       the official Rust SDK (bench/peers/rmcp-echo)
 #   typescript the official TypeScript SDK's server-everything (npm)
 #   python     the official Python SDK (bench/peers/python_echo.py, PyPI)
-#   bare axum  no MCP: a fixed JSON-RPC reply, the floor of HTTP and JSON
+#   bare axum  no MCP: a fixed JSON-RPC reply, the floor of HTTP and JSON,
+#              fed each era's requests (their headers and bodies differ)
 #
 # For each: Streamable HTTP with 1 and 16 clients, stdio one request at a
 # time and 64 in flight, and the server's memory per idle session (1000
@@ -293,7 +294,7 @@ run_server() {
       http_load "$row" "$era" "$url" "$server_pid" "$args"
       if [ "$era" = modern ]; then
         skip "$row" sessions "2026-07-28 has no sessions"
-      elif [ "$row" = "bare axum" ]; then
+      elif [[ "$row" == "bare axum"* ]]; then
         skip "$row" sessions "no MCP, no sessions"
       else
         bench_sessions "$row" "$server_pid" -s "$url"
@@ -452,7 +453,8 @@ out.append("Servers: mcp = `mcp serve everything`; rmcp = bench/peers/rmcp-echo 
            "(stateless, JSON replies; its session memory from `--stateful`); typescript = "
            "@modelcontextprotocol/server-everything %s on @modelcontextprotocol/sdk %s (stateful, "
            "SSE replies); python = bench/peers/python_echo.py on mcp %s (stateful, JSON replies); "
-           "bare axum = `rmcp-echo bare`, a fixed reply with no MCP. Rows marked (modern) speak "
+           "bare axum = `rmcp-echo bare`, a fixed reply with no MCP, fed the same requests as the "
+           "server it is compared with. Rows marked (modern) speak "
            "2026-07-28, which has no sessions. An idle session is opened with initialize and "
            "notifications/initialized over one keep-alive connection and left with no stream open, "
            "then deleted. Stdio runs start one child per client and report no server CPU or "
@@ -502,7 +504,9 @@ main() {
       skip "python (legacy)" "$column" "the Python SDK is not installed"
     done
   fi
-  run_server "bare axum" legacy '{"text":"hello"}' "" \
+  run_server "bare axum (legacy)" legacy '{"text":"hello"}' "" \
+    -- "$rmcp_echo" bare "127.0.0.1:{PORT}"
+  run_server "bare axum (modern)" modern '{"text":"hello"}' "" \
     -- "$rmcp_echo" bare "127.0.0.1:{PORT}"
 
   table

@@ -90,9 +90,9 @@ async fn http(addr: SocketAddr, stateful: bool) -> Result<(), Error> {
 }
 
 /// Answers every `POST /mcp` with a fixed result echoing the request's id:
-/// both a valid `initialize` result and a valid `tools/call` result, so an
-/// MCP client can open a session and call a tool. Notifications (no id)
-/// get 202 Accepted.
+/// at once a valid `initialize`, `server/discover` and `tools/call` result,
+/// so an MCP client of either era can start and call a tool. Notifications
+/// (no id) get 202 Accepted.
 async fn bare(addr: SocketAddr) -> Result<(), Error> {
     let router = axum::Router::new().route("/mcp", axum::routing::post(bare_reply));
     serve(addr, router).await
@@ -117,6 +117,7 @@ async fn bare_reply(body: Bytes) -> Response {
         concat!(
             r#"{{"jsonrpc":"2.0","id":{},"result":{{"#,
             r#""protocolVersion":"2025-06-18","capabilities":{{"tools":{{}}}},"#,
+            r#""supportedVersions":["2025-06-18","2026-07-28"],"#,
             r#""serverInfo":{{"name":"bare","version":"0.1.0"}},"#,
             r#""content":[{{"type":"text","text":"hello"}}]}}}}"#
         ),
