@@ -210,8 +210,18 @@ pub(crate) fn error_response(
     id: Option<&RequestId>,
     error: &ErrorObject,
 ) -> Response {
-    let body = jsonrpc::write_error(id, error);
-    (status, [(header::CONTENT_TYPE, JSON_CONTENT)], body).into_response()
+    json_with_status(status, Body::from(jsonrpc::write_error(id, error)))
+}
+
+/// A response of `status` carrying `body` as JSON, built as it is sent (a
+/// body converted into a response gets a content type of its own first).
+fn json_with_status(status: StatusCode, body: Body) -> Response {
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, JSON_CONTENT);
+    response
 }
 
 fn bad_request(message: impl std::fmt::Display) -> Response {
@@ -228,6 +238,20 @@ fn accepts<const N: usize>(accept: Option<&HeaderValue>, mimes: [&str; N]) -> bo
     let Some(accept) = accept.map(HeaderValue::as_bytes) else {
         return false;
     };
+    // What MCP clients send is known without reading its ranges.
+    if accept == USUAL_ACCEPT && mimes.iter().all(|mime| USUAL_TYPES.contains(mime)) {
+        return true;
+    }
+    accepts_ranges(accept, mimes)
+}
+
+/// The Accept value MCP clients send with every POST (and GET), and the
+/// types it admits.
+const USUAL_ACCEPT: &[u8] = b"application/json, text/event-stream";
+const USUAL_TYPES: [&str; 2] = ["application/json", "text/event-stream"];
+
+/// Whether the ranges of an Accept value admit every one of `mimes`.
+fn accepts_ranges<const N: usize>(accept: &[u8], mimes: [&str; N]) -> bool {
     // One pass over the ranges, marking the types each admits; on bytes,
     // as the value is short and ASCII where it matters.
     let mut admitted = [false; N];
@@ -929,12 +953,7 @@ fn is_plain_result(text: &str) -> bool {
 /// A response carrying one JSON message.
 fn json_response(text: MessageText, era: Era) -> Response {
     let status = status_of(&text, era);
-    (
-        status,
-        [(header::CONTENT_TYPE, JSON_CONTENT)],
-        text.into_body(),
-    )
-        .into_response()
+    json_with_status(status, Body::from(text.into_body()))
 }
 
 /// An SSE response: `opening` deliveries in one write, then the rest as
@@ -1174,5 +1193,26 @@ mod tests {
         assert!(!accepts_with("app*, text/event-stream", both));
         assert!(accepts_with("text/event-stream", ["text/event-stream"]));
         assert!(!accepts(None, ["text/event-stream"]));
+    }
+
+    #[test]
+    fn the_usual_accept_admits_what_its_ranges_admit() {
+        let usual = std::str::from_utf8(USUAL_ACCEPT).unwrap();
+        for mime in [
+            "application/json",
+            "text/event-stream",
+            "text/html",
+            "application/*",
+        ] {
+            let header = HeaderValue::from_static(usual);
+            assert_eq!(
+                accepts(Some(&header), [mime]),
+                accepts_ranges(USUAL_ACCEPT, [mime]),
+                "{mime}"
+            );
+        }
+        let header = HeaderValue::from_static(usual);
+        assert!(accepts(Some(&header), USUAL_TYPES));
+        assert!(!accepts(Some(&header), ["application/json", "text/html"]));
     }
 }

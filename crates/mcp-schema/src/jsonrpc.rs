@@ -470,8 +470,9 @@ pub fn from_params<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, 
     from_params_text(params.map(RawValue::get))
 }
 
-/// [`from_params`] for params as text (known to be JSON).
-pub fn from_params_text<T: DeserializeOwned>(params: Option<&str>) -> Result<T, ErrorObject> {
+/// [`from_params`] for params as text (known to be JSON); what is read may
+/// borrow from it.
+pub fn from_params_text<'p, T: Deserialize<'p>>(params: Option<&'p str>) -> Result<T, ErrorObject> {
     serde_json::from_str(params.unwrap_or("{}")).map_err(ErrorObject::invalid_params)
 }
 

@@ -2,6 +2,7 @@
 //! can change while running, and the [`Service`] that answers every feature
 //! request for it.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -15,16 +16,15 @@ use mcp_core::{
 use mcp_schema::header_params::HeaderParam;
 use mcp_schema::jsonrpc::{self, RequestId};
 use mcp_schema::{
-    CacheScope, CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
-    CompletionReference, ContentBlock, ErrorObject, GetPromptRequestParams, Implementation,
-    InputRequiredResult, ListChangedCapability, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, LoggingLevel, Meta, NotificationParams,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult,
-    ResourceRequestParams, ResourceUpdatedNotificationParams, ResourcesCapability,
-    ServerCapabilities, SetLevelRequestParams, SubscriptionFilter,
-    SubscriptionsAcknowledgedNotificationParams, SubscriptionsListenRequestParams,
-    TaskNotificationParams, TaskRequestsCapability, TaskStatusNotificationParams,
-    TaskToolsRequests, TasksCapability, methods,
+    CacheScope, CallToolResult, CompleteRequestParams, CompleteResult, CompletionReference,
+    ContentBlock, ErrorObject, GetPromptRequestParams, Implementation, InputRequiredResult,
+    ListChangedCapability, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, LoggingLevel, Meta, NotificationParams, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, ResourceRequestParams,
+    ResourceUpdatedNotificationParams, ResourcesCapability, ServerCapabilities,
+    SetLevelRequestParams, SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams,
+    SubscriptionsListenRequestParams, TaskNotificationParams, TaskRequestsCapability,
+    TaskStatusNotificationParams, TaskToolsRequests, TasksCapability, methods,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -656,11 +656,7 @@ impl Server {
         }
     }
 
-    async fn call_tool(
-        &self,
-        mut params: CallToolRequestParams,
-        ctx: RequestContext,
-    ) -> HandlerResult {
+    async fn call_tool(&self, mut params: CallParams<'_>, ctx: RequestContext) -> HandlerResult {
         let revision = ctx.revision;
         let tool = self.read_catalog().tool(&params.name).cloned();
         let Some(tool) = tool else {
@@ -971,35 +967,37 @@ impl Service for Server {
 
 /// `tools/call` params as the server reads them: a `_meta` the dispatch
 /// did not already cut off is skipped, not built into values, since the
-/// engine has read it into the request's context.
-fn call_params(params: Option<&str>) -> Result<CallToolRequestParams, ErrorObject> {
-    #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct WithoutMeta {
-        name: String,
-        #[serde(default)]
-        arguments: Option<mcp_schema::JsonObject>,
-        #[serde(default)]
-        task: Option<mcp_schema::TaskMetadata>,
-        #[serde(default)]
-        input_responses: Option<mcp_schema::InputResponses>,
-        #[serde(default)]
-        request_state: Option<String>,
-    }
-    let read: WithoutMeta = jsonrpc::from_params_text(params)?;
-    Ok(CallToolRequestParams {
-        meta: None,
-        name: read.name,
-        arguments: read.arguments,
-        task: read.task,
-        input_responses: read.input_responses,
-        request_state: read.request_state,
-    })
+/// engine has read it into the request's context; the name is borrowed
+/// from the params' text where it has no escapes.
+#[derive(Debug, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CallParams<'p> {
+    /// The tool's name.
+    #[serde(borrow)]
+    pub(crate) name: Cow<'p, str>,
+    /// Its arguments.
+    #[serde(default)]
+    pub(crate) arguments: Option<mcp_schema::JsonObject>,
+    /// Asks for the call to run as a task.
+    #[serde(default)]
+    pub(crate) task: Option<mcp_schema::TaskMetadata>,
+    /// The answers to an earlier round's input requests.
+    #[serde(default)]
+    pub(crate) input_responses: Option<mcp_schema::InputResponses>,
+    /// The state an earlier round handed the client.
+    #[serde(default)]
+    pub(crate) request_state: Option<String>,
+}
+
+/// Reads `tools/call` params (see [`CallParams`]).
+fn call_params(params: Option<&str>) -> Result<CallParams<'_>, ErrorObject> {
+    jsonrpc::from_params_text(params)
 }
 
 #[cfg(test)]
 mod call_params_tests {
     use super::*;
+    use mcp_schema::CallToolRequestParams;
 
     #[test]
     fn call_params_keep_every_member_but_meta() {
@@ -1015,7 +1013,30 @@ mod call_params_tests {
         };
         let raw = jsonrpc::to_raw(&sent).unwrap();
         let read = call_params(Some(raw.get())).unwrap();
-        assert_eq!(read, CallToolRequestParams { meta: None, ..sent });
+        let CallToolRequestParams {
+            meta: _,
+            name,
+            arguments,
+            task,
+            input_responses,
+            request_state,
+        } = sent;
+        assert_eq!(
+            read,
+            CallParams {
+                name: Cow::Owned(name),
+                arguments,
+                task,
+                input_responses,
+                request_state,
+            }
+        );
+        assert!(
+            matches!(read.name, Cow::Borrowed(_)),
+            "borrowed from the text"
+        );
+        let escaped = call_params(Some(r#"{"name": "e\u0063ho"}"#)).unwrap();
+        assert_eq!(escaped.name, "echo");
         assert!(call_params(Some("{}")).is_err());
     }
 }

@@ -27,11 +27,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use mcp_core::{HandlerResult, Peer, Progress, RequestContext};
 use mcp_schema::jsonrpc;
 use mcp_schema::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, CreateTaskResult, DetailedTask,
-    ErrorObject, ExtCreateTaskResult, ExtGetTaskResult, ExtTask, InputRequests, InputResponses,
-    JsonObject, ListTasksResult, MissingRequiredClientCapabilityData, PaginatedRequestParams,
-    ResultType, Task, TaskIdParams, TaskMetadata, TaskResult, TaskStatus, TaskSupport, error_codes,
-    methods,
+    CallToolResult, ClientCapabilities, CreateTaskResult, DetailedTask, ErrorObject,
+    ExtCreateTaskResult, ExtGetTaskResult, ExtTask, InputRequests, InputResponses, JsonObject,
+    ListTasksResult, MissingRequiredClientCapabilityData, PaginatedRequestParams, ResultType, Task,
+    TaskIdParams, TaskMetadata, TaskResult, TaskStatus, TaskSupport, error_codes, methods,
 };
 use serde_json::Value;
 use tokio::sync::watch;
@@ -646,7 +645,7 @@ impl Server {
         &self,
         tool: Arc<ToolDef>,
         args: JsonObject,
-        params: &CallToolRequestParams,
+        params: &crate::server::CallParams<'_>,
         ttl: Option<Duration>,
         ctx: RequestContext,
     ) -> HandlerResult {
