@@ -312,8 +312,11 @@ pub(crate) type Refusal = Box<Response>;
 /// 415 unless the body is declared `application/json` (by `content_type`,
 /// the Content-Type header).
 pub(crate) fn check_json_content(content_type: Option<&HeaderValue>) -> Result<(), Refusal> {
-    let json_content = content_type
-        .is_some_and(|ct| media_type(ct.as_bytes()).eq_ignore_ascii_case(b"application/json"));
+    const JSON: &[u8] = b"application/json";
+    // As clients send it, or with parameters or in other case.
+    let json_content = content_type.is_some_and(|ct| {
+        ct.as_bytes() == JSON || media_type(ct.as_bytes()).eq_ignore_ascii_case(JSON)
+    });
     if json_content {
         Ok(())
     } else {
@@ -1193,6 +1196,28 @@ mod tests {
         assert!(!accepts_with("app*, text/event-stream", both));
         assert!(accepts_with("text/event-stream", ["text/event-stream"]));
         assert!(!accepts(None, ["text/event-stream"]));
+    }
+
+    #[test]
+    fn json_content_is_told_by_its_media_type() {
+        let checked =
+            |value: &'static str| check_json_content(Some(&HeaderValue::from_static(value)));
+        for json in [
+            "application/json",
+            "application/json; charset=utf-8",
+            "Application/JSON",
+        ] {
+            assert!(checked(json).is_ok(), "{json}");
+        }
+        for other in ["text/plain", "application/jsonx", "application/json-seq"] {
+            let refused = checked(other).unwrap_err();
+            assert_eq!(
+                refused.status(),
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "{other}"
+            );
+        }
+        assert!(check_json_content(None).is_err());
     }
 
     #[test]
