@@ -210,13 +210,13 @@ pub(crate) fn error_response(
     id: Option<&RequestId>,
     error: &ErrorObject,
 ) -> Response {
-    json_with_status(status, Body::from(jsonrpc::write_error(id, error)))
+    json_with_status(status, jsonrpc::write_error(id, error))
 }
 
 /// A response of `status` carrying `body` as JSON, built as it is sent (a
 /// body converted into a response gets a content type of its own first).
-fn json_with_status(status: StatusCode, body: Body) -> Response {
-    let mut response = Response::new(body);
+fn json_with_status(status: StatusCode, body: impl Into<Body>) -> Response {
+    let mut response = Response::new(body.into());
     *response.status_mut() = status;
     response
         .headers_mut()
@@ -239,16 +239,19 @@ fn accepts<const N: usize>(accept: Option<&HeaderValue>, mimes: [&str; N]) -> bo
         return false;
     };
     // What MCP clients send is known without reading its ranges.
-    if accept == USUAL_ACCEPT && mimes.iter().all(|mime| USUAL_TYPES.contains(mime)) {
+    if accept == USUAL_ACCEPT && mimes.iter().all(|mime| RESPONSE_TYPES.contains(mime)) {
         return true;
     }
     accepts_ranges(accept, mimes)
 }
 
-/// The Accept value MCP clients send with every POST (and GET), and the
-/// types it admits.
+/// The types a POST's response may take, each of which its Accept header
+/// must admit.
+const RESPONSE_TYPES: [&str; 2] = ["application/json", "text/event-stream"];
+
+/// The Accept value MCP clients send with every POST (and GET): it admits
+/// exactly the [`RESPONSE_TYPES`].
 const USUAL_ACCEPT: &[u8] = b"application/json, text/event-stream";
-const USUAL_TYPES: [&str; 2] = ["application/json", "text/event-stream"];
 
 /// Whether the ranges of an Accept value admit every one of `mimes`.
 fn accepts_ranges<const N: usize>(accept: &[u8], mimes: [&str; N]) -> bool {
@@ -463,7 +466,7 @@ async fn handle_post(endpoint: &Arc<McpEndpoint>, request: Request) -> Response 
     if let Err(refusal) = check_json_content(found.content_type) {
         return *refusal;
     }
-    if !accepts(found.accept, ["application/json", "text/event-stream"]) {
+    if !accepts(found.accept, RESPONSE_TYPES) {
         let error =
             ErrorObject::invalid_request("Accept must list application/json and text/event-stream");
         return error_response(StatusCode::NOT_ACCEPTABLE, None, &error);
@@ -956,7 +959,7 @@ fn is_plain_result(text: &str) -> bool {
 /// A response carrying one JSON message.
 fn json_response(text: MessageText, era: Era) -> Response {
     let status = status_of(&text, era);
-    json_with_status(status, Body::from(text.into_body()))
+    json_with_status(status, text.into_body())
 }
 
 /// An SSE response: `opening` deliveries in one write, then the rest as
@@ -1182,7 +1185,7 @@ mod tests {
             headers.insert(header::ACCEPT, HeaderValue::from_str(accept).unwrap());
             accepts(headers.get(header::ACCEPT), mimes)
         }
-        let both = ["application/json", "text/event-stream"];
+        let both = RESPONSE_TYPES;
         assert!(accepts_with("application/json, text/event-stream", both));
         assert!(accepts_with(
             "TEXT/event-stream;q=0.5 , Application/JSON",
@@ -1237,7 +1240,7 @@ mod tests {
             );
         }
         let header = HeaderValue::from_static(usual);
-        assert!(accepts(Some(&header), USUAL_TYPES));
+        assert!(accepts(Some(&header), RESPONSE_TYPES));
         assert!(!accepts(Some(&header), ["application/json", "text/html"]));
     }
 }

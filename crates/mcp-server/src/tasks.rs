@@ -37,7 +37,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::{Context, HandlerError, InputRound, Purpose};
-use crate::server::{Server, to_result};
+use crate::server::{CallParams, Server, to_result};
 use crate::tool::ToolDef;
 
 /// Limits of the task store.
@@ -645,7 +645,7 @@ impl Server {
         &self,
         tool: Arc<ToolDef>,
         args: JsonObject,
-        params: &crate::server::CallParams<'_>,
+        params: &CallParams<'_>,
         ttl: Option<Duration>,
         ctx: RequestContext,
     ) -> HandlerResult {
