@@ -291,6 +291,8 @@ async fn bench_measures_a_short_run() {
         "{report}"
     );
     assert!(report["growth_percent"].is_number(), "{report}");
+    assert!(report["open_growth_percent"].is_number(), "{report}");
+    assert!(report["open_kib_per_round"].is_number(), "{report}");
 
     // A tool the server does not have fails the run at once.
     let output = mcp(&["bench", "-s", &url, "-d", "1", "--tool", "no_such_tool"]).await;
