@@ -290,9 +290,28 @@ async fn bench_measures_a_short_run() {
             .all(|c| c["rss_kib_open"].as_u64().is_some_and(|kib| kib > 0)),
         "{report}"
     );
-    assert!(report["growth_percent"].is_number(), "{report}");
-    assert!(report["open_growth_percent"].is_number(), "{report}");
-    assert!(report["open_kib_per_round"].is_number(), "{report}");
+    // The growth figures are those of the rounds reported: with two
+    // rounds the open trend is the step between them.
+    let kib = |round: usize, key: &str| cycles[round][key].as_f64().expect("KiB");
+    let growth = |key: &str| (kib(1, key) - kib(0, key)) * 100.0 / kib(0, key);
+    let close = |figure: &Value, expected: f64| {
+        figure.as_f64().is_some_and(|f| (f - expected).abs() < 1e-6)
+    };
+    assert!(
+        close(&report["open_growth_percent"], growth("rss_kib_open")),
+        "{report}"
+    );
+    assert!(
+        close(&report["growth_percent"], growth("rss_kib_closed")),
+        "{report}"
+    );
+    assert!(
+        close(
+            &report["open_kib_per_round"],
+            kib(1, "rss_kib_open") - kib(0, "rss_kib_open")
+        ),
+        "{report}"
+    );
 
     // A tool the server does not have fails the run at once.
     let output = mcp(&["bench", "-s", &url, "-d", "1", "--tool", "no_such_tool"]).await;

@@ -315,10 +315,10 @@ pub(crate) type Refusal = Box<Response>;
 /// 415 unless the body is declared `application/json` (by `content_type`,
 /// the Content-Type header).
 pub(crate) fn check_json_content(content_type: Option<&HeaderValue>) -> Result<(), Refusal> {
-    const JSON: &[u8] = b"application/json";
     // As clients send it, or with parameters or in other case.
     let json_content = content_type.is_some_and(|ct| {
-        ct.as_bytes() == JSON || media_type(ct.as_bytes()).eq_ignore_ascii_case(JSON)
+        *ct == JSON_CONTENT
+            || media_type(ct.as_bytes()).eq_ignore_ascii_case(JSON_CONTENT.as_bytes())
     });
     if json_content {
         Ok(())

@@ -24,10 +24,11 @@ use std::task::{Context, Poll};
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use futures::future::{Either, Ready, ready};
-use http::header::{CONTENT_TYPE, HOST, ORIGIN};
+use http::header::{HOST, ORIGIN};
 use http::{HeaderMap, HeaderValue, StatusCode};
+use mcp_schema::{ErrorObject, error_codes};
 
 /// Which `Host` and `Origin` values a server accepts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -246,17 +247,8 @@ impl OriginPolicy {
 
 /// The 403 response for a refused request: a JSON-RPC error with a null id.
 pub fn forbidden(error: &GuardError) -> Response {
-    let body = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": { "code": -32600, "message": format!("Forbidden: {error}") },
-    });
-    (
-        StatusCode::FORBIDDEN,
-        [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
-        body.to_string(),
-    )
-        .into_response()
+    let error = ErrorObject::new(error_codes::INVALID_REQUEST, format!("Forbidden: {error}"));
+    crate::endpoint::error_response(StatusCode::FORBIDDEN, None, &error)
 }
 
 /// Axum middleware (use with `from_fn_with_state`) answering 403 to requests the policy refuses.
@@ -549,7 +541,10 @@ mod tests {
 
         let response = app.oneshot(request("evil.example.com")).await.unwrap();
         assert_eq!(response.status(), StatusCode::FORBIDDEN);
-        assert_eq!(response.headers()[CONTENT_TYPE], "application/json");
+        assert_eq!(
+            response.headers()[http::header::CONTENT_TYPE],
+            "application/json"
+        );
         let body = axum::body::to_bytes(response.into_body(), 1 << 16)
             .await
             .unwrap();
