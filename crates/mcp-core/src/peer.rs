@@ -419,9 +419,19 @@ impl Peer {
 
     /// Sends a frame, tagged with the request this handle is tied to.
     pub(crate) async fn send(&self, text: String, kind: FrameKind) -> Result<(), RequestError> {
+        self.send_about(self.related.clone(), text, kind).await
+    }
+
+    /// Sends a frame tagged with the request `related`.
+    pub(crate) async fn send_about(
+        &self,
+        related: Option<RequestId>,
+        text: String,
+        kind: FrameKind,
+    ) -> Result<(), RequestError> {
         let frame = OutboundFrame {
             text,
-            related: self.related.clone(),
+            related,
             kind,
         };
         let sender = self.shared.sender().ok_or(RequestError::ConnectionClosed)?;

@@ -7,7 +7,7 @@
 //! [`Negotiated`] it implies, keyed by that text.
 
 use std::borrow::Cow;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, LazyLock, RwLock};
 
 use foldhash::HashMap;
 use mcp_schema::leading_meta::META_FIRST;
@@ -78,12 +78,15 @@ pub struct KnownMeta<'p> {
     pub members: Cow<'p, str>,
 }
 
-/// The typed view of a `_meta` text (the default when there is none).
-pub(crate) fn read_meta(text: Option<&str>) -> Result<RequestMetaObject, ErrorObject> {
+/// The typed view of a `_meta` text. Requests without one (most legacy
+/// requests) share one empty value, so they allocate nothing for it.
+pub(crate) fn read_meta(text: Option<&str>) -> Result<Arc<RequestMetaObject>, ErrorObject> {
+    static NONE: LazyLock<Arc<RequestMetaObject>> = LazyLock::new(Arc::default);
     match text {
         Some(text) => serde_json::from_str(text)
+            .map(Arc::new)
             .map_err(|e| ErrorObject::invalid_params(format!("_meta: {e}"))),
-        None => Ok(RequestMetaObject::default()),
+        None => Ok(Arc::clone(&NONE)),
     }
 }
 
@@ -224,7 +227,7 @@ mod tests {
     }
 
     fn client(identity: &ServerIdentity, text: &str) -> Arc<StatelessClient> {
-        let meta = Arc::new(read_meta(Some(text)).unwrap());
+        let meta = read_meta(Some(text)).unwrap();
         Arc::new(StatelessClient::new(
             identity,
             meta,
@@ -356,7 +359,7 @@ mod tests {
         );
         let known = read.known_meta().expect("known with its client");
         assert_eq!(known.members, r#"{"name":"x"}"#);
-        assert_eq!(*known.meta, read_meta(Some(meta)).unwrap());
+        assert_eq!(known.meta, read_meta(Some(meta)).unwrap());
         let unknown =
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{},"name":"x"}}"#;
         assert!(config.read_frame(unknown).unwrap().known_meta().is_none());

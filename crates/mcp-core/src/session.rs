@@ -17,6 +17,7 @@ use mcp_schema::{
 };
 use serde_json::value::RawValue;
 use tokio::task::JoinHandle;
+use tokio_util::task::TaskTracker;
 
 use crate::context::{Progress, RequestContext};
 use crate::extensions::Extensions;
@@ -722,7 +723,7 @@ impl Engine {
                 let text = response_text(&id, result, revision, self.server_meta.as_deref());
                 return self.deliver(&reply, text, Some(&id)).await;
             }
-            Ok(Admission::Handle(admitted)) => *admitted,
+            Ok(Admission::Handle(admitted)) => admitted,
             Err(error) => {
                 return self
                     .deliver(&reply, jsonrpc::write_error(Some(&id), &error), Some(&id))
@@ -790,10 +791,12 @@ impl Engine {
                 });
                 None
             }
-            Dispatch::Inline => match self.shared.in_flight.tracker() {
-                Some(tracker) => tracker.track_future(work).await,
-                None => work.await,
-            },
+            Dispatch::Inline => {
+                // One of the session's tasks while it runs; tracked by a
+                // token rather than a wrapper, so `work` is not moved again.
+                let _tracked = self.shared.in_flight.tracker().map(TaskTracker::token);
+                work.await
+            }
         }
     }
 
@@ -808,7 +811,7 @@ impl Engine {
         match &self.shared.config.role {
             Role::Server(identity) => self.admit_server(identity, method, params, known),
             Role::Client(identity) => {
-                let meta = Arc::new(read_meta(meta_text(params)?)?);
+                let meta = read_meta(meta_text(params)?)?;
                 if method == methods::PING {
                     return Ok(Admission::Answer(Ok(empty_result()), None));
                 }
@@ -822,12 +825,12 @@ impl Engine {
                     return Err(ErrorObject::method_not_found(method));
                 }
                 let negotiated = self.shared.state().negotiated.clone().unwrap_or_default();
-                Ok(Admission::Handle(Box::new(Admitted {
+                Ok(Admission::Handle(Admitted {
                     revision: negotiated.revision_in_force(),
                     negotiated,
                     meta,
                     leading_meta_end: None,
-                })))
+                }))
             }
         }
     }
@@ -853,7 +856,7 @@ impl Engine {
         };
         let meta = match &known {
             Some(client) => Arc::clone(&client.meta),
-            None => Arc::new(read_meta(meta_text)?),
+            None => read_meta(meta_text)?,
         };
         // A request that names a modern revision in `_meta` is served
         // statelessly; `initialize` does not exist there.
@@ -906,14 +909,14 @@ impl Engine {
             _ if !server_declares(&identity.capabilities, method) => {
                 Err(ErrorObject::method_not_found(method))
             }
-            _ => Ok(Admission::Handle(Box::new(Admitted {
+            _ => Ok(Admission::Handle(Admitted {
                 revision,
                 negotiated,
                 meta,
                 leading_meta_end: params
                     .zip(meta_text)
                     .and_then(|(params, text)| leading_meta_end(params.get(), text)),
-            }))),
+            })),
         }
     }
 
@@ -1017,7 +1020,7 @@ async fn deliver_to(
                 FrameKind::Response
             };
             if !text.is_empty() || id.is_some() {
-                let _ = peer.related_to(id.cloned()).send(text, kind).await;
+                let _ = peer.send_about(id.cloned(), text, kind).await;
             }
         }
         Reply::Batch(batch) => {
@@ -1035,8 +1038,7 @@ async fn deliver_to(
             if let Some(responses) = ready.filter(|r| !r.is_empty()) {
                 let array = format!("[{}]", responses.join(","));
                 let _ = peer
-                    .related_to(batch.first.clone())
-                    .send(array, FrameKind::Response)
+                    .send_about(batch.first.clone(), array, FrameKind::Response)
                     .await;
             }
         }
@@ -1048,7 +1050,7 @@ enum Admission {
     /// The engine answers right away (initialize, ping, discover).
     Answer(HandlerResult, Option<ProtocolVersion>),
     /// The role's service handles it.
-    Handle(Box<Admitted>),
+    Handle(Admitted),
 }
 
 struct Admitted {

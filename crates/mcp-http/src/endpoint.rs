@@ -2,6 +2,7 @@
 //! legacy sessions (`Mcp-Session-Id`) and stateless 2026-07-28 requests.
 
 use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -511,10 +512,7 @@ async fn post_initialize(
             return error_response(StatusCode::SERVICE_UNAVAILABLE, None, &error);
         }
     };
-    let Ok(receiver) = session
-        .open_stream(request_ids(&frame).cloned().collect())
-        .await
-    else {
+    let Ok(receiver) = session.open_stream(request_ids(&frame).cloned().collect()) else {
         return error_response(
             StatusCode::INTERNAL_SERVER_ERROR,
             None,
@@ -578,7 +576,7 @@ async fn post_to_session(
         Box::pin(session.handle(frame, extensions)).await;
         return StatusCode::ACCEPTED.into_response();
     }
-    let receiver = match session.open_stream(ids).await {
+    let receiver = match session.open_stream(ids) {
         Ok(receiver) => receiver,
         Err(StreamRefused::Ended) => return ended(),
         // Answered here, as the engine would answer it: the engine's
@@ -596,7 +594,7 @@ async fn post_to_session(
     let guard = session.stream_opened();
     // A client that disconnects does not cancel its request in this era,
     // and may resume the stream to read the response.
-    let handling = Handling::finished_if_dropped(session.handle(frame, extensions));
+    let handling = Handling::finished_if_dropped(Box::pin(session.handle(frame, extensions)));
     respond(endpoint, receiver, Some(guard), Era::Legacy, Some(handling)).await
 }
 
@@ -683,7 +681,7 @@ impl Drop for CloseOnDrop {
 /// first message comes (so a plain call needs no task of its own). Its
 /// work may end with the response's text, which the response then carries.
 struct Handling {
-    work: Option<BoxFuture<'static, Option<String>>>,
+    work: Option<Work>,
     /// For work that ends with the response's text (a stateless request):
     /// where that response goes once the response is already streaming,
     /// behind what came before it. Such work stops when the response is
@@ -693,14 +691,31 @@ struct Handling {
     answer_to: Option<mpsc::UnboundedSender<Delivery>>,
 }
 
+/// The future of a [`Handling`], kept in the box it was made in: a
+/// request's future is large, and each move of it is a copy.
+enum Work {
+    /// Sends everything, its response too, through the session.
+    Sending(BoxFuture<'static, ()>),
+    /// Ends with the response's text (empty when it has none).
+    Answering(BoxFuture<'static, Option<String>>),
+}
+
+impl Future for Work {
+    type Output = Option<String>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<String>> {
+        match self.get_mut() {
+            Work::Sending(work) => work.as_mut().poll(cx).map(|()| None),
+            Work::Answering(work) => work.as_mut().poll(cx),
+        }
+    }
+}
+
 impl Handling {
     /// Work that sends everything, its response too, through the session.
-    fn finished_if_dropped(work: impl Future<Output = ()> + Send + 'static) -> Self {
+    fn finished_if_dropped(work: BoxFuture<'static, ()>) -> Self {
         Handling {
-            work: Some(Box::pin(async move {
-                work.await;
-                None
-            })),
+            work: Some(Work::Sending(work)),
             answer_to: None,
         }
     }
@@ -711,7 +726,7 @@ impl Handling {
         answer_to: mpsc::UnboundedSender<Delivery>,
     ) -> Self {
         Handling {
-            work: Some(Box::pin(work)),
+            work: Some(Work::Answering(Box::pin(work))),
             answer_to: Some(answer_to),
         }
     }

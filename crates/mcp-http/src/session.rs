@@ -5,12 +5,15 @@
 //! An idle session is only state: no task and no channel. Each POST runs
 //! its messages through the session's [`DirectSession`]; what the engine
 //! sends goes through [`Routes`], which stores it (for resumption) and
-//! hands it to the connection of its stream under one lock, so that
-//! registering a stream, attaching a resumed connection and delivering a
-//! message happen in one order, with nothing lost or repeated.
+//! hands it to the connection of its stream in one order with attaching a
+//! resumed connection, so nothing is lost or repeated. A response that
+//! goes out as a plain JSON reply, the common case, is neither stored nor
+//! ordered behind anything, and takes only a brief lock of the table.
 
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use foldhash::{HashMap, HashMapExt as _};
@@ -119,7 +122,8 @@ impl HttpSession {
             session: Arc::clone(&id),
             store,
             json_replies,
-            table: tokio::sync::Mutex::new(RouteTable::default()),
+            order: tokio::sync::Mutex::new(()),
+            table: Mutex::new(RouteTable::default()),
         });
         let engine = DirectSession::new(Arc::clone(&routes) as Arc<dyn FrameSink>, service, config);
         Arc::new(HttpSession {
@@ -173,14 +177,14 @@ impl HttpSession {
     /// Refused once the session has ended, and while a request of the same
     /// id is pending on another stream: the messages about an id go to one
     /// stream, so the first request's would otherwise be lost.
-    pub(crate) async fn open_stream(
+    pub(crate) fn open_stream(
         &self,
         requests: Vec<RequestId>,
     ) -> Result<mpsc::UnboundedReceiver<Delivery>, StreamRefused> {
         let (sink, rx) = mpsc::unbounded_channel();
         let stream: RouteKey = self.next_stream.fetch_add(1, Ordering::Relaxed);
         let priming = self.primes_streams();
-        let mut table = self.routes.table.lock().await;
+        let mut table = self.routes.table();
         // Checked under the lock that `close` clears the table under.
         if self.is_closed() {
             return Err(StreamRefused::Ended);
@@ -216,18 +220,24 @@ impl HttpSession {
     /// Opens the standalone stream; `None` if one is already open.
     pub(crate) async fn open_standalone(&self) -> Option<mpsc::UnboundedReceiver<Delivery>> {
         let priming = self.primes_streams();
-        let mut table = self.routes.table.lock().await;
-        if self.is_closed()
-            || table
+        let _order = self.routes.order.lock().await;
+        let open = |table: &RouteTable| {
+            table
                 .streams
                 .get(&STANDALONE)
                 .is_some_and(|s| !s.sink.is_closed())
-        {
+        };
+        if self.is_closed() || open(&self.routes.table()) {
             return None;
         }
         let (sink, rx) = mpsc::unbounded_channel();
         if priming {
             self.routes.prime(STANDALONE, &sink).await;
+        }
+        // Checked again: the session may have closed while priming.
+        let mut table = self.routes.table();
+        if self.is_closed() || open(&table) {
+            return None;
         }
         table.streams.insert(STANDALONE, StreamRoute::started(sink));
         Some(rx)
@@ -239,7 +249,7 @@ impl HttpSession {
         last_event_id: String,
     ) -> (ResumeOutcome, mpsc::UnboundedReceiver<Delivery>) {
         let (sink, rx) = mpsc::unbounded_channel();
-        let mut table = self.routes.table.lock().await;
+        let _order = self.routes.order.lock().await;
         if self.is_closed() {
             return (ResumeOutcome::Unknown, rx);
         }
@@ -265,6 +275,10 @@ impl HttpSession {
                 // pending; the new connection carries the same requests.
                 // A stream the store names otherwise is not one of ours.
                 let stream = replay.stream.parse::<RouteKey>().ok();
+                let mut table = self.routes.table();
+                if self.is_closed() {
+                    return (ResumeOutcome::Unknown, rx);
+                }
                 let previous = stream.and_then(|stream| table.streams.remove(&stream));
                 match stream {
                     Some(stream) if stream == STANDALONE || previous.is_some() => {
@@ -293,7 +307,7 @@ impl HttpSession {
     /// events go.
     pub(crate) async fn close(&self) {
         self.engine.close();
-        self.routes.table.lock().await.clear();
+        self.routes.table().clear();
         self.routes.store.drop_session(&self.id).await;
     }
 
@@ -301,11 +315,7 @@ impl HttpSession {
     /// shutdown).
     fn end(&self) {
         self.engine.close();
-        if let Ok(mut table) = self.routes.table.try_lock() {
-            return table.clear();
-        }
-        let routes = Arc::clone(&self.routes);
-        tokio::spawn(async move { routes.table.lock().await.clear() });
+        self.routes.table().clear();
     }
 }
 
@@ -336,10 +346,15 @@ struct Routes {
     /// A response that is the first message of its stream goes out as a
     /// plain JSON reply (`ResponseMode::Auto`), so it is not stored.
     json_replies: bool,
-    table: tokio::sync::Mutex<RouteTable>,
+    /// Held while a message is stored and handed on, and while a resumed
+    /// connection is given what it missed and attached: so each stream
+    /// gets its messages in the order they are stored, none twice.
+    order: tokio::sync::Mutex<()>,
+    /// The streams; locked briefly, never across a wait.
+    table: Mutex<RouteTable>,
 }
 
-/// The session's streams, held under the lock that orders deliveries.
+/// The session's streams.
 /// A request stream's route lasts exactly while one of its requests is
 /// pending; an id is pending on at most one stream (a POST reusing it
 /// meanwhile is refused), so a route's `requests` are exactly the ids
@@ -378,10 +393,25 @@ impl StreamRoute {
 
 impl FrameSink for Routes {
     fn send(&self, frame: OutboundFrame) -> BoxFuture<'_, Result<(), SinkClosed>> {
-        Box::pin(async move {
-            self.deliver(frame).await;
-            Ok(())
-        })
+        match self.reply_in_json(frame) {
+            Ok(()) => Box::pin(Sent),
+            Err(frame) => Box::pin(async move {
+                self.deliver(frame).await;
+                Ok(())
+            }),
+        }
+    }
+}
+
+/// The future of a frame sent at once: of no size, so boxing it allocates
+/// nothing.
+struct Sent;
+
+impl Future for Sent {
+    type Output = Result<(), SinkClosed>;
+
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+        Poll::Ready(Ok(()))
     }
 }
 
@@ -400,34 +430,40 @@ impl Routes {
         });
     }
 
+    /// The routing table.
+    fn table(&self) -> std::sync::MutexGuard<'_, RouteTable> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Stores `frame` and hands it to its stream's connection, in order
+    /// with every other such delivery.
     async fn deliver(&self, frame: OutboundFrame) {
-        let mut table = self.table.lock().await;
-        if frame.kind == FrameKind::Ended {
-            return table.request_ended(frame.related.as_ref());
-        }
-        let related = frame
-            .related
-            .as_ref()
-            .and_then(|id| table.by_request.get(id))
-            .copied();
-        let stream = related.unwrap_or(STANDALONE);
-        let last = frame.kind == FrameKind::Response && stream != STANDALONE;
-        if let Some(route) = table.streams.get_mut(&stream)
-            && route.fresh
-        {
-            route.fresh = false;
-            if last && self.json_replies {
-                // A plain JSON reply: nothing to resume, nothing to store.
-                let _ = route.sink.send(Delivery {
-                    text: MessageText::Owned(frame.text),
-                    event_id: None,
-                    last,
-                });
-                return table.stream_done(stream);
+        let _order = self.order.lock().await;
+        let (stream, last, priming) = {
+            let mut table = self.table();
+            if frame.kind == FrameKind::Ended {
+                return table.request_ended(frame.related.as_ref());
             }
-            if route.priming {
-                self.prime(stream, &route.sink).await;
-            }
+            let related = frame
+                .related
+                .as_ref()
+                .and_then(|id| table.by_request.get(id))
+                .copied();
+            let stream = related.unwrap_or(STANDALONE);
+            let last = frame.kind == FrameKind::Response && stream != STANDALONE;
+            // The first message of a stream that is not a plain reply
+            // makes it an event stream, primed where that is due.
+            let priming = match table.streams.get_mut(&stream) {
+                Some(route) if route.fresh => {
+                    route.fresh = false;
+                    route.priming.then(|| route.sink.clone())
+                }
+                _ => None,
+            };
+            (stream, last, priming)
+        };
+        if let Some(sink) = priming {
+            self.prime(stream, &sink).await;
         }
         let text: Arc<str> = Arc::from(frame.text);
         let event_id = Some(
@@ -435,11 +471,11 @@ impl Routes {
                 .append(&self.session, &stream.to_string(), Arc::clone(&text))
                 .await,
         );
+        let mut table = self.table();
         if let Some(route) = table.streams.get(&stream) {
-            let sink = &route.sink;
             // A dropped connection is not a cancellation: the message stays
             // in the store for a resuming client.
-            let _ = sink.send(Delivery {
+            let _ = route.sink.send(Delivery {
                 text: MessageText::Shared(text),
                 event_id,
                 last,
@@ -448,6 +484,36 @@ impl Routes {
         if last {
             table.stream_done(stream);
         }
+    }
+
+    /// Sends a response that is the first message of its request's stream
+    /// as a plain JSON reply (`ResponseMode::Auto`): nothing to resume,
+    /// nothing to store, nothing sent before it to wait for. Hands back
+    /// any other frame.
+    fn reply_in_json(&self, frame: OutboundFrame) -> Result<(), OutboundFrame> {
+        if !self.json_replies || frame.kind != FrameKind::Response {
+            return Err(frame);
+        }
+        let mut table = self.table();
+        let Some(stream) = frame
+            .related
+            .as_ref()
+            .and_then(|id| table.by_request.get(id))
+            .copied()
+            .filter(|stream| *stream != STANDALONE)
+        else {
+            return Err(frame);
+        };
+        let Some(route) = table.streams.get_mut(&stream).filter(|r| r.fresh) else {
+            return Err(frame);
+        };
+        let _ = route.sink.send(Delivery {
+            text: MessageText::Owned(frame.text),
+            event_id: None,
+            last: true,
+        });
+        table.stream_done(stream);
+        Ok(())
     }
 }
 
