@@ -251,6 +251,16 @@ mod tests {
     }
 
     #[test]
+    fn requests_without_meta_share_one_empty_meta() {
+        let (one, other) = (read_meta(None).unwrap(), read_meta(None).unwrap());
+        assert!(Arc::ptr_eq(&one, &other), "allocated per request");
+        assert_eq!(*one, RequestMetaObject::default());
+        let read = read_meta(Some("{}")).unwrap();
+        assert!(!Arc::ptr_eq(&read, &one), "a read meta is its own");
+        assert_eq!(*read, RequestMetaObject::default());
+    }
+
+    #[test]
     fn repeating_meta_is_remembered() {
         let identity = identity();
         let text = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;

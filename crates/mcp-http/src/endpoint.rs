@@ -682,22 +682,33 @@ impl Drop for CloseOnDrop {
 /// work may end with the response's text, which the response then carries.
 struct Handling {
     work: Option<Work>,
-    /// For work that ends with the response's text (a stateless request):
-    /// where that response goes once the response is already streaming,
-    /// behind what came before it. Such work stops when the response is
-    /// dropped unfinished (the client went away, which cancels it); work
-    /// without it sends everything through its session and goes on, as
-    /// the client may resume its stream.
-    answer_to: Option<mpsc::UnboundedSender<Delivery>>,
 }
 
 /// The future of a [`Handling`], kept in the box it was made in: a
 /// request's future is large, and each move of it is a copy.
 enum Work {
-    /// Sends everything, its response too, through the session.
+    /// Sends everything, its response too, through the session, and goes
+    /// on when the response is dropped unfinished, as the client may
+    /// resume its stream.
     Sending(BoxFuture<'static, ()>),
-    /// Ends with the response's text (empty when it has none).
-    Answering(BoxFuture<'static, Option<String>>),
+    /// Ends with the response's text (empty when it has none), which goes
+    /// to the sender once the response is already streaming, behind what
+    /// came before it (a stateless request). Stops when the response is
+    /// dropped unfinished: the client went away, which cancels it.
+    Answering(
+        BoxFuture<'static, Option<String>>,
+        mpsc::UnboundedSender<Delivery>,
+    ),
+}
+
+impl Work {
+    /// Where the text this work ends with goes once the response streams.
+    fn answer_to(self) -> Option<mpsc::UnboundedSender<Delivery>> {
+        match self {
+            Work::Sending(_) => None,
+            Work::Answering(_, answer_to) => Some(answer_to),
+        }
+    }
 }
 
 impl Future for Work {
@@ -706,7 +717,7 @@ impl Future for Work {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<String>> {
         match self.get_mut() {
             Work::Sending(work) => work.as_mut().poll(cx).map(|()| None),
-            Work::Answering(work) => work.as_mut().poll(cx),
+            Work::Answering(work, _) => work.as_mut().poll(cx),
         }
     }
 }
@@ -716,7 +727,6 @@ impl Handling {
     fn finished_if_dropped(work: BoxFuture<'static, ()>) -> Self {
         Handling {
             work: Some(Work::Sending(work)),
-            answer_to: None,
         }
     }
 
@@ -726,8 +736,7 @@ impl Handling {
         answer_to: mpsc::UnboundedSender<Delivery>,
     ) -> Self {
         Handling {
-            work: Some(Work::Answering(Box::pin(work))),
-            answer_to: Some(answer_to),
+            work: Some(Work::Answering(Box::pin(work), answer_to)),
         }
     }
 
@@ -737,12 +746,14 @@ impl Handling {
         let Some(mut work) = self.work.take() else {
             return;
         };
-        let answer_to = self.answer_to.take();
         // Polled as it is first: most work ends here, and needs no task.
         match futures::FutureExt::now_or_never(&mut work) {
-            Some(answer) => queue_answer(answer_to, answer),
+            Some(answer) => queue_answer(work.answer_to(), answer),
             None => {
-                tokio::spawn(async move { queue_answer(answer_to, work.await) });
+                tokio::spawn(async move {
+                    let answer = (&mut work).await;
+                    queue_answer(work.answer_to(), answer);
+                });
             }
         }
     }
@@ -768,7 +779,7 @@ fn queue_answer(to: Option<mpsc::UnboundedSender<Delivery>>, answer: Option<Stri
 
 impl Drop for Handling {
     fn drop(&mut self) {
-        if let Some(work) = self.work.take().filter(|_| self.answer_to.is_none())
+        if let Some(work @ Work::Sending(_)) = self.work.take()
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
             runtime.spawn(async move {
@@ -929,10 +940,9 @@ async fn respond(
             // The work is done (and must not be polled again).
             Next::Done(answer) => {
                 if let Some(handling) = &mut handling {
-                    handling.work = None;
-                    // Taken, so that the deliveries end once the session
-                    // lets go of its sink.
-                    let answer_to = handling.answer_to.take();
+                    // Its sender taken, so that the deliveries end once the
+                    // session lets go of its sink.
+                    let answer_to = handling.work.take().and_then(Work::answer_to);
                     if priming.is_none() && receiver.is_empty() {
                         // Nothing came before the response: it is the first.
                         if let Some(answer) = answer.and_then(answer_delivery) {

@@ -220,23 +220,25 @@ impl HttpSession {
     /// Opens the standalone stream; `None` if one is already open.
     pub(crate) async fn open_standalone(&self) -> Option<mpsc::UnboundedReceiver<Delivery>> {
         let priming = self.primes_streams();
+        // Held throughout, so no other standalone stream is attached
+        // meanwhile (a resumed one included).
         let _order = self.routes.order.lock().await;
-        let open = |table: &RouteTable| {
-            table
-                .streams
-                .get(&STANDALONE)
-                .is_some_and(|s| !s.sink.is_closed())
-        };
-        if self.is_closed() || open(&self.routes.table()) {
+        let open = self
+            .routes
+            .table()
+            .streams
+            .get(&STANDALONE)
+            .is_some_and(|s| !s.sink.is_closed());
+        if open || self.is_closed() {
             return None;
         }
         let (sink, rx) = mpsc::unbounded_channel();
         if priming {
             self.routes.prime(STANDALONE, &sink).await;
         }
-        // Checked again: the session may have closed while priming.
         let mut table = self.routes.table();
-        if self.is_closed() || open(&table) {
+        // Checked again: the session may have closed while priming.
+        if self.is_closed() {
             return None;
         }
         table.streams.insert(STANDALONE, StreamRoute::started(sink));
@@ -444,12 +446,9 @@ impl Routes {
             if frame.kind == FrameKind::Ended {
                 return table.request_ended(frame.related.as_ref());
             }
-            let related = frame
-                .related
-                .as_ref()
-                .and_then(|id| table.by_request.get(id))
-                .copied();
-            let stream = related.unwrap_or(STANDALONE);
+            let stream = table
+                .request_stream(frame.related.as_ref())
+                .unwrap_or(STANDALONE);
             let last = frame.kind == FrameKind::Response && stream != STANDALONE;
             // The first message of a stream that is not a plain reply
             // makes it an event stream, primed where that is due.
@@ -495,13 +494,7 @@ impl Routes {
             return Err(frame);
         }
         let mut table = self.table();
-        let Some(stream) = frame
-            .related
-            .as_ref()
-            .and_then(|id| table.by_request.get(id))
-            .copied()
-            .filter(|stream| *stream != STANDALONE)
-        else {
+        let Some(stream) = table.request_stream(frame.related.as_ref()) else {
             return Err(frame);
         };
         let Some(route) = table.streams.get_mut(&stream).filter(|r| r.fresh) else {
@@ -518,6 +511,12 @@ impl Routes {
 }
 
 impl RouteTable {
+    /// The stream of a pending request: never the standalone one, as
+    /// request streams are numbered from 1.
+    fn request_stream(&self, request: Option<&RequestId>) -> Option<RouteKey> {
+        request.and_then(|id| self.by_request.get(id)).copied()
+    }
+
     /// The stream's response went out: it and its requests are done.
     fn stream_done(&mut self, stream: RouteKey) {
         let Some(route) = self.streams.remove(&stream) else {
