@@ -34,7 +34,8 @@ use crate::guard::{GuardLayer, Guarded};
 use crate::headers::{self, McpHeaders, check_headers};
 use crate::legacy_sse::LegacySessions;
 use crate::session::{
-    Delivery, MessageText, ResumeOutcome, SessionLimit, SessionManager, StreamGuard, StreamRefused,
+    Delivery, HttpSession, MessageText, ResumeOutcome, RouteKey, SessionLimit, SessionManager,
+    StreamGuard, StreamRefused,
 };
 use crate::sse;
 
@@ -567,6 +568,18 @@ async fn post_to_session(
             &ErrorObject::invalid_request("session ended"),
         )
     };
+    if let Frame::Single(Message::Request(request)) = &frame {
+        let request = request.id.clone();
+        return match session.open_request(&request) {
+            Ok(stream) => {
+                answer_request(endpoint, session, stream, request, frame, extensions).await
+            }
+            Err(StreamRefused::Ended) => ended(),
+            Err(StreamRefused::InUse(id)) => {
+                error_response(StatusCode::OK, Some(&id), &mcp_core::request_id_in_use(&id))
+            }
+        };
+    }
     let ids: Vec<RequestId> = request_ids(&frame).cloned().collect();
     if ids.is_empty() {
         // Notifications and responses only.
@@ -595,6 +608,47 @@ async fn post_to_session(
     // A client that disconnects does not cancel its request in this era,
     // and may resume the stream to read the response.
     let handling = Handling::finished_if_dropped(Box::pin(session.handle(frame, extensions)));
+    respond(endpoint, receiver, Some(guard), Era::Legacy, Some(handling)).await
+}
+
+/// A single request of a legacy session, run in this task while nothing
+/// but its response comes: a plain call is answered in JSON with no
+/// channel and no stored event. A request that sends something first or
+/// is not answered on its first poll gets a connection to its stream,
+/// where its response follows what came before.
+async fn answer_request(
+    endpoint: &Arc<McpEndpoint>,
+    session: Arc<HttpSession>,
+    stream: RouteKey,
+    request: RequestId,
+    frame: Frame,
+    extensions: Option<Arc<Extensions>>,
+) -> Response {
+    let mut answering = Box::pin(session.answer(frame, extensions));
+    let first_poll = std::future::poll_fn(|cx| Poll::Ready(answering.as_mut().poll(cx))).await;
+    if let Poll::Ready(answer) = first_poll {
+        let answer = match answer.filter(|text| !text.is_empty()) {
+            Some(text) => match session.take_json_reply(stream, text) {
+                Ok(text) => return json_response(MessageText::Owned(text), Era::Legacy),
+                // Behind what the handler sent first, or streamed anyway.
+                Err(text) => Some(text),
+            },
+            None => None,
+        };
+        let receiver = session.attach(stream);
+        session.route_answer(request, answer).await;
+        let guard = session.stream_opened();
+        return respond(endpoint, receiver, Some(guard), Era::Legacy, None).await;
+    }
+    let receiver = session.attach(stream);
+    let guard = session.stream_opened();
+    let routing = Arc::clone(&session);
+    // A client that disconnects does not cancel its request in this era,
+    // and may resume the stream to read the response.
+    let handling = Handling::finished_if_dropped(Box::pin(async move {
+        let answer = answering.await;
+        routing.route_answer(request, answer).await;
+    }));
     respond(endpoint, receiver, Some(guard), Era::Legacy, Some(handling)).await
 }
 

@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use foldhash::{HashMap, HashMapExt as _};
 use mcp_core::{
-    BoxFuture, DirectSession, FrameKind, FrameSink, OutboundFrame, Peer, Service, SessionConfig,
-    SinkClosed,
+    BoxFuture, DirectSession, FrameKind, FrameSink, OutboundFrame, Peer, ReadFrame, Service,
+    SessionConfig, SinkClosed,
 };
 use mcp_schema::ProtocolVersion;
 use mcp_schema::jsonrpc::{Frame, RequestId};
@@ -86,7 +86,7 @@ const STANDALONE: RouteKey = 0;
 /// A stream's id in the route table, a number: naming the stream of each
 /// request and looking it up on delivery copy and hash no text. The event
 /// store knows it as its decimal text.
-type RouteKey = u64;
+pub(crate) type RouteKey = u64;
 
 /// What became of a resumption.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,13 +201,103 @@ impl HttpSession {
         table.streams.insert(
             stream,
             StreamRoute {
-                sink,
+                outlet: Outlet::Open(sink),
                 requests,
                 fresh: true,
                 priming,
             },
         );
         Ok(rx)
+    }
+
+    /// Opens the stream of a single request, with no connection to read it
+    /// yet: most requests are answered at once, in plain JSON, and need
+    /// none. What comes meanwhile is kept for [`HttpSession::attach`].
+    /// Refused as [`HttpSession::open_stream`] refuses.
+    pub(crate) fn open_request(&self, request: &RequestId) -> Result<RouteKey, StreamRefused> {
+        let stream: RouteKey = self.next_stream.fetch_add(1, Ordering::Relaxed);
+        let priming = self.primes_streams();
+        let mut table = self.routes.table();
+        if self.is_closed() {
+            return Err(StreamRefused::Ended);
+        }
+        if table.by_request.contains_key(request) {
+            return Err(StreamRefused::InUse(request.clone()));
+        }
+        table.by_request.insert(request.clone(), stream);
+        table.streams.insert(
+            stream,
+            StreamRoute {
+                outlet: Outlet::Held(Vec::new()),
+                requests: vec![request.clone()],
+                fresh: true,
+                priming,
+            },
+        );
+        Ok(stream)
+    }
+
+    /// Runs a single request through the engine, handing its response
+    /// back rather than routing it (see [`DirectSession::answer_parsed`]):
+    /// `Some("")` or `None` when it ends without one.
+    pub(crate) fn answer(
+        &self,
+        frame: Frame,
+        extensions: Option<Arc<mcp_core::Extensions>>,
+    ) -> impl Future<Output = Option<String>> + Send + 'static {
+        self.engine
+            .answer_parsed(ReadFrame::from(frame), extensions)
+    }
+
+    /// Takes the response to the request of `stream` as a plain JSON reply
+    /// (`ResponseMode::Auto`) when nothing was sent on the stream before
+    /// it: the stream is then done, and nothing is stored. Hands the text
+    /// back otherwise, for [`HttpSession::route_answer`].
+    pub(crate) fn take_json_reply(&self, stream: RouteKey, text: String) -> Result<String, String> {
+        if self.routes.json_replies && self.routes.table().take_fresh(stream).is_some() {
+            Ok(text)
+        } else {
+            Err(text)
+        }
+    }
+
+    /// A connection for the stream of [`HttpSession::open_request`], with
+    /// what was kept for it. Ends at once if the stream is gone (the
+    /// session closed, or a resumed connection took it over).
+    pub(crate) fn attach(&self, stream: RouteKey) -> mpsc::UnboundedReceiver<Delivery> {
+        let (sink, rx) = mpsc::unbounded_channel();
+        let mut table = self.routes.table();
+        if let Some(route) = table.streams.get_mut(&stream)
+            && let Outlet::Held(held) = &mut route.outlet
+        {
+            for delivery in held.drain(..) {
+                let _ = sink.send(delivery);
+            }
+            route.outlet = Outlet::Open(sink);
+        }
+        rx
+    }
+
+    /// Routes what a request answered with, as its response would have
+    /// been: stored and sent on its stream, after what came before it. A
+    /// request that ended without a response ends its stream.
+    pub(crate) async fn route_answer(&self, request: RequestId, answer: Option<String>) {
+        if self.is_closed() {
+            // Its streams and stored events are gone already.
+            return;
+        }
+        match answer.filter(|text| !text.is_empty()) {
+            Some(text) => {
+                self.routes
+                    .deliver(OutboundFrame {
+                        text,
+                        related: Some(request),
+                        kind: FrameKind::Response,
+                    })
+                    .await
+            }
+            None => self.routes.table().request_ended(Some(&request)),
+        }
     }
 
     /// Streams start with a priming event from 2025-11-25 on (SEP-1699):
@@ -228,13 +318,13 @@ impl HttpSession {
             .table()
             .streams
             .get(&STANDALONE)
-            .is_some_and(|s| !s.sink.is_closed());
+            .is_some_and(|s| !s.outlet.is_closed());
         if open || self.is_closed() {
             return None;
         }
         let (sink, rx) = mpsc::unbounded_channel();
         if priming {
-            self.routes.prime(STANDALONE, &sink).await;
+            let _ = sink.send(self.routes.prime(STANDALONE).await);
         }
         let mut table = self.routes.table();
         // Checked again: the session may have closed while priming.
@@ -369,9 +459,9 @@ struct RouteTable {
     by_request: HashMap<RequestId, RouteKey>,
 }
 
-/// The live connection of a stream.
+/// A stream: where its messages go, and what it carries.
 struct StreamRoute {
-    sink: mpsc::UnboundedSender<Delivery>,
+    outlet: Outlet,
     /// The pending requests whose messages it carries.
     requests: Vec<RequestId>,
     /// Nothing was sent on it yet: it becomes an event stream (primed,
@@ -385,11 +475,38 @@ impl StreamRoute {
     /// A route for a connection whose stream is already under way.
     fn started(sink: mpsc::UnboundedSender<Delivery>) -> Self {
         StreamRoute {
-            sink,
+            outlet: Outlet::Open(sink),
             requests: Vec::new(),
             fresh: false,
             priming: false,
         }
+    }
+}
+
+/// Where a stream's messages go.
+enum Outlet {
+    /// Kept, until a connection reads the stream.
+    Held(Vec<Delivery>),
+    /// Sent to the connection reading the stream.
+    Open(mpsc::UnboundedSender<Delivery>),
+}
+
+impl Outlet {
+    /// Sends or keeps `delivery`. A dropped connection is not a
+    /// cancellation: what it missed stays in the store for a resuming
+    /// client.
+    fn send(&mut self, delivery: Delivery) {
+        match self {
+            Outlet::Held(held) => held.push(delivery),
+            Outlet::Open(sink) => {
+                let _ = sink.send(delivery);
+            }
+        }
+    }
+
+    /// Whether the connection reading the stream is gone.
+    fn is_closed(&self) -> bool {
+        matches!(self, Outlet::Open(sink) if sink.is_closed())
     }
 }
 
@@ -418,18 +535,19 @@ impl Future for Sent {
 }
 
 impl Routes {
-    /// Stores an empty event at the start of `stream` and sends it, so the
-    /// client has an id to resume from before any message arrives.
-    async fn prime(&self, stream: RouteKey, sink: &mpsc::UnboundedSender<Delivery>) {
+    /// Stores an empty event at the start of `stream`, and gives it to be
+    /// sent first, so the client has an id to resume from before any
+    /// message arrives.
+    async fn prime(&self, stream: RouteKey) -> Delivery {
         let id = self
             .store
             .append(&self.session, &stream.to_string(), Arc::from(""))
             .await;
-        let _ = sink.send(Delivery {
+        Delivery {
             text: MessageText::Owned(String::new()),
             event_id: Some(id),
             last: false,
-        });
+        }
     }
 
     /// The routing table.
@@ -455,14 +573,17 @@ impl Routes {
             let priming = match table.streams.get_mut(&stream) {
                 Some(route) if route.fresh => {
                     route.fresh = false;
-                    route.priming.then(|| route.sink.clone())
+                    route.priming
                 }
-                _ => None,
+                _ => false,
             };
             (stream, last, priming)
         };
-        if let Some(sink) = priming {
-            self.prime(stream, &sink).await;
+        if priming {
+            let primed = self.prime(stream).await;
+            if let Some(route) = self.table().streams.get_mut(&stream) {
+                route.outlet.send(primed);
+            }
         }
         let text: Arc<str> = Arc::from(frame.text);
         let event_id = Some(
@@ -471,10 +592,8 @@ impl Routes {
                 .await,
         );
         let mut table = self.table();
-        if let Some(route) = table.streams.get(&stream) {
-            // A dropped connection is not a cancellation: the message stays
-            // in the store for a resuming client.
-            let _ = route.sink.send(Delivery {
+        if let Some(route) = table.streams.get_mut(&stream) {
+            route.outlet.send(Delivery {
                 text: MessageText::Shared(text),
                 event_id,
                 last,
@@ -497,15 +616,14 @@ impl Routes {
         let Some(stream) = table.request_stream(frame.related.as_ref()) else {
             return Err(frame);
         };
-        let Some(route) = table.streams.get_mut(&stream).filter(|r| r.fresh) else {
+        let Some(mut route) = table.take_fresh(stream) else {
             return Err(frame);
         };
-        let _ = route.sink.send(Delivery {
+        route.outlet.send(Delivery {
             text: MessageText::Owned(frame.text),
             event_id: None,
             last: true,
         });
-        table.stream_done(stream);
         Ok(())
     }
 }
@@ -519,9 +637,23 @@ impl RouteTable {
 
     /// The stream's response went out: it and its requests are done.
     fn stream_done(&mut self, stream: RouteKey) {
-        let Some(route) = self.streams.remove(&stream) else {
-            return;
-        };
+        if let Some(route) = self.streams.remove(&stream) {
+            self.forget_requests(&route);
+        }
+    }
+
+    /// The route of `stream` if nothing was sent on it yet, taken out with
+    /// its requests: its response is going out as a plain reply.
+    fn take_fresh(&mut self, stream: RouteKey) -> Option<StreamRoute> {
+        if !self.streams.get(&stream).is_some_and(|route| route.fresh) {
+            return None;
+        }
+        let route = self.streams.remove(&stream)?;
+        self.forget_requests(&route);
+        Some(route)
+    }
+
+    fn forget_requests(&mut self, route: &StreamRoute) {
         for id in &route.requests {
             self.by_request.remove(id);
         }
@@ -677,9 +809,8 @@ mod tests {
     use super::*;
 
     fn route(requests: Vec<RequestId>) -> StreamRoute {
-        let (sink, _) = mpsc::unbounded_channel();
         StreamRoute {
-            sink,
+            outlet: Outlet::Held(Vec::new()),
             requests,
             fresh: true,
             priming: false,

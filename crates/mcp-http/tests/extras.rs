@@ -244,6 +244,59 @@ async fn a_stateless_response_follows_what_its_handler_sent_first() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_response_follows_what_its_handler_sent_first() {
+    let server = TestServer::start_with(reporting_server(), |c| c).await;
+    let session = server.initialize(V11).await;
+    // As in the stateless case: answered at once with nothing before it,
+    // answered in the poll that sent the notifications, answered after
+    // the stream opened, and ending as the stream opens.
+    let cases = [(0, 0, false), (2, 0, false), (3, 30, false), (1, 0, true)];
+    for (steps, pause_ms, yield_after) in cases {
+        let arguments = json!({"steps": steps, "pause_ms": pause_ms, "yield_after": yield_after});
+        let id = server.id();
+        let body = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": "tools/call",
+            "params": {"name": "report", "arguments": arguments, "_meta": {"progressToken": "p"}}
+        });
+        let reply = server.send(session.headers(server.post()), &body).await;
+        assert_eq!(reply.status, StatusCode::OK, "{reply:?}");
+        assert_eq!(
+            reply.body["id"],
+            json!(id),
+            "the response comes last: {reply:?}"
+        );
+        assert_eq!(
+            reply.body["result"]["content"][0]["text"], "reported",
+            "{reply:?}"
+        );
+        assert_eq!(reply.messages.len(), steps as usize + 1, "{reply:?}");
+        if steps == 0 {
+            assert_eq!(reply.content_type, "application/json", "{reply:?}");
+            continue;
+        }
+        // A stream: primed, every event stored (it has an id), and the
+        // whole of it replayed to a client that resumes from its start.
+        assert_eq!(reply.content_type, "text/event-stream", "{reply:?}");
+        let priming = &reply.events[0];
+        assert!(priming.data.is_empty(), "{reply:?}");
+        assert!(reply.events.iter().all(|e| e.id.is_some()), "{reply:?}");
+        let response = within(
+            "GET",
+            session
+                .headers(server.get())
+                .header(mcp_http::LAST_EVENT_ID, priming.id.as_deref().unwrap())
+                .send(),
+        )
+        .await
+        .expect("GET");
+        let replayed = Reply::collect(response).await;
+        assert_eq!(replayed.messages, reply.messages, "{replayed:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closing_a_stream_cancels_only_in_the_modern_era() {
     // 2026-07-28: closing the response stream cancels the request.
     let outcomes = Arc::new(Outcomes::default());
