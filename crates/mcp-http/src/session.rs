@@ -182,6 +182,24 @@ impl HttpSession {
         requests: Vec<RequestId>,
     ) -> Result<mpsc::UnboundedReceiver<Delivery>, StreamRefused> {
         let (sink, rx) = mpsc::unbounded_channel();
+        self.open_route(requests, Outlet::Open(sink))?;
+        Ok(rx)
+    }
+
+    /// Opens the stream of a single request, with no connection to read it
+    /// yet: most requests are answered at once, in plain JSON, and need
+    /// none. What comes meanwhile is kept for [`HttpSession::attach`].
+    /// Refused as [`HttpSession::open_stream`] refuses.
+    pub(crate) fn open_request(&self, request: &RequestId) -> Result<RouteKey, StreamRefused> {
+        self.open_route(vec![request.clone()], Outlet::Held(Vec::new()))
+    }
+
+    /// A new stream for `requests`, its messages going to `outlet`.
+    fn open_route(
+        &self,
+        requests: Vec<RequestId>,
+        outlet: Outlet,
+    ) -> Result<RouteKey, StreamRefused> {
         let stream: RouteKey = self.next_stream.fetch_add(1, Ordering::Relaxed);
         let priming = self.primes_streams();
         let mut table = self.routes.table();
@@ -201,35 +219,8 @@ impl HttpSession {
         table.streams.insert(
             stream,
             StreamRoute {
-                outlet: Outlet::Open(sink),
+                outlet,
                 requests,
-                fresh: true,
-                priming,
-            },
-        );
-        Ok(rx)
-    }
-
-    /// Opens the stream of a single request, with no connection to read it
-    /// yet: most requests are answered at once, in plain JSON, and need
-    /// none. What comes meanwhile is kept for [`HttpSession::attach`].
-    /// Refused as [`HttpSession::open_stream`] refuses.
-    pub(crate) fn open_request(&self, request: &RequestId) -> Result<RouteKey, StreamRefused> {
-        let stream: RouteKey = self.next_stream.fetch_add(1, Ordering::Relaxed);
-        let priming = self.primes_streams();
-        let mut table = self.routes.table();
-        if self.is_closed() {
-            return Err(StreamRefused::Ended);
-        }
-        if table.by_request.contains_key(request) {
-            return Err(StreamRefused::InUse(request.clone()));
-        }
-        table.by_request.insert(request.clone(), stream);
-        table.streams.insert(
-            stream,
-            StreamRoute {
-                outlet: Outlet::Held(Vec::new()),
-                requests: vec![request.clone()],
                 fresh: true,
                 priming,
             },

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
-use mcp_http::{EventStoreLimits, MemoryEventStore};
+use mcp_http::{EventStore as _, EventStoreLimits, MemoryEventStore};
 use mcp_schema::CallToolResult;
 use mcp_server::{Context, HandlerError, NoArguments, Server, ToolDef};
 use reqwest::StatusCode;
@@ -438,21 +438,9 @@ async fn resume_refused_after_eviction() {
     let store = MemoryEventStore::new(EventStoreLimits::default().with_max_events_per_session(3));
     let server = TestServer::start(|c| c.event_store(Arc::new(store))).await;
     let session = server.initialize(V11).await;
-    let response = within(
-        "POST",
-        session
-            .headers(server.post())
-            .body(
-                json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
-                    "name": "slow_task", "arguments": {"steps": 8, "step_ms": 30},
-                    "_meta": {"progressToken": "e"}}})
-                .to_string(),
-            )
-            .send(),
-    )
-    .await
-    .expect("POST");
-    let mut stream = SseStream::new(response);
+    let mut stream = server
+        .start_slow_task(&session, json!(5), (8, 30), "e")
+        .await;
     stream.next_message().await.expect("progress");
     let last_id = stream.last_event_id().to_owned();
     drop(stream);
@@ -513,4 +501,35 @@ async fn legacy_stream_ends_after_cancellation() {
             Err(_) => panic!("the stream of a cancelled request is still open"),
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_session_leaves_no_stored_events_behind_its_running_request() {
+    let store = Arc::new(MemoryEventStore::new(EventStoreLimits::default()));
+    let server = TestServer::start({
+        let store = Arc::clone(&store);
+        move |c| c.event_store(store)
+    })
+    .await;
+    let session = server.initialize(V11).await;
+    let mut stream = server
+        .start_slow_task(&session, json!(9), (20, 50), "d")
+        .await;
+    stream.next_message().await.expect("progress");
+    assert!(
+        store.stats().events >= 2,
+        "primed and stored: {:?}",
+        store.stats()
+    );
+    assert_eq!(server.delete(&session.id).await, StatusCode::NO_CONTENT);
+    // The request is cancelled with its session: its stream ends without
+    // a response, and nothing it would have sent is stored afterwards.
+    let mut rest = Vec::new();
+    while let Some((_, message)) = stream.next_message().await {
+        rest.push(message);
+    }
+    assert!(rest.iter().all(|m| m.get("id").is_none()), "{rest:?}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let stats = store.stats();
+    assert_eq!((stats.events, stats.sessions), (0, 0), "{stats:?}");
 }

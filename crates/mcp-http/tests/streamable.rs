@@ -327,21 +327,9 @@ async fn always_sse_mode() {
 /// and the last progress value read.
 async fn start_and_drop(server: &TestServer) -> (LegacySession, String, f64) {
     let session = server.initialize(V11).await;
-    let response = within(
-        "POST",
-        session
-            .headers(server.post())
-            .body(
-                json!({"jsonrpc": "2.0", "id": "slow-1", "method": "tools/call", "params": {
-                    "name": "slow_task", "arguments": {"steps": 10, "step_ms": 100},
-                    "_meta": {"progressToken": "slow"}}})
-                .to_string(),
-            )
-            .send(),
-    )
-    .await
-    .expect("POST");
-    let mut stream = SseStream::new(response);
+    let mut stream = server
+        .start_slow_task(&session, json!("slow-1"), (10, 100), "slow")
+        .await;
     let mut last = 0.0;
     let mut seen = 0;
     while seen < 2 {

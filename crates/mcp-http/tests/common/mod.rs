@@ -220,6 +220,28 @@ impl TestServer {
         reply.body["result"].clone()
     }
 
+    /// Starts the `slow_task` tool in a legacy session: `steps` progress
+    /// notifications (token `token`) `step_ms` apart, then its answer.
+    /// The POST's SSE stream.
+    pub async fn start_slow_task(
+        &self,
+        session: &LegacySession,
+        id: Value,
+        (steps, step_ms): (u32, u64),
+        token: &str,
+    ) -> SseStream {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "slow_task", "arguments": {"steps": steps, "step_ms": step_ms},
+            "_meta": {"progressToken": token}}});
+        let response = within(
+            "POST",
+            session.headers(self.post()).body(body.to_string()).send(),
+        )
+        .await
+        .expect("POST");
+        SseStream::new(response)
+    }
+
     /// Ends a legacy session with DELETE; the status.
     pub async fn delete(&self, session_id: &str) -> StatusCode {
         within(
