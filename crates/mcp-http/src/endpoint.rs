@@ -34,8 +34,8 @@ use crate::guard::{GuardLayer, Guarded};
 use crate::headers::{self, McpHeaders, check_headers};
 use crate::legacy_sse::LegacySessions;
 use crate::session::{
-    Delivery, HttpSession, MessageText, ResumeOutcome, RouteKey, SessionLimit, SessionManager,
-    StreamGuard, StreamRefused,
+    Delivery, HttpSession, MessageText, Outlet, ResumeOutcome, RouteKey, SessionLimit,
+    SessionManager, StreamGuard, StreamRefused,
 };
 use crate::sse;
 
@@ -513,7 +513,8 @@ async fn post_initialize(
             return error_response(StatusCode::SERVICE_UNAVAILABLE, None, &error);
         }
     };
-    let Ok(receiver) = session.open_stream(request_ids(&frame).cloned().collect()) else {
+    let opened = (request_ids(&frame).next().cloned()).map(|id| (session.open_request(&id), id));
+    let Some((Ok(stream), request)) = opened else {
         return error_response(
             StatusCode::INTERNAL_SERVER_ERROR,
             None,
@@ -521,8 +522,15 @@ async fn post_initialize(
         );
     };
     // The engine answers initialize itself, right away.
-    Box::pin(session.handle(frame, extensions)).await;
-    let mut response = respond(endpoint, receiver, None, Era::Legacy, None).await;
+    let mut response = answer_request(
+        endpoint,
+        Arc::clone(&session),
+        stream,
+        request,
+        frame,
+        extensions,
+    )
+    .await;
     if session.revision().is_none() {
         // initialize failed (bad params): no session was established.
         endpoint.sessions.remove(&session.id).await;
@@ -625,31 +633,33 @@ async fn answer_request(
     extensions: Option<Arc<Extensions>>,
 ) -> Response {
     let mut answering = Box::pin(session.answer(frame, extensions));
-    let first_poll = std::future::poll_fn(|cx| Poll::Ready(answering.as_mut().poll(cx))).await;
-    if let Poll::Ready(answer) = first_poll {
-        let answer = match answer.filter(|text| !text.is_empty()) {
-            Some(text) => match session.take_json_reply(stream, text) {
+    let first_poll = match poll_once(&mut answering).await {
+        Poll::Ready(Some(text)) if !text.is_empty() => {
+            match session.take_json_reply(stream, text) {
                 Ok(text) => return json_response(MessageText::Owned(text), Era::Legacy),
                 // Behind what the handler sent first, or streamed anyway.
-                Err(text) => Some(text),
-            },
-            None => None,
-        };
-        let receiver = session.attach(stream);
-        session.route_answer(request, answer).await;
-        let guard = session.stream_opened();
-        return respond(endpoint, receiver, Some(guard), Era::Legacy, None).await;
-    }
+                Err(text) => Poll::Ready(Some(text)),
+            }
+        }
+        other => other,
+    };
     let receiver = session.attach(stream);
     let guard = session.stream_opened();
-    let routing = Arc::clone(&session);
     // A client that disconnects does not cancel its request in this era,
     // and may resume the stream to read the response.
     let handling = Handling::finished_if_dropped(Box::pin(async move {
-        let answer = answering.await;
-        routing.route_answer(request, answer).await;
+        let answer = match first_poll {
+            Poll::Ready(answer) => answer,
+            Poll::Pending => answering.await,
+        };
+        session.route_answer(request, answer).await;
     }));
     respond(endpoint, receiver, Some(guard), Era::Legacy, Some(handling)).await
+}
+
+/// Polls `future` once, in the caller's task: whether it is done already.
+async fn poll_once<F: Future + Unpin>(future: &mut F) -> Poll<F::Output> {
+    std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut *future).poll(cx))).await
 }
 
 /// A stateless (2026-07-28) request: a session of its own for this one
@@ -683,8 +693,7 @@ async fn post_stateless(
     }
     // Most requests are answered on their first poll, having sent nothing
     // before: their response is the JSON answer, and no stream is set up.
-    let first_poll = std::future::poll_fn(|cx| Poll::Ready(answering.as_mut().poll(cx))).await;
-    if let Poll::Ready(answer) = first_poll {
+    if let Poll::Ready(answer) = poll_once(&mut answering).await {
         drop(closing);
         return match answer {
             Some(answer)
@@ -848,30 +857,16 @@ impl Drop for Handling {
 /// none, and no channel is made for them); from then on they go straight
 /// onto that stream.
 #[derive(Default)]
-struct ResponseSink(std::sync::Mutex<Outbox>);
-
-/// What a [`ResponseSink`] does with a frame.
-enum Outbox {
-    /// Keeps it, the response not being under way yet.
-    Held(Vec<Delivery>),
-    /// Sends it onto the response's stream.
-    Open(mpsc::UnboundedSender<Delivery>),
-}
-
-impl Default for Outbox {
-    fn default() -> Self {
-        Outbox::Held(Vec::new())
-    }
-}
+struct ResponseSink(std::sync::Mutex<Outlet>);
 
 impl ResponseSink {
-    fn outbox(&self) -> std::sync::MutexGuard<'_, Outbox> {
+    fn outlet(&self) -> std::sync::MutexGuard<'_, Outlet> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Whether nothing has been sent yet.
     fn holds_nothing(&self) -> bool {
-        matches!(&*self.outbox(), Outbox::Held(held) if held.is_empty())
+        self.outlet().holds_nothing()
     }
 
     /// The response's stream, with what was held already in it. Takes the
@@ -883,37 +878,22 @@ impl ResponseSink {
         mpsc::UnboundedSender<Delivery>,
         mpsc::UnboundedReceiver<Delivery>,
     ) {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        let mut outbox = self.outbox();
-        let previous = std::mem::replace(&mut *outbox, Outbox::Open(sender.clone()));
-        debug_assert!(matches!(previous, Outbox::Held(_)), "opened twice");
-        if let Outbox::Held(held) = previous {
-            for delivery in held {
-                let _ = sender.send(delivery);
-            }
-        }
-        (sender, receiver)
+        let opened = self.outlet().open();
+        debug_assert!(opened.is_some(), "opened twice");
+        opened.unwrap_or_else(mpsc::unbounded_channel)
     }
 }
 
 impl FrameSink for ResponseSink {
     fn send(&self, frame: OutboundFrame) -> BoxFuture<'_, Result<(), SinkClosed>> {
-        let delivery = match frame.kind {
+        let sent = match frame.kind {
             // Cancelled: the response ends when the session closes.
-            FrameKind::Ended => None,
-            kind => Some(Delivery {
+            FrameKind::Ended => Ok(()),
+            kind => self.outlet().send(Delivery {
                 text: MessageText::Owned(frame.text),
                 event_id: None,
                 last: kind == FrameKind::Response,
             }),
-        };
-        let sent = match (delivery, &mut *self.outbox()) {
-            (None, _) => Ok(()),
-            (Some(delivery), Outbox::Held(held)) => {
-                held.push(delivery);
-                Ok(())
-            }
-            (Some(delivery), Outbox::Open(sender)) => sender.send(delivery).map_err(|_| SinkClosed),
         };
         Box::pin(std::future::ready(sent))
     }

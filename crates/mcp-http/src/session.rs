@@ -10,10 +10,8 @@
 //! goes out as a plain JSON reply, the common case, is neither stored nor
 //! ordered behind anything, and takes only a brief lock of the table.
 
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use foldhash::{HashMap, HashMapExt as _};
@@ -191,7 +189,7 @@ impl HttpSession {
     /// none. What comes meanwhile is kept for [`HttpSession::attach`].
     /// Refused as [`HttpSession::open_stream`] refuses.
     pub(crate) fn open_request(&self, request: &RequestId) -> Result<RouteKey, StreamRefused> {
-        self.open_route(vec![request.clone()], Outlet::Held(Vec::new()))
+        self.open_route(vec![request.clone()], Outlet::default())
     }
 
     /// A new stream for `requests`, its messages going to `outlet`.
@@ -256,17 +254,12 @@ impl HttpSession {
     /// what was kept for it. Ends at once if the stream is gone (the
     /// session closed, or a resumed connection took it over).
     pub(crate) fn attach(&self, stream: RouteKey) -> mpsc::UnboundedReceiver<Delivery> {
-        let (sink, rx) = mpsc::unbounded_channel();
-        let mut table = self.routes.table();
-        if let Some(route) = table.streams.get_mut(&stream)
-            && let Outlet::Held(held) = &mut route.outlet
-        {
-            for delivery in held.drain(..) {
-                let _ = sink.send(delivery);
-            }
-            route.outlet = Outlet::Open(sink);
+        let opened =
+            (self.routes.table().streams.get_mut(&stream)).and_then(|route| route.outlet.open());
+        match opened {
+            Some((_, receiver)) => receiver,
+            None => mpsc::unbounded_channel().1,
         }
-        rx
     }
 
     /// Routes what a request answered with, as its response would have
@@ -474,25 +467,59 @@ impl StreamRoute {
     }
 }
 
-/// Where a stream's messages go.
-enum Outlet {
+/// Where the messages of a response stream go: kept until a connection
+/// reads the stream (most requests are answered at once, and need none),
+/// then sent to it.
+#[derive(Debug)]
+pub(crate) enum Outlet {
     /// Kept, until a connection reads the stream.
     Held(Vec<Delivery>),
     /// Sent to the connection reading the stream.
     Open(mpsc::UnboundedSender<Delivery>),
 }
 
+impl Default for Outlet {
+    fn default() -> Self {
+        Outlet::Held(Vec::new())
+    }
+}
+
 impl Outlet {
-    /// Sends or keeps `delivery`. A dropped connection is not a
-    /// cancellation: what it missed stays in the store for a resuming
-    /// client.
-    fn send(&mut self, delivery: Delivery) {
+    /// Sends or keeps `delivery`; refused once the reading connection is
+    /// gone.
+    pub(crate) fn send(&mut self, delivery: Delivery) -> Result<(), SinkClosed> {
         match self {
-            Outlet::Held(held) => held.push(delivery),
-            Outlet::Open(sink) => {
-                let _ = sink.send(delivery);
+            Outlet::Held(held) => {
+                held.push(delivery);
+                Ok(())
             }
+            Outlet::Open(sink) => sink.send(delivery).map_err(|_| SinkClosed),
         }
+    }
+
+    /// Whether nothing was kept or sent yet.
+    pub(crate) fn holds_nothing(&self) -> bool {
+        matches!(self, Outlet::Held(held) if held.is_empty())
+    }
+
+    /// The connection that reads the stream from now on, with what was
+    /// kept already in it: its sender and receiver. `None` if one reads it
+    /// already.
+    pub(crate) fn open(
+        &mut self,
+    ) -> Option<(
+        mpsc::UnboundedSender<Delivery>,
+        mpsc::UnboundedReceiver<Delivery>,
+    )> {
+        let Outlet::Held(held) = self else {
+            return None;
+        };
+        let (sender, receiver) = mpsc::unbounded_channel();
+        for delivery in held.drain(..) {
+            let _ = sender.send(delivery);
+        }
+        *self = Outlet::Open(sender.clone());
+        Some((sender, receiver))
     }
 
     /// Whether the connection reading the stream is gone.
@@ -503,25 +530,12 @@ impl Outlet {
 
 impl FrameSink for Routes {
     fn send(&self, frame: OutboundFrame) -> BoxFuture<'_, Result<(), SinkClosed>> {
-        match self.reply_in_json(frame) {
-            Ok(()) => Box::pin(Sent),
-            Err(frame) => Box::pin(async move {
+        Box::pin(async move {
+            if let Err(frame) = self.reply_in_json(frame) {
                 self.deliver(frame).await;
-                Ok(())
-            }),
-        }
-    }
-}
-
-/// The future of a frame sent at once: of no size, so boxing it allocates
-/// nothing.
-struct Sent;
-
-impl Future for Sent {
-    type Output = Result<(), SinkClosed>;
-
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
-        Poll::Ready(Ok(()))
+            }
+            Ok(())
+        })
     }
 }
 
@@ -573,7 +587,7 @@ impl Routes {
         if priming {
             let primed = self.prime(stream).await;
             if let Some(route) = self.table().streams.get_mut(&stream) {
-                route.outlet.send(primed);
+                let _ = route.outlet.send(primed);
             }
         }
         let text: Arc<str> = Arc::from(frame.text);
@@ -584,7 +598,9 @@ impl Routes {
         );
         let mut table = self.table();
         if let Some(route) = table.streams.get_mut(&stream) {
-            route.outlet.send(Delivery {
+            // A dropped connection is not a cancellation: the message stays
+            // in the store for a resuming client.
+            let _ = route.outlet.send(Delivery {
                 text: MessageText::Shared(text),
                 event_id,
                 last,
@@ -595,10 +611,12 @@ impl Routes {
         }
     }
 
-    /// Sends a response that is the first message of its request's stream
-    /// as a plain JSON reply (`ResponseMode::Auto`): nothing to resume,
-    /// nothing to store, nothing sent before it to wait for. Hands back
-    /// any other frame.
+    /// Sends a response that comes through the sink (the array answering
+    /// a batch) as a plain JSON reply (`ResponseMode::Auto`) when it is
+    /// the first message of its stream: nothing to resume, nothing to
+    /// store, nothing sent before it to wait for. Hands back any other
+    /// frame. A single request's response comes back to its POST instead
+    /// (see [`HttpSession::take_json_reply`]).
     fn reply_in_json(&self, frame: OutboundFrame) -> Result<(), OutboundFrame> {
         if !self.json_replies || frame.kind != FrameKind::Response {
             return Err(frame);
@@ -610,7 +628,7 @@ impl Routes {
         let Some(mut route) = table.take_fresh(stream) else {
             return Err(frame);
         };
-        route.outlet.send(Delivery {
+        let _ = route.outlet.send(Delivery {
             text: MessageText::Owned(frame.text),
             event_id: None,
             last: true,
