@@ -583,11 +583,14 @@ async fn post_to_session(
                 answer_request(endpoint, session, stream, request, frame, extensions).await
             }
             Err(StreamRefused::Ended) => ended(),
+            // Answered here, as the engine would answer it: the engine's
+            // answer would be routed to the first request's stream.
             Err(StreamRefused::InUse(id)) => {
                 error_response(StatusCode::OK, Some(&id), &mcp_core::request_id_in_use(&id))
             }
         };
     }
+    // A batch with requests in it, or notifications and responses only.
     let ids: Vec<RequestId> = request_ids(&frame).cloned().collect();
     if ids.is_empty() {
         // Notifications and responses only.
@@ -600,16 +603,10 @@ async fn post_to_session(
     let receiver = match session.open_stream(ids) {
         Ok(receiver) => receiver,
         Err(StreamRefused::Ended) => return ended(),
-        // Answered here, as the engine would answer it: the engine's
-        // answer would be routed to the first request's stream. Nothing
-        // of a batch runs.
+        // Nothing of the batch runs.
         Err(StreamRefused::InUse(id)) => {
             let error = mcp_core::request_id_in_use(&id);
-            return if matches!(frame, Frame::Batch(_)) {
-                error_response(StatusCode::BAD_REQUEST, None, &error)
-            } else {
-                error_response(StatusCode::OK, Some(&id), &error)
-            };
+            return error_response(StatusCode::BAD_REQUEST, None, &error);
         }
     };
     let guard = session.stream_opened();
