@@ -590,8 +590,10 @@ impl Engine {
                 self.on_request(request, read.known, reply, extensions, dispatch)
                     .await
             }
+            // Boxed: a request's future would otherwise be as large as
+            // this path's.
             frame => {
-                self.on_parsed(frame, extensions, dispatch).await;
+                Box::pin(self.on_parsed(frame, extensions, dispatch)).await;
                 None
             }
         }
@@ -1002,7 +1004,8 @@ impl Engine {
 
 /// Sends a response, or files it in its batch and sends the batch when it
 /// is complete, or hands it back for the caller to send. An empty `text`
-/// releases a batch slot without a response.
+/// releases a batch slot without a response. The sends are boxed: every
+/// request's future holds this one, and most hand their text back.
 async fn deliver_to(
     peer: &Peer,
     reply: &Reply,
@@ -1020,7 +1023,7 @@ async fn deliver_to(
                 FrameKind::Response
             };
             if !text.is_empty() || id.is_some() {
-                let _ = peer.send_about(id.cloned(), text, kind).await;
+                let _ = Box::pin(peer.send_about(id.cloned(), text, kind)).await;
             }
         }
         Reply::Batch(batch) => {
@@ -1037,9 +1040,8 @@ async fn deliver_to(
             };
             if let Some(responses) = ready.filter(|r| !r.is_empty()) {
                 let array = format!("[{}]", responses.join(","));
-                let _ = peer
-                    .send_about(batch.first.clone(), array, FrameKind::Response)
-                    .await;
+                let sending = peer.send_about(batch.first.clone(), array, FrameKind::Response);
+                let _ = Box::pin(sending).await;
             }
         }
     }

@@ -493,7 +493,13 @@ impl Server {
                 (result.ttl_ms, result.cache_scope) = self.cache_hints(revision);
                 to_result(&result)
             }
-            methods::TOOLS_CALL => self.call_tool(call_params(params)?, ctx).await,
+            // Each call's params read in a statement of its own: a
+            // temporary of the call's statement would be held across the
+            // await, in every request's future.
+            methods::TOOLS_CALL => {
+                let params = call_params(params)?;
+                self.call_tool(params, ctx).await
+            }
             methods::RESOURCES_LIST => {
                 let (resources, next) = self.list(
                     "resources",
@@ -525,8 +531,8 @@ impl Server {
                 to_result(&result)
             }
             methods::RESOURCES_READ => {
-                self.read_resource(jsonrpc::from_params_text(params)?, ctx)
-                    .await
+                let params = jsonrpc::from_params_text(params)?;
+                self.read_resource(params, ctx).await
             }
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
                 let uri = jsonrpc::from_params_text::<ResourceRequestParams>(params)?.uri;
@@ -553,8 +559,8 @@ impl Server {
                 to_result(&result)
             }
             methods::PROMPTS_GET => {
-                self.get_prompt(jsonrpc::from_params_text(params)?, ctx)
-                    .await
+                let params = jsonrpc::from_params_text(params)?;
+                self.get_prompt(params, ctx).await
             }
             methods::COMPLETION_COMPLETE => self.complete(jsonrpc::from_params_text(params)?),
             methods::LOGGING_SET_LEVEL => {
@@ -566,8 +572,10 @@ impl Server {
                 *lock(&stored.0) = Some(level);
                 to_result(&serde_json::json!({}))
             }
+            // Boxed: a long-lived stream, and the largest future here.
             methods::SUBSCRIPTIONS_LISTEN => {
-                self.listen(jsonrpc::from_params_text(params)?, ctx).await
+                let params = jsonrpc::from_params_text(params)?;
+                Box::pin(self.listen(params, ctx)).await
             }
             methods::TASKS_GET
             | methods::TASKS_RESULT
