@@ -373,24 +373,20 @@ pub(crate) fn read_message(
 }
 
 /// The endpoint's path (past the guard) as a service: POST, GET or
-/// DELETE, each request's future boxed on its own. A request's future is
-/// large, and would be copied on every move; it is made here, in place of
-/// an async wrapper, so that it holds neither the whole request nor the
-/// futures of the other methods.
+/// DELETE, each request's future boxed on its own (see [`Answer::respond`]).
 #[derive(Clone)]
 pub(crate) struct Answer(Arc<McpEndpoint>);
 
-impl tower::Service<Request> for Answer {
-    type Response = Response;
-    type Error = Infallible;
-    type Future = BoxFuture<'static, Result<Response, Infallible>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: Request) -> Self::Future {
-        let endpoint = Arc::clone(&self.0);
+impl Answer {
+    /// The response to `request`. A request's future is large, and would
+    /// be copied on every move; it is made here, in place of an async
+    /// wrapper, so that it holds neither the whole request nor the futures
+    /// of the other methods.
+    pub(crate) fn respond(
+        endpoint: &Arc<McpEndpoint>,
+        request: Request,
+    ) -> BoxFuture<'static, Result<Response, Infallible>> {
+        let endpoint = Arc::clone(endpoint);
         match *request.method() {
             Method::POST => {
                 let (parts, body) = request.into_parts();
@@ -410,6 +406,20 @@ impl tower::Service<Request> for Answer {
                 Box::pin(std::future::ready(Ok(refusal.into_response())))
             }
         }
+    }
+}
+
+impl tower::Service<Request> for Answer {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        Answer::respond(&self.0, request)
     }
 }
 

@@ -238,7 +238,7 @@ impl OriginPolicy {
 impl OriginPolicy {
     /// The 403 answer to a request the policy refuses, or `None` to let it
     /// through.
-    fn refusal(&self, headers: &HeaderMap) -> Option<Response> {
+    pub(crate) fn refusal(&self, headers: &HeaderMap) -> Option<Response> {
         let error = self.check(headers).err()?;
         tracing::debug!(%error, "refused by the Host/Origin guard");
         Some(forbidden(&error))

@@ -12,11 +12,10 @@ use axum::ServiceExt;
 use axum::extract::Request;
 use axum::response::Response;
 use axum::serve::ListenerExt;
-use futures::future::Either;
+use futures::future::{BoxFuture, Either};
 use tokio::net::TcpListener;
 
 use crate::endpoint::{Answer, McpEndpoint};
-use crate::guard::Guarded;
 
 /// How long a shutdown waits for requests in flight.
 pub const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
@@ -30,11 +29,7 @@ pub async fn serve(
     endpoint: Arc<McpEndpoint>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = EndpointFirst {
-        path: Arc::from(endpoint.config.path.as_str()),
-        answer: endpoint.path_service(),
-        rest: endpoint.router(),
-    };
+    let app = EndpointFirst::new(&endpoint);
     run(listener, endpoint, app, shutdown).await
 }
 
@@ -95,22 +90,34 @@ where
     result
 }
 
-/// The endpoint's own path answered directly by its service (the
-/// Host/Origin guard, then the endpoint), and every other path by the
-/// endpoint's router: a call to the endpoint skips the router's path
-/// lookup and its boxed route.
+/// The endpoint's own path answered directly (the Host/Origin guard, then
+/// the endpoint), and every other path by the endpoint's router: a call to
+/// the endpoint skips the router's path lookup and its boxed route. The
+/// server clones its service for every request, so everything is behind
+/// one `Arc`: one shared count touched per request, not one per part.
 #[derive(Clone)]
-struct EndpointFirst {
-    path: Arc<str>,
-    answer: Guarded<Answer>,
+struct EndpointFirst(Arc<EndpointApp>);
+
+/// What [`EndpointFirst`] shares.
+struct EndpointApp {
+    endpoint: Arc<McpEndpoint>,
     rest: axum::Router,
+}
+
+impl EndpointFirst {
+    fn new(endpoint: &Arc<McpEndpoint>) -> Self {
+        EndpointFirst(Arc::new(EndpointApp {
+            endpoint: Arc::clone(endpoint),
+            rest: endpoint.router(),
+        }))
+    }
 }
 
 impl tower::Service<Request> for EndpointFirst {
     type Response = Response;
     type Error = Infallible;
     type Future = Either<
-        <Guarded<Answer> as tower::Service<Request>>::Future,
+        BoxFuture<'static, Result<Response, Infallible>>,
         <axum::Router as tower::Service<Request>>::Future,
     >;
 
@@ -121,10 +128,14 @@ impl tower::Service<Request> for EndpointFirst {
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        if request.uri().path() == &*self.path {
-            Either::Left(self.answer.call(request))
-        } else {
-            Either::Right(self.rest.call(request))
+        let app = &*self.0;
+        let config = &app.endpoint.config;
+        if request.uri().path() != config.path {
+            return Either::Right(app.rest.clone().call(request));
         }
+        Either::Left(match config.origin_policy.refusal(request.headers()) {
+            None => Answer::respond(&app.endpoint, request),
+            Some(refused) => Box::pin(std::future::ready(Ok(refused))),
+        })
     }
 }

@@ -21,8 +21,8 @@ use mcp_core::{
 };
 use mcp_schema::ProtocolVersion;
 use mcp_schema::jsonrpc::{Frame, RequestId};
+use smallvec::{SmallVec, smallvec};
 use tokio::sync::mpsc;
-use tokio::time::Instant;
 
 use crate::config::{HttpConfig, ResponseMode};
 use crate::event_store::{EventId, EventStore};
@@ -102,7 +102,10 @@ pub(crate) struct HttpSession {
     pub(crate) id: Arc<str>,
     engine: DirectSession,
     routes: Arc<Routes>,
-    last_active: Mutex<Instant>,
+    /// The sweeps of its manager, read when the session is used.
+    sweeps: Arc<AtomicU64>,
+    /// How many sweeps there had been when it was last used.
+    last_active: AtomicU64,
     open_streams: AtomicUsize,
     next_stream: AtomicU64,
 }
@@ -115,6 +118,7 @@ impl HttpSession {
         config: Arc<SessionConfig>,
         store: Arc<dyn EventStore>,
         json_replies: bool,
+        sweeps: Arc<AtomicU64>,
     ) -> Arc<HttpSession> {
         let routes = Arc::new(Routes {
             session: Arc::clone(&id),
@@ -128,7 +132,8 @@ impl HttpSession {
             id,
             engine,
             routes,
-            last_active: Mutex::new(Instant::now()),
+            last_active: AtomicU64::new(sweeps.load(Ordering::Relaxed)),
+            sweeps,
             open_streams: AtomicUsize::new(0),
             next_stream: AtomicU64::new(1),
         })
@@ -139,16 +144,18 @@ impl HttpSession {
         self.engine.peer()
     }
 
-    /// Marks the session as used now.
+    /// Marks the session as used now: two relaxed atomics, where a clock
+    /// read under a lock would cost every request.
     pub(crate) fn touch(&self) {
-        *self.last_active.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        let now = self.sweeps.load(Ordering::Relaxed);
+        self.last_active.store(now, Ordering::Relaxed);
     }
 
-    fn idle_for(&self) -> Duration {
-        self.last_active
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .elapsed()
+    /// How many whole sweep intervals the session has certainly been
+    /// idle for, at sweep `now`: it was last used during the interval
+    /// that ended with sweep `last_active + 1`.
+    fn idle_intervals(&self, now: u64) -> u64 {
+        now.saturating_sub(self.last_active.load(Ordering::Relaxed) + 1)
     }
 
     /// The revision negotiated at `initialize`.
@@ -180,7 +187,7 @@ impl HttpSession {
         requests: Vec<RequestId>,
     ) -> Result<mpsc::UnboundedReceiver<Delivery>, StreamRefused> {
         let (sink, rx) = mpsc::unbounded_channel();
-        self.open_route(requests, Outlet::Open(sink))?;
+        self.open_route(RequestIds::from_vec(requests), Outlet::Open(sink))?;
         Ok(rx)
     }
 
@@ -189,15 +196,11 @@ impl HttpSession {
     /// none. What comes meanwhile is kept for [`HttpSession::attach`].
     /// Refused as [`HttpSession::open_stream`] refuses.
     pub(crate) fn open_request(&self, request: &RequestId) -> Result<RouteKey, StreamRefused> {
-        self.open_route(vec![request.clone()], Outlet::default())
+        self.open_route(smallvec![request.clone()], Outlet::default())
     }
 
     /// A new stream for `requests`, its messages going to `outlet`.
-    fn open_route(
-        &self,
-        requests: Vec<RequestId>,
-        outlet: Outlet,
-    ) -> Result<RouteKey, StreamRefused> {
+    fn open_route(&self, requests: RequestIds, outlet: Outlet) -> Result<RouteKey, StreamRefused> {
         let stream: RouteKey = self.next_stream.fetch_add(1, Ordering::Relaxed);
         let priming = self.primes_streams();
         let mut table = self.routes.table();
@@ -443,11 +446,14 @@ struct RouteTable {
     by_request: HashMap<RequestId, RouteKey>,
 }
 
+/// The requests of a stream: one, inline, for all but a batch's.
+type RequestIds = SmallVec<[RequestId; 1]>;
+
 /// A stream: where its messages go, and what it carries.
 struct StreamRoute {
     outlet: Outlet,
     /// The pending requests whose messages it carries.
-    requests: Vec<RequestId>,
+    requests: RequestIds,
     /// Nothing was sent on it yet: it becomes an event stream (primed,
     /// where `priming`) only when a message other than its response comes
     /// first.
@@ -460,7 +466,7 @@ impl StreamRoute {
     fn started(sink: mpsc::UnboundedSender<Delivery>) -> Self {
         StreamRoute {
             outlet: Outlet::Open(sink),
-            requests: Vec::new(),
+            requests: RequestIds::new(),
             fresh: false,
             priming: false,
         }
@@ -700,7 +706,10 @@ pub(crate) enum SessionLimit {
 pub(crate) struct SessionManager {
     sessions: Mutex<HashMap<Arc<str>, Arc<HttpSession>>>,
     max: usize,
-    idle_timeout: Duration,
+    /// Whole sweep intervals of idleness after which a session ends.
+    idle_intervals: u64,
+    /// Sweeps so far: the sessions' coarse clock.
+    sweeps: Arc<AtomicU64>,
     store: Arc<dyn EventStore>,
     json_replies: bool,
 }
@@ -709,17 +718,22 @@ impl SessionManager {
     /// The sessions of an endpoint with these settings.
     pub(crate) fn new(config: &HttpConfig) -> Arc<Self> {
         let idle_timeout = config.session_idle_timeout;
+        let every = (idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
         let manager = Arc::new(SessionManager {
             sessions: Mutex::new(HashMap::new()),
             max: config.max_sessions,
-            idle_timeout,
+            idle_intervals: idle_timeout.as_nanos().div_ceil(every.as_nanos()) as u64,
+            sweeps: Arc::new(AtomicU64::new(0)),
             store: Arc::clone(&config.event_store),
             json_replies: config.response_mode == ResponseMode::Auto,
         });
         let weak = Arc::downgrade(&manager);
-        let every = (idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval(every);
+            // A late sweep does not make up for the ones it missed: each
+            // counts one whole interval after the last.
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            ticks.tick().await;
             loop {
                 ticks.tick().await;
                 let Some(manager) = weak.upgrade() else { break };
@@ -749,6 +763,7 @@ impl SessionManager {
             config,
             Arc::clone(&self.store),
             self.json_replies,
+            Arc::clone(&self.sweeps),
         );
         self.map().insert(id, Arc::clone(&session));
         Ok(session)
@@ -776,15 +791,20 @@ impl SessionManager {
         self.map().len()
     }
 
-    /// Ends sessions idle for longer than the timeout (an open stream
-    /// counts as use).
+    /// Counts a sweep, and ends the sessions idle for longer than the
+    /// timeout (an open stream counts as use). A session is used at some
+    /// point of a sweep interval, so it ends between the timeout and the
+    /// timeout and two intervals (a quarter of the timeout each, from
+    /// 50 ms to 30 s) after its last use.
     async fn expire(&self) {
+        let now = self.sweeps.fetch_add(1, Ordering::Relaxed) + 1;
         let expired: Vec<Arc<HttpSession>> = {
             let mut map = self.map();
             let ids: Vec<Arc<str>> = map
                 .values()
                 .filter(|s| {
-                    s.open_streams.load(Ordering::Relaxed) == 0 && s.idle_for() > self.idle_timeout
+                    s.open_streams.load(Ordering::Relaxed) == 0
+                        && s.idle_intervals(now) >= self.idle_intervals
                 })
                 .map(|s| Arc::clone(&s.id))
                 .collect();
@@ -820,7 +840,7 @@ mod tests {
     fn route(requests: Vec<RequestId>) -> StreamRoute {
         StreamRoute {
             outlet: Outlet::Held(Vec::new()),
-            requests,
+            requests: RequestIds::from_vec(requests),
             fresh: true,
             priming: false,
         }
