@@ -152,10 +152,9 @@ impl HttpSession {
     }
 
     /// How many whole sweep intervals the session has certainly been
-    /// idle for, at sweep `now`: it was last used during the interval
-    /// that ended with sweep `last_active + 1`.
+    /// idle for, at sweep `now` (see [`idle_intervals`]).
     fn idle_intervals(&self, now: u64) -> u64 {
-        now.saturating_sub(self.last_active.load(Ordering::Relaxed) + 1)
+        idle_intervals(self.last_active.load(Ordering::Relaxed), now)
     }
 
     /// The revision negotiated at `initialize`.
@@ -702,12 +701,28 @@ pub(crate) enum SessionLimit {
     Full,
 }
 
+/// How often the sessions of `idle_timeout` are swept (a quarter of it,
+/// from 50 ms to 30 s), and after how many whole intervals of idleness one
+/// ends: the fewest that cover the timeout.
+fn sweep_schedule(idle_timeout: Duration) -> (Duration, u64) {
+    let every = (idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
+    let limit = idle_timeout.as_nanos().div_ceil(every.as_nanos());
+    (every, u64::try_from(limit).unwrap_or(u64::MAX))
+}
+
+/// The whole sweep intervals a session last used when `last_used` sweeps
+/// had run has certainly been idle for at sweep `now`: it may have been
+/// used at the very end of the interval that sweep `last_used + 1` closed.
+fn idle_intervals(last_used: u64, now: u64) -> u64 {
+    now.saturating_sub(last_used + 1)
+}
+
 /// All live legacy sessions of an endpoint.
 pub(crate) struct SessionManager {
     sessions: Mutex<HashMap<Arc<str>, Arc<HttpSession>>>,
     max: usize,
     /// Whole sweep intervals of idleness after which a session ends.
-    idle_intervals: u64,
+    idle_limit: u64,
     /// Sweeps so far: the sessions' coarse clock.
     sweeps: Arc<AtomicU64>,
     store: Arc<dyn EventStore>,
@@ -717,12 +732,11 @@ pub(crate) struct SessionManager {
 impl SessionManager {
     /// The sessions of an endpoint with these settings.
     pub(crate) fn new(config: &HttpConfig) -> Arc<Self> {
-        let idle_timeout = config.session_idle_timeout;
-        let every = (idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
+        let (every, idle_limit) = sweep_schedule(config.session_idle_timeout);
         let manager = Arc::new(SessionManager {
             sessions: Mutex::new(HashMap::new()),
             max: config.max_sessions,
-            idle_intervals: idle_timeout.as_nanos().div_ceil(every.as_nanos()) as u64,
+            idle_limit,
             sweeps: Arc::new(AtomicU64::new(0)),
             store: Arc::clone(&config.event_store),
             json_replies: config.response_mode == ResponseMode::Auto,
@@ -731,7 +745,8 @@ impl SessionManager {
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval(every);
             // A late sweep does not make up for the ones it missed: each
-            // counts one whole interval after the last.
+            // counts one whole interval after the last. The first tick is
+            // at once, not an interval on.
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             ticks.tick().await;
             loop {
@@ -804,7 +819,7 @@ impl SessionManager {
                 .values()
                 .filter(|s| {
                     s.open_streams.load(Ordering::Relaxed) == 0
-                        && s.idle_intervals(now) >= self.idle_intervals
+                        && s.idle_intervals(now) >= self.idle_limit
                 })
                 .map(|s| Arc::clone(&s.id))
                 .collect();
@@ -836,6 +851,34 @@ pub(crate) fn new_session_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_idle_session_ends_after_its_timeout_and_never_before() {
+        for timeout_ms in [0, 100, 200, 1_000, 30 * 60 * 1_000] {
+            let timeout = Duration::from_millis(timeout_ms);
+            let (every, limit) = sweep_schedule(timeout);
+            // Used during the interval between sweeps 3 and 4.
+            let used = 3;
+            let ending = (used + 1..used + 1_000)
+                .find(|&now| idle_intervals(used, now) >= limit)
+                .expect("an idle session ends");
+            // Used just before sweep 4, and just after sweep 3.
+            let shortest_idle = every * u32::try_from(ending - (used + 1)).unwrap();
+            let longest_idle = every * u32::try_from(ending - used).unwrap();
+            assert!(
+                shortest_idle >= timeout,
+                "{timeout:?}: ended at sweep {ending}, possibly {shortest_idle:?} after its last use"
+            );
+            assert!(
+                longest_idle <= timeout + 2 * every,
+                "{timeout:?}: ended at sweep {ending}, up to {longest_idle:?} after its last use"
+            );
+            assert!(
+                idle_intervals(used, used + 1) == 0,
+                "used in the last interval"
+            );
+        }
+    }
 
     fn route(requests: Vec<RequestId>) -> StreamRoute {
         StreamRoute {
