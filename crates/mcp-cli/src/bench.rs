@@ -6,6 +6,8 @@
 //! the server and what it gives back when they end (see
 //! [`crate::idle_sessions`]).
 
+use crate::call::print_out;
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -385,11 +387,12 @@ async fn closed_loop(
 
 fn print_report(report: &Report, json: bool) -> Result<()> {
     if json {
-        println!("{}", serde_json::to_string_pretty(report)?);
-        return Ok(());
+        return print_out(&format!("{}\n", serde_json::to_string_pretty(report)?));
     }
-    println!("server:      {}", report.server);
-    println!(
+    let mut out = String::new();
+    writeln!(out, "server:      {}", report.server)?;
+    writeln!(
+        out,
         "load:        {} x {} ({} client{}, {} in flight each) for {} s",
         report.request,
         report.concurrency * report.pipeline,
@@ -397,29 +400,35 @@ fn print_report(report: &Report, json: bool) -> Result<()> {
         if report.concurrency == 1 { "" } else { "s" },
         report.pipeline,
         report.seconds
-    );
+    )?;
     if report.sender == Sender::Lanes {
-        println!("sent by:     direct HTTP lanes, one keep-alive connection each");
+        writeln!(
+            out,
+            "sent by:     direct HTTP lanes, one keep-alive connection each"
+        )?;
     }
-    println!(
+    writeln!(
+        out,
         "requests:    {} ({:.0}/s), {} errors",
         report.requests, report.throughput, report.errors
-    );
+    )?;
     let l = &report.latency_ms;
-    println!(
+    writeln!(
+        out,
         "latency ms:  p50 {:.3}  p90 {:.3}  p99 {:.3}  max {:.3}",
         l.p50, l.p90, l.p99, l.max
-    );
+    )?;
     if let Some(r) = &report.replies {
-        println!("replies:     {} JSON, {} SSE", r.json, r.sse);
+        writeln!(out, "replies:     {} JSON, {} SSE", r.json, r.sse)?;
     }
     if let Some(p) = &report.server_process {
-        println!(
+        writeln!(
+            out,
             "server:      {:.0}% CPU, {} KiB RSS",
             p.cpu_percent, p.rss_kib
-        );
+        )?;
     }
-    Ok(())
+    print_out(&out)
 }
 
 /// User plus system CPU ticks of a process (Linux).

@@ -76,7 +76,7 @@ async fn with_connection<T>(
 }
 
 /// Writes to stdout; a reader that went away (`| head`) is not an error.
-fn print_out(text: &str) -> Result<()> {
+pub(crate) fn print_out(text: &str) -> Result<()> {
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();
     match stdout

@@ -15,6 +15,8 @@
 //! freed pages (mimalloc does so on its next run on the thread that owns
 //! them, not at once), so it moves from round to round with no leak.
 
+use crate::call::print_out;
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
@@ -133,42 +135,48 @@ fn slope(ys: impl ExactSizeIterator<Item = u64> + Clone) -> f64 {
 
 fn print(report: &Report, json: bool) -> Result<()> {
     if json {
-        println!("{}", serde_json::to_string_pretty(report)?);
-        return Ok(());
+        return print_out(&format!("{}\n", serde_json::to_string_pretty(report)?));
     }
-    println!(
+    let mut out = String::new();
+    writeln!(
+        out,
         "sessions:          {} (idle: no stream, no connection)",
         report.sessions
-    );
-    println!("server RSS before: {} KiB", report.rss_kib_before);
-    println!(
+    )?;
+    writeln!(out, "server RSS before: {} KiB", report.rss_kib_before)?;
+    writeln!(
+        out,
         "with sessions:     {} KiB ({:.1} KiB per session)",
         report.rss_kib_open, report.kib_per_session
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "after deleting:    {} KiB ({} KiB returned)",
         report.rss_kib_after_close, report.kib_returned
-    );
+    )?;
     if report.cycles.len() > 1 {
         for (i, cycle) in report.cycles.iter().enumerate() {
-            println!(
+            writeln!(
+                out,
                 "round {:>3}:         {} KiB open, {} KiB deleted",
                 i + 1,
                 cycle.rss_kib_open,
                 cycle.rss_kib_closed
-            );
+            )?;
         }
-        println!(
+        writeln!(
+            out,
             "growth:            {:+.1}% open, {:+.1}% deleted, from the first round to the last",
             report.open_growth_percent, report.growth_percent
-        );
-        println!(
+        )?;
+        writeln!(
+            out,
             "open trend:        {:+.0} KiB per round ({:+.3} KiB per session)",
             report.open_kib_per_round,
             report.open_kib_per_round / report.sessions as f64
-        );
+        )?;
     }
-    Ok(())
+    print_out(&out)
 }
 
 fn headers(session: Option<&Session>) -> HeaderMap {

@@ -1,5 +1,6 @@
 //! `mcp serve`: the built-in servers over stdio or Streamable HTTP.
 
+use crate::call::print_out;
 use anyhow::Result;
 
 /// Serves `server` over Streamable HTTP until Ctrl-C or SIGTERM.
@@ -34,13 +35,13 @@ pub async fn serve_http(
     let resource = format!("{origin}/mcp");
     if oauth.enabled() {
         let protect = crate::oauth::protect(oauth, &origin, &resource).await?;
-        println!("MCP endpoint: {resource}");
+        print_out(&format!("MCP endpoint: {resource}\n"))?;
         if oauth.oauth {
-            println!("OAuth issuer: {origin}");
+            print_out(&format!("OAuth issuer: {origin}\n"))?;
         }
         mcp_http::serve_with(listener, endpoint, protect, shutdown_signal()).await?;
     } else {
-        println!("MCP endpoint: {resource}");
+        print_out(&format!("MCP endpoint: {resource}\n"))?;
         mcp_http::serve(listener, endpoint, shutdown_signal()).await?;
     }
     Ok(())

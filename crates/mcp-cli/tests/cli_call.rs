@@ -322,3 +322,38 @@ async fn bench_measures_a_short_run() {
         stderr(&output)
     );
 }
+
+/// A report whose reader went away (`mcp bench | head -1`) ends the run
+/// cleanly: no panic, a successful exit.
+#[tokio::test]
+async fn bench_report_to_a_closed_pipe_is_not_an_error() {
+    let (_server, base) = http_server().await;
+    let url = format!("{base}/mcp");
+    for json in [false, true] {
+        let mut args = vec!["bench", "-s", &url, "-d", "0.3", "--warmup", "0"];
+        if json {
+            args.push("--json");
+        }
+        let mut child = tokio::process::Command::new(MCP)
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("mcp ran");
+        // The reader is gone before the report is written.
+        drop(child.stdout.take());
+        let output = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+            .await
+            .expect("mcp finished in time")
+            .expect("mcp ran");
+        assert!(
+            output.status.success(),
+            "json={json}: {:?}\n{}",
+            output.status,
+            stderr(&output)
+        );
+        assert!(!stderr(&output).contains("panicked"), "{}", stderr(&output));
+    }
+}
