@@ -105,12 +105,14 @@ impl Progress {
         Progress { inner: None }
     }
 
-    pub(crate) fn new(token: Option<ProgressToken>, peer: Peer) -> Self {
+    /// A reporter for `token` (none: disabled), sending through `peer`,
+    /// which is held only when there is a token.
+    pub(crate) fn new(token: Option<ProgressToken>, peer: &Peer) -> Self {
         Progress {
             inner: token.map(|token| {
                 Arc::new(ProgressInner {
                     token,
-                    peer,
+                    peer: peer.clone(),
                     state: Mutex::new(ProgressState {
                         last: None,
                         tokens: PROGRESS_BURST,

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use foldhash::{HashMap, HashMapExt as _};
+use foldhash::HashMap;
 use mcp_schema::jsonrpc::{ErrorObject, RequestId};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -31,8 +31,18 @@ pub(crate) struct Concurrent {
     limiter: Arc<Semaphore>,
 }
 
-/// Cancellation tokens of the requests being handled, by id.
-type InFlightMap = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
+/// The requests being handled, shared with their entries.
+type InFlightMap = Arc<Mutex<Requests>>;
+
+/// The requests being handled, under one lock.
+#[derive(Default)]
+struct Requests {
+    /// Their cancellation tokens, by id.
+    by_id: HashMap<RequestId, CancellationToken>,
+    /// Set once every request was cancelled: one that starts later is
+    /// cancelled at once.
+    cancelled_all: bool,
+}
 
 /// A request's hold on its session while it runs, given up when dropped
 /// however the request ends (answered, cancelled, or its future dropped).
@@ -61,11 +71,11 @@ struct InFlightEntry {
 
 impl Drop for InFlightEntry {
     fn drop(&mut self) {
-        lock(&self.map).remove(&self.id);
+        lock(&self.map).by_id.remove(&self.id);
     }
 }
 
-fn lock(map: &InFlightMap) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
+fn lock(map: &InFlightMap) -> std::sync::MutexGuard<'_, Requests> {
     map.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -73,7 +83,7 @@ impl InFlight {
     /// Requests for a session that takes many, at most `max` at once.
     pub(crate) fn many(max: usize) -> Self {
         InFlight::Many(Concurrent {
-            by_id: Arc::new(Mutex::new(HashMap::new())),
+            by_id: Arc::default(),
             tracker: TaskTracker::new(),
             limiter: Arc::new(Semaphore::new(max)),
         })
@@ -108,18 +118,18 @@ impl InFlight {
             InFlight::Many(concurrent) => {
                 // Not a child of `closed`, which would cost a lock of the
                 // session's token at each start and end: closing the
-                // session cancels what is in flight.
+                // session cancels what is in flight, and what starts
+                // after (seen under the map's lock, not the token's).
                 let cancel = CancellationToken::new();
                 {
-                    let mut by_id = lock(&concurrent.by_id);
-                    if by_id.contains_key(id) {
+                    let mut requests = lock(&concurrent.by_id);
+                    if requests.by_id.contains_key(id) {
                         return Err(request_id_in_use(id));
                     }
-                    by_id.insert(id.clone(), cancel.clone());
-                }
-                // Closed meanwhile (after cancelling what was in flight)?
-                if closed.is_cancelled() {
-                    cancel.cancel();
+                    requests.by_id.insert(id.clone(), cancel.clone());
+                    if requests.cancelled_all {
+                        cancel.cancel();
+                    }
                 }
                 let entry = InFlightEntry {
                     map: Arc::clone(&concurrent.by_id),
@@ -142,6 +152,7 @@ impl InFlight {
     pub(crate) fn cancel(&self, id: &RequestId) -> bool {
         match self {
             InFlight::Many(concurrent) => lock(&concurrent.by_id)
+                .by_id
                 .get(id)
                 .map(CancellationToken::cancel)
                 .is_some(),
@@ -149,12 +160,12 @@ impl InFlight {
         }
     }
 
-    /// Cancels every request in flight.
+    /// Cancels every request in flight, and those that start later.
     pub(crate) fn cancel_all(&self) {
         if let InFlight::Many(concurrent) = self {
-            lock(&concurrent.by_id)
-                .values()
-                .for_each(CancellationToken::cancel);
+            let mut requests = lock(&concurrent.by_id);
+            requests.cancelled_all = true;
+            requests.by_id.values().for_each(CancellationToken::cancel);
         }
     }
 
@@ -211,5 +222,32 @@ impl Running {
             }
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cancelling_all_reaches_the_requests_in_flight_and_those_that_start_later() {
+        let in_flight = InFlight::many(8);
+        let closed = CancellationToken::new();
+        let before = in_flight.start(&RequestId::Number(1), &closed).unwrap();
+        assert!(!before.cancel.is_cancelled());
+        // The same id again is refused while the first runs.
+        assert!(in_flight.start(&RequestId::Number(1), &closed).is_err());
+
+        in_flight.cancel_all();
+        assert!(before.cancel.is_cancelled());
+        let after = in_flight.start(&RequestId::Number(2), &closed).unwrap();
+        assert!(after.cancel.is_cancelled());
+
+        // An ended request frees its id, and cancels nothing else.
+        drop(before);
+        let again = in_flight.start(&RequestId::Number(1), &closed).unwrap();
+        assert!(again.cancel.is_cancelled());
+        assert!(in_flight.cancel(&RequestId::Number(2)));
+        assert!(!in_flight.cancel(&RequestId::Number(3)));
     }
 }

@@ -744,7 +744,7 @@ impl Engine {
             return None;
         }
         let peer = self.peer.related_to(Some(id.clone()));
-        let progress = Progress::new(admitted.meta.progress_token.clone(), peer.clone());
+        let progress = Progress::new(admitted.meta.progress_token.clone(), &peer);
         let ctx = RequestContext {
             id: id.clone(),
             revision: admitted.revision,
