@@ -6,7 +6,6 @@
 //! the server and what it gives back when they end (see
 //! [`crate::idle_sessions`]).
 
-use crate::call::print_out;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,7 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::bench_http::{HttpWork, Lane};
-use crate::call::parse_era;
+use crate::call::{parse_era, print_out};
 use crate::target::{Connection, Target};
 use crate::terminal::Terminal;
 

@@ -15,7 +15,6 @@
 //! freed pages (mimalloc does so on its next run on the thread that owns
 //! them, not at once), so it moves from round to round with no leak.
 
-use crate::call::print_out;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -23,6 +22,8 @@ use anyhow::{Context as _, Result, bail};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::call::print_out;
 
 /// The revision the sessions ask for; the server may answer with another.
 const REQUESTED_REVISION: &str = "2025-11-25";

@@ -1,7 +1,8 @@
 //! `mcp serve`: the built-in servers over stdio or Streamable HTTP.
 
-use crate::call::print_out;
 use anyhow::Result;
+
+use crate::call::print_out;
 
 /// Serves `server` over Streamable HTTP until Ctrl-C or SIGTERM.
 pub async fn serve_http(
