@@ -26,7 +26,7 @@ pub(crate) enum InFlight {
 
 /// What a session for many requests keeps of them.
 pub(crate) struct Concurrent {
-    by_id: InFlightMap,
+    requests: InFlightMap,
     tracker: TaskTracker,
     limiter: Arc<Semaphore>,
 }
@@ -83,7 +83,7 @@ impl InFlight {
     /// Requests for a session that takes many, at most `max` at once.
     pub(crate) fn many(max: usize) -> Self {
         InFlight::Many(Concurrent {
-            by_id: Arc::default(),
+            requests: Arc::default(),
             tracker: TaskTracker::new(),
             limiter: Arc::new(Semaphore::new(max)),
         })
@@ -95,8 +95,9 @@ impl InFlight {
     }
 
     /// Starts request `id`: an id already in flight is refused (-32600),
-    /// as is a second request in a session for one. The request may run
-    /// once [`Running::admitted`].
+    /// as is a second request in a session for one; one that starts after
+    /// [`InFlight::cancel_all`] starts cancelled. The request may run once
+    /// [`Running::admitted`].
     pub(crate) fn start(
         &self,
         id: &RequestId,
@@ -122,7 +123,7 @@ impl InFlight {
                 // after (seen under the map's lock, not the token's).
                 let cancel = CancellationToken::new();
                 {
-                    let mut requests = lock(&concurrent.by_id);
+                    let mut requests = lock(&concurrent.requests);
                     if requests.by_id.contains_key(id) {
                         return Err(request_id_in_use(id));
                     }
@@ -132,7 +133,7 @@ impl InFlight {
                     }
                 }
                 let entry = InFlightEntry {
-                    map: Arc::clone(&concurrent.by_id),
+                    map: Arc::clone(&concurrent.requests),
                     id: id.clone(),
                 };
                 let permit = match Arc::clone(&concurrent.limiter).try_acquire_owned() {
@@ -151,7 +152,7 @@ impl InFlight {
     /// Cancels request `id` if it is in flight; whether it was.
     pub(crate) fn cancel(&self, id: &RequestId) -> bool {
         match self {
-            InFlight::Many(concurrent) => lock(&concurrent.by_id)
+            InFlight::Many(concurrent) => lock(&concurrent.requests)
                 .by_id
                 .get(id)
                 .map(CancellationToken::cancel)
@@ -163,7 +164,7 @@ impl InFlight {
     /// Cancels every request in flight, and those that start later.
     pub(crate) fn cancel_all(&self) {
         if let InFlight::Many(concurrent) = self {
-            let mut requests = lock(&concurrent.by_id);
+            let mut requests = lock(&concurrent.requests);
             requests.cancelled_all = true;
             requests.by_id.values().for_each(CancellationToken::cancel);
         }
@@ -243,7 +244,7 @@ mod tests {
         let after = in_flight.start(&RequestId::Number(2), &closed).unwrap();
         assert!(after.cancel.is_cancelled());
 
-        // An ended request frees its id, and cancels nothing else.
+        // An ended request frees its id; the others stay in flight.
         drop(before);
         let again = in_flight.start(&RequestId::Number(1), &closed).unwrap();
         assert!(again.cancel.is_cancelled());
