@@ -49,7 +49,7 @@ pub use error::RequestError;
 pub use extensions::Extensions;
 pub use peer::{Peer, ProgressCallback, RequestOptions};
 pub use request_meta::KnownMeta;
-pub use service::{BoxFuture, HandlerResult, IncomingRequest, Service};
+pub use service::{BoxFuture, HandlerResult, IncomingRequest, Service, box_future};
 pub use session::{
     ClientIdentity, DirectSession, Negotiated, ReadFrame, Role, RunningSession, ServerIdentity,
     SessionConfig, request_id_in_use, serve, unsupported_version,

@@ -18,6 +18,18 @@ use crate::request_meta::members_after;
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// The future `make` returns, built in its box: `Box::pin(make())` builds
+/// it on the stack and copies it into the box, whole, which for the large
+/// future of a request costs as much as a small parse.
+#[inline(always)]
+pub fn box_future<'a, F>(make: impl FnOnce() -> F) -> BoxFuture<'a, F::Output>
+where
+    F: Future + Send + 'a,
+{
+    let boxed: Box<F> = Box::write(Box::new_uninit(), make());
+    Box::into_pin(boxed)
+}
+
 /// The outcome of a request handler: raw result JSON or a JSON-RPC error.
 pub type HandlerResult = Result<Box<RawValue>, ErrorObject>;
 

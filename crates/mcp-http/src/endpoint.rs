@@ -18,7 +18,7 @@ use futures::{FutureExt as _, Stream};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use mcp_core::{
     BoxFuture, DirectSession, Extensions, FrameKind, FrameSink, OutboundFrame, ReadFrame, Service,
-    SessionConfig, SinkClosed,
+    SessionConfig, SinkClosed, box_future,
 };
 use mcp_schema::jsonrpc::{self, ErrorObject, Frame, Message, RequestId};
 use mcp_schema::text_search::TextSearch;
@@ -390,7 +390,9 @@ impl Answer {
         match *request.method() {
             Method::POST => {
                 let (parts, body) = request.into_parts();
-                Box::pin(handle_post(endpoint, parts.headers, parts.extensions, body).map(Ok))
+                box_future(move || {
+                    handle_post(endpoint, parts.headers, parts.extensions, body).map(Ok)
+                })
             }
             Method::GET => {
                 Box::pin(async move { Ok(handle_get(&endpoint, request.headers()).await) })
@@ -649,7 +651,7 @@ async fn answer_request(
     frame: Frame,
     extensions: Option<Arc<Extensions>>,
 ) -> Response {
-    let mut answering = Box::pin(session.answer(frame, extensions));
+    let mut answering = box_future(|| session.answer(frame, extensions));
     let first_poll = match poll_once(&mut answering).await {
         Poll::Ready(Some(text)) if !text.is_empty() => {
             match session.take_json_reply(stream, text) {
@@ -702,7 +704,7 @@ async fn post_stateless(
     );
     let notifications_only = request_ids(read.frame()).next().is_none();
     // The response comes back from the handling, not through the sink.
-    let mut answering = Box::pin(session.answer_parsed(read, extensions));
+    let mut answering = box_future(|| session.answer_parsed(read, extensions));
     let closing = CloseOnDrop(session);
     if notifications_only {
         answering.await;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use foldhash::{HashMap, HashMapExt as _};
 use mcp_core::{
     BoxFuture, HandlerResult, IncomingRequest, Peer, RequestContext, Role, ServerIdentity, Service,
-    SessionConfig, Transport,
+    SessionConfig, Transport, box_future,
 };
 use mcp_schema::header_params::HeaderParam;
 use mcp_schema::jsonrpc::{self, RequestId};
@@ -946,7 +946,8 @@ impl Service for Server {
         request: IncomingRequest,
         ctx: RequestContext,
     ) -> BoxFuture<'static, HandlerResult> {
-        Box::pin(self.clone().dispatch(request, ctx))
+        let server = self.clone();
+        box_future(move || server.dispatch(request, ctx))
     }
 
     fn session_ready(&self, peer: &Peer) {

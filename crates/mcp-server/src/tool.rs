@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use mcp_core::BoxFuture;
+use mcp_core::{BoxFuture, box_future};
 use mcp_schema::header_params::{HeaderParam, header_params};
 use mcp_schema::{CallToolResult, JsonObject, TaskSupport, Tool, ToolAnnotations, ToolExecution};
 use schemars::JsonSchema;
@@ -158,7 +158,7 @@ impl ToolDef {
         ToolDef {
             tool,
             validator,
-            handler: Arc::new(move |args, ctx| Box::pin(handler(args, ctx))),
+            handler: Arc::new(move |args, ctx| box_future(|| handler(args, ctx))),
             header_params,
             deferred_task: false,
             required_scopes: None,
