@@ -1323,9 +1323,9 @@ mod tests {
     }
 }
 
-/// Every POST's future is boxed, and copied whole as it is; these hold it
-/// to its size, since a rare path awaited inline, or a temporary held
-/// across an await, grows every request's future.
+/// Every POST's future is boxed, and held for as long as the request
+/// runs; these hold it to its size, since a rare path awaited inline, or a
+/// temporary held across an await, grows every request's future.
 #[cfg(test)]
 mod future_sizes {
     use super::*;
