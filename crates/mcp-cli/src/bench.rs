@@ -18,7 +18,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::bench_http::{HttpWork, Lane};
-use crate::call::{parse_era, print_out};
+use crate::call::parse_era;
+use crate::stdout::{print_json, print_out};
 use crate::target::{Connection, Target};
 use crate::terminal::Terminal;
 
@@ -386,7 +387,7 @@ async fn closed_loop(
 
 fn print_report(report: &Report, json: bool) -> Result<()> {
     if json {
-        return print_out(&format!("{}\n", serde_json::to_string_pretty(report)?));
+        return print_json(report);
     }
     let mut out = String::new();
     writeln!(out, "server:      {}", report.server)?;

@@ -8,6 +8,7 @@ use mcp_client::{ClientError, EraChoice, RequestOptions};
 use mcp_schema::{CallToolResult, ProtocolVersion, Tool};
 use serde_json::{Map, Value};
 
+use crate::stdout::{print_json, print_out};
 use crate::target::{Connection, Target};
 use crate::terminal::{Terminal, progress_bar};
 
@@ -75,19 +76,6 @@ async fn with_connection<T>(
     outcome
 }
 
-/// Writes to stdout; a reader that went away (`| head`) is not an error.
-pub(crate) fn print_out(text: &str) -> Result<()> {
-    use std::io::Write as _;
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
-    }
-}
-
 fn json_arg(text: &str, what: &str) -> Result<Value> {
     serde_json::from_str(text).with_context(|| format!("{what} is not JSON: {text}"))
 }
@@ -131,7 +119,7 @@ pub async fn call(args: &ServerArgs, method: &str, rest: &[String]) -> Result<()
     })
     .await?;
     let value: Value = serde_json::from_str(result.get())?;
-    print_out(&format!("{}\n", serde_json::to_string_pretty(&value)?))
+    print_json(&value)
 }
 
 /// `mcp tools`: the server's tools as a table.

@@ -23,7 +23,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::call::print_out;
+use crate::stdout::{print_json, print_out};
 
 /// The revision the sessions ask for; the server may answer with another.
 const REQUESTED_REVISION: &str = "2025-11-25";
@@ -136,7 +136,7 @@ fn slope(ys: impl ExactSizeIterator<Item = u64> + Clone) -> f64 {
 
 fn print(report: &Report, json: bool) -> Result<()> {
     if json {
-        return print_out(&format!("{}\n", serde_json::to_string_pretty(report)?));
+        return print_json(report);
     }
     let mut out = String::new();
     writeln!(

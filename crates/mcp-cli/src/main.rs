@@ -8,6 +8,7 @@ mod call;
 mod idle_sessions;
 mod oauth;
 mod serve;
+mod stdout;
 mod target;
 mod terminal;
 

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use crate::call::print_out;
+use crate::stdout::print_out;
 
 /// Serves `server` over Streamable HTTP until Ctrl-C or SIGTERM.
 pub async fn serve_http(

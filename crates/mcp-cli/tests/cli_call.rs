@@ -324,18 +324,19 @@ async fn bench_measures_a_short_run() {
 }
 
 /// A report whose reader went away (`mcp bench | head -1`) ends the run
-/// cleanly: no panic, a successful exit.
+/// cleanly: no panic, a successful exit. The load report, in text and
+/// JSON, and the idle-sessions report.
 #[tokio::test]
 async fn bench_report_to_a_closed_pipe_is_not_an_error() {
-    let (_server, base) = http_server().await;
+    let (server, base) = http_server().await;
     let url = format!("{base}/mcp");
-    for json in [false, true] {
-        let mut args = vec!["bench", "-s", &url, "-d", "0.3", "--warmup", "0"];
-        if json {
-            args.push("--json");
-        }
+    let pid = server.id().expect("the server runs").to_string();
+    let load = ["bench", "-s", &url, "-d", "0.3", "--warmup", "0"];
+    let load_json = [&load[..], &["--json"]].concat();
+    let sessions = ["bench", "-s", &url, "--sessions", "5", "--pid", &pid];
+    for args in [&load[..], &load_json, &sessions] {
         let mut child = tokio::process::Command::new(MCP)
-            .args(&args)
+            .args(args)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -350,7 +351,7 @@ async fn bench_report_to_a_closed_pipe_is_not_an_error() {
             .expect("mcp ran");
         assert!(
             output.status.success(),
-            "json={json}: {:?}\n{}",
+            "{args:?}: {:?}\n{}",
             output.status,
             stderr(&output)
         );

@@ -238,10 +238,24 @@ impl OriginPolicy {
 impl OriginPolicy {
     /// The 403 answer to a request the policy refuses, or `None` to let it
     /// through.
-    pub(crate) fn refusal(&self, headers: &HeaderMap) -> Option<Response> {
+    fn refusal(&self, headers: &HeaderMap) -> Option<Response> {
         let error = self.check(headers).err()?;
         tracing::debug!(%error, "refused by the Host/Origin guard");
         Some(forbidden(&error))
+    }
+
+    /// What `answer` makes of `request`, or the 403 when the policy
+    /// refuses it: the guard of [`Guarded`], and of a service that calls
+    /// its inner one without owning it.
+    pub(crate) fn guard<B, F, E>(
+        &self,
+        request: http::Request<B>,
+        answer: impl FnOnce(http::Request<B>) -> F,
+    ) -> Either<Ready<Result<Response, E>>, F> {
+        match self.refusal(request.headers()) {
+            None => Either::Right(answer(request)),
+            Some(refused) => Either::Left(ready(Ok(refused))),
+        }
     }
 }
 
@@ -308,10 +322,8 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        match self.policy.refusal(request.headers()) {
-            None => Either::Right(self.inner.call(request)),
-            Some(refused) => Either::Left(ready(Ok(refused))),
-        }
+        let inner = &mut self.inner;
+        self.policy.guard(request, |request| inner.call(request))
     }
 }
 

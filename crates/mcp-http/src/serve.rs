@@ -12,7 +12,7 @@ use axum::ServiceExt;
 use axum::extract::Request;
 use axum::response::Response;
 use axum::serve::ListenerExt;
-use futures::future::{BoxFuture, Either};
+use futures::future::{BoxFuture, Either, Ready};
 use tokio::net::TcpListener;
 
 use crate::endpoint::{Answer, McpEndpoint};
@@ -117,7 +117,10 @@ impl tower::Service<Request> for EndpointFirst {
     type Response = Response;
     type Error = Infallible;
     type Future = Either<
-        BoxFuture<'static, Result<Response, Infallible>>,
+        Either<
+            Ready<Result<Response, Infallible>>,
+            BoxFuture<'static, Result<Response, Infallible>>,
+        >,
         <axum::Router as tower::Service<Request>>::Future,
     >;
 
@@ -133,9 +136,10 @@ impl tower::Service<Request> for EndpointFirst {
         if request.uri().path() != config.path {
             return Either::Right(app.rest.clone().call(request));
         }
-        Either::Left(match config.origin_policy.refusal(request.headers()) {
-            None => Answer::respond(&app.endpoint, request),
-            Some(refused) => Box::pin(std::future::ready(Ok(refused))),
-        })
+        Either::Left(
+            config
+                .origin_policy
+                .guard(request, |request| Answer::respond(&app.endpoint, request)),
+        )
     }
 }
