@@ -37,7 +37,7 @@ use crate::session::{
     Delivery, HttpSession, MessageText, Outlet, ResumeOutcome, RouteKey, SessionLimit,
     SessionManager, StreamGuard, StreamRefused,
 };
-use crate::sse;
+use crate::{spare_headers, sse};
 
 /// The session id header.
 pub const SESSION_ID: &str = "mcp-session-id";
@@ -220,9 +220,9 @@ pub(crate) fn error_response(
 fn json_with_status(status: StatusCode, body: impl Into<Body>) -> Response {
     let mut response = Response::new(body.into());
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, JSON_CONTENT);
+    let headers = response.headers_mut();
+    *headers = spare_headers::take();
+    headers.insert(header::CONTENT_TYPE, JSON_CONTENT);
     response
 }
 
@@ -472,13 +472,25 @@ async fn read_limited(mut body: Limited<Body>) -> Result<Bytes, axum::BoxError> 
 }
 
 /// A POST: its headers, the extensions the layers before set, and its body.
+/// Its header map is kept for a later response.
 async fn handle_post(
     endpoint: Arc<McpEndpoint>,
     headers: HeaderMap,
     request_extensions: http::Extensions,
     body: Body,
 ) -> Response {
-    let endpoint = &endpoint;
+    let response = answer_post(&endpoint, &headers, request_extensions, body).await;
+    spare_headers::give_back(headers);
+    response
+}
+
+/// The response to a POST.
+async fn answer_post(
+    endpoint: &Arc<McpEndpoint>,
+    headers: &HeaderMap,
+    request_extensions: http::Extensions,
+    body: Body,
+) -> Response {
     let scope_guard = request_extensions.get::<ToolScopeGuard>().cloned();
     let extensions = request_extensions.get::<MessageExtensions>().cloned();
     drop(request_extensions);
@@ -486,7 +498,7 @@ async fn handle_post(
         Ok(body) => body,
         Err(refusal) => return *refusal,
     };
-    let found = McpHeaders::read(&headers);
+    let found = McpHeaders::read(headers);
     if let Err(refusal) = check_json_content(found.content_type) {
         return *refusal;
     }

@@ -26,6 +26,7 @@ mod headers;
 pub mod legacy_sse;
 mod serve;
 mod session;
+mod spare_headers;
 pub mod sse;
 pub mod ws;
 
