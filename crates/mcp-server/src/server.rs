@@ -209,6 +209,9 @@ struct Inner {
     tasks: TaskStore,
 }
 
+/// Marks a session listed in the server's sessions (it became ready).
+struct Listed;
+
 /// An MCP server. Cheap to clone; all clones are the same server, which
 /// may serve many sessions at once.
 #[derive(Clone)]
@@ -951,10 +954,17 @@ impl Service for Server {
     }
 
     fn session_ready(&self, peer: &Peer) {
+        peer.extensions().insert(Listed);
         lock(&self.inner.sessions).insert(peer.session_key(), peer.clone());
     }
 
     fn session_closed(&self, peer: &Peer) {
+        // What closing undoes is marked in the session's extensions: one
+        // with none (each stateless request's own session) has nothing to
+        // undo, and takes no lock that every session shares.
+        if peer.extensions().is_empty() {
+            return;
+        }
         lock(&self.inner.sessions).remove(&peer.session_key());
         if let Some(owner) = TaskOwner::of_session(peer) {
             self.inner.tasks.forget_owner(owner);
@@ -1047,5 +1057,70 @@ mod call_params_tests {
         let escaped = call_params(Some(r#"{"name": "e\u0063ho"}"#)).unwrap();
         assert_eq!(escaped.name, "echo");
         assert!(call_params(Some("{}")).is_err());
+    }
+}
+
+#[cfg(test)]
+mod session_list_tests {
+    use super::*;
+    use mcp_core::{FrameKind, InboundFrame, OutboundFrame, Transport};
+    use std::time::Duration;
+
+    fn listed(server: &Server) -> usize {
+        lock(&server.inner.sessions).len()
+    }
+
+    async fn send(client: &Transport, text: &str) {
+        let frame = OutboundFrame {
+            text: text.to_owned(),
+            related: None,
+            kind: FrameKind::Request,
+        };
+        client.outbound.send(frame).await.expect("server runs");
+    }
+
+    /// Waits until `listed` reaches `count` (bounded).
+    async fn until_listed(server: &Server, count: usize) {
+        let waited = tokio::time::timeout(Duration::from_secs(5), async {
+            while listed(server) != count {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+        assert!(
+            waited.is_ok(),
+            "{} sessions listed, not {count}",
+            listed(server)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_legacy_session_is_listed_once_ready_and_unlisted_when_it_ends() {
+        let server = Server::builder("list-test", "0.0.1").build();
+        let (server_side, mut client) = Transport::pair();
+        let serving = tokio::spawn({
+            let server = server.clone();
+            async move { server.serve(server_side).await }
+        });
+        send(
+            &client,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        )
+        .await;
+        let answer = client.inbound.recv().await;
+        assert!(
+            matches!(&answer, Some(InboundFrame::Text(text)) if text.contains("\"result\"")),
+            "{answer:?}"
+        );
+        assert_eq!(listed(&server), 0, "not ready before initialized");
+        send(
+            &client,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        )
+        .await;
+        until_listed(&server, 1).await;
+        drop(client);
+        serving.await.expect("session ends");
+        until_listed(&server, 0).await;
     }
 }
