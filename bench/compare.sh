@@ -11,10 +11,13 @@
 # For each: Streamable HTTP with 1 and 16 clients, stdio one request at a
 # time and 64 in flight, and the server's memory per idle session (1000
 # sessions). Every run is bounded; a cell a server cannot do, or whose run
-# fails, reads n/a and the reason is logged.
+# fails, reads n/a and the reason is logged. Each cell is the median of
+# BENCH_RUNS rounds; within a round, each era of ours runs right before
+# the bare handler of that era, whose ratio is given round by round.
 #
 # Settings (environment):
 #   BENCH_DURATION  seconds measured per run (10; 2 for a quick try)
+#   BENCH_RUNS      rounds, each cell the median of its runs (2)
 #   BENCH_WARMUP    seconds of load before measuring (1, or 0.5 when quick)
 #   BENCH_SESSIONS  idle sessions for the memory column (1000)
 #   BENCH_NODE      the node binary for the TypeScript server (node >= 18)
@@ -36,6 +39,13 @@ else
   warmup="$BENCH_WARMUP"
 fi
 sessions="${BENCH_SESSIONS:-1000}"
+rounds="${BENCH_RUNS:-2}"
+if ! [[ "$rounds" =~ ^[1-9][0-9]*$ ]]; then
+  echo "BENCH_RUNS must be a positive whole number, not \"$rounds\"" >&2
+  exit 2
+fi
+# The round being run; 0 before the first.
+round=0
 only="${BENCH_ONLY:-}"
 
 repo_root="$(pwd)"
@@ -57,7 +67,11 @@ slug() {
 
 # log MESSAGE...: a progress line on stderr, so stdout keeps only the table.
 log() {
-  echo "[compare] $*" >&2
+  if [ "$round" -gt 0 ]; then
+    echo "[compare, round $round of $rounds] $*" >&2
+  else
+    echo "[compare] $*" >&2
+  fi
 }
 
 # build: the release `mcp` and rmcp-echo (rmcp-echo is its own project,
@@ -131,17 +145,17 @@ listener_pid() {
 server_pid=""
 
 # start_server NAME PORT COMMAND...: starts COMMAND in the background with
-# its output in runs/NAME.server.log, waits (30 s at most) until something
+# its output in runs/NAME.ROUND.server.log, waits (30 s at most) until something
 # listens on PORT and sets $server_pid to the listener; fails otherwise.
 start_server() {
   local name="$1" port="$2" started _
   shift 2
-  "$@" >"$runs/$(slug "$name").server.log" 2>&1 &
+  "$@" >"$runs/$(slug "$name").$round.server.log" 2>&1 &
   started=$!
   server_pid=""
   for _ in $(seq 1 300); do
     if ! kill -0 "$started" 2>/dev/null; then
-      log "$name: the server exited at start (see $runs/$(slug "$name").server.log)"
+      log "$name: the server exited at start (see $runs/$(slug "$name").$round.server.log)"
       return 1
     fi
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
@@ -172,9 +186,9 @@ stop_servers() {
 }
 trap stop_servers EXIT
 
-# record ROW COLUMN VALUE NOTE: one cell of the results.
+# record ROW COLUMN VALUE NOTE: one cell of the results, for this round.
 record() {
-  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4//$'\t'/ }" >>"$results"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$round" "$1" "$2" "$3" "${4//$'\t'/ }" >>"$results"
 }
 
 # skip ROW COLUMN REASON: a cell that reads n/a, and why.
@@ -199,7 +213,7 @@ failure() {
 bench() {
   local row="$1" column="$2" file limit summary status
   shift 2
-  file="$runs/$(slug "$row.$column")"
+  file="$runs/$(slug "$row.$column").$round"
   limit="$(awk -v d="$duration" -v w="$warmup" 'BEGIN { printf "%d", d + w + 60 }')"
   log "$row / $column: mcp bench $*"
   status=0
@@ -241,7 +255,7 @@ EOF
 bench_sessions() {
   local row="$1" pid="$2" file kib status
   shift 2
-  file="$runs/$(slug "$row.sessions")"
+  file="$runs/$(slug "$row.sessions").$round"
   log "$row / sessions: mcp bench --sessions $sessions $*"
   status=0
   timeout -k 5 300 "$mcp" bench --json --sessions "$sessions" --pid "$pid" "$@" \
@@ -296,7 +310,8 @@ run_server() {
         skip "$row" sessions "2026-07-28 has no sessions"
       elif [[ "$row" == "bare axum"* ]]; then
         skip "$row" sessions "no MCP, no sessions"
-      else
+      elif [ "$round" -eq 1 ]; then
+        # Memory does not move with the machine's load: measured once.
         bench_sessions "$row" "$server_pid" -s "$url"
       fi
     else
@@ -330,6 +345,8 @@ run_rmcp() {
   url="http://127.0.0.1:$port/mcp"
   if [ "$era" = modern ]; then
     skip "$row" sessions "2026-07-28 has no sessions"
+  elif [ "$round" -gt 1 ]; then
+    : # measured in the first round
   elif start_server "$row-stateful" "$port" "$rmcp_echo" http "127.0.0.1:$port" --stateful; then
     bench_sessions "$row" "$server_pid" -s "$url"
   else
@@ -345,16 +362,51 @@ table() {
   rmcp_version="$(awk '/^name = "rmcp"$/ { getline; gsub(/version = |"/, ""); print }' \
     bench/peers/rmcp-echo/Cargo.lock)"
   python3 - "$results" "$duration" "$sessions" "$load_at_start" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
-    "$sdk_version" "$everything_version" "$python_sdk_version" "$rmcp_version" \
+    "$sdk_version" "$everything_version" "$python_sdk_version" "$rmcp_version" "$rounds" \
     <<'EOF' | tee "$work/table.md"
+import re
 import sys
 from collections import OrderedDict
+from statistics import median
 
-path, duration, sessions, load, commit, ts_sdk, everything, py_sdk, rmcp = sys.argv[1:10]
-cells = OrderedDict()
+path, duration, sessions, load, commit, ts_sdk, everything, py_sdk, rmcp, rounds = sys.argv[1:11]
+# Every run of a cell, in round order: (round, value, note).
+runs = OrderedDict()
 for line in open(path):
-    row, column, value, note = line.rstrip("\n").split("\t")
-    cells.setdefault(row, {})[column] = (value, note)
+    round_, row, column, value, note = line.rstrip("\n").split("\t")
+    runs.setdefault(row, {}).setdefault(column, []).append((int(round_), value, note))
+
+
+def numbers(row, column):
+    """The cell's value in each round that measured it."""
+    values = []
+    for _, value, _ in runs.get(row, {}).get(column, []):
+        try:
+            values.append(float(value))
+        except ValueError:
+            pass
+    return values
+
+
+def latencies(row, column):
+    """The median p50 and p99 of the cell's runs, and its errors in all."""
+    p50, p99, errors = [], [], 0
+    for _, value, note in runs.get(row, {}).get(column, []):
+        if value == "n/a":
+            continue
+        found = dict(re.findall(r"(p50|p99) ([0-9.]+) ms", note))
+        p50.append(float(found["p50"]))
+        p99.append(float(found["p99"]))
+        errors += sum(int(n) for n in re.findall(r"([0-9]+) errors", note))
+    return (median(p50), median(p99), errors) if p50 else None
+
+
+# A cell is the median of its rounds; n/a when no round measured it.
+cells = OrderedDict(
+    (row, {column: (str(median(numbers(row, column))) if numbers(row, column) else "n/a",
+                    "") for column in columns_run})
+    for row, columns_run in runs.items()
+)
 
 columns = [
     ("http1", "HTTP c=1 (req/s)"),
@@ -366,11 +418,8 @@ columns = [
 
 
 def number(row, column):
-    value = cells.get(row, {}).get(column, ("n/a", ""))[0]
-    try:
-        return float(value)
-    except ValueError:
-        return None
+    values = numbers(row, column)
+    return median(values) if values else None
 
 
 def cell(row, column):
@@ -381,9 +430,11 @@ def cell(row, column):
 
 
 out = []
-out.append("Throughput of the `echo` tool under `mcp bench` (%s s per run), and the server's "
-           "resident memory per idle session (%s sessions); mcp at %s, load average %s at the start."
-           % (duration, sessions, commit, load))
+out.append("Throughput of the `echo` tool under `mcp bench` (%s s per run, %s), and the server's "
+           "resident memory per idle session (%s sessions, first round); mcp at %s, load average "
+           "%s at the start."
+           % (duration, "each cell the median of %s rounds" % rounds if int(rounds) > 1
+              else "one round", sessions, commit, load))
 out.append("")
 out.append("| server | " + " | ".join(title for _, title in columns) + " |")
 out.append("|---|" + "---:|" * len(columns))
@@ -391,7 +442,7 @@ for row in cells:
     out.append("| %s | %s |" % (row, " | ".join(cell(row, c) for c, _ in columns)))
 
 out.append("")
-out.append("Latency (p50 / p99, ms):")
+out.append("Latency (p50 / p99, ms, each the median of the rounds):")
 out.append("")
 load = [c for c in columns if c[0] != "sessions"]
 out.append("| server | " + " | ".join(t.replace(" (req/s)", "") for _, t in load) + " |")
@@ -399,13 +450,34 @@ out.append("|---|" + "---:|" * len(load))
 for row in cells:
     parts = []
     for column, _ in load:
-        value, note = cells[row].get(column, ("n/a", ""))
-        if value == "n/a":
+        found = latencies(row, column)
+        if found is None:
             parts.append("n/a")
         else:
-            p = note.replace(" ms", "").replace("p50 ", "").replace("p99 ", "").split(", ")
-            parts.append(" / ".join(p[:2]) + (" (%s)" % p[2] if len(p) > 2 else ""))
+            p50, p99, errors = found
+            parts.append("%.3f / %.3f%s" % (p50, p99, " (%d errors)" % errors if errors else ""))
     out.append("| %s | %s |" % (row, " | ".join(parts)))
+
+# Ours against the floor of HTTP and JSON, each pair a few seconds apart.
+pairs = [("mcp (legacy)", "bare axum (legacy)"), ("mcp (modern)", "bare axum (modern)")]
+pairs = [(ours, bare) for ours, bare in pairs if number(ours, "http16") and number(bare, "http16")]
+if pairs:
+    out.append("")
+    out.append("Ours against the bare handler at 16 clients, round by round (each era of ours "
+               "runs right before the bare handler of that era), and the ratio of the medians:")
+    out.append("")
+    out.append("| era | per round | of the medians |")
+    out.append("|---|---|---:|")
+    for ours, bare in pairs:
+        theirs = {r: v for r, v, _ in runs[bare]["http16"]}
+        ratios = []
+        for r, value, _ in runs[ours]["http16"]:
+            try:
+                ratios.append("%.2f" % (float(value) / float(theirs[r])))
+            except (KeyError, ValueError, ZeroDivisionError):
+                ratios.append("n/a")
+        out.append("| %s | %s | %.2f |" % (ours[len("mcp ("):-1], ", ".join(ratios),
+                                           number(ours, "http16") / number(bare, "http16")))
 
 
 def ours_for(row):
@@ -424,7 +496,7 @@ if any(number(r, c) for r in cells for c, _ in cpu_columns):
     out.append("|---|" + "---:|" * len(cpu_columns))
     for row in cells:
         out.append("| %s | %s |" % (row, " | ".join(
-            cells[row].get(c, ("n/a", ""))[0] for c, _ in cpu_columns)))
+            "%.1f" % number(row, c) if number(row, c) else "n/a" for c, _ in cpu_columns)))
 
 peers = [r for r in cells if not r.startswith("mcp ")]
 if peers:
@@ -460,32 +532,37 @@ out.append("Servers: mcp = `mcp serve everything`; rmcp = bench/peers/rmcp-echo 
            "then deleted. Stdio runs start one child per client and report no server CPU or "
            "memory." % (rmcp, everything, ts_sdk, py_sdk))
 
-skipped = [(r, c, n) for r in cells for c, (v, n) in cells[r].items() if v == "n/a"]
+# Runs that measured nothing, with why; a cell reads n/a only when every
+# round's run failed.
+skipped = OrderedDict()
+for r in runs:
+    for c, cell_runs in runs[r].items():
+        for round_, value, note in cell_runs:
+            if value == "n/a":
+                skipped.setdefault((r, c, note), []).append(str(round_))
 if skipped:
     out.append("")
     out.append("n/a:")
     out.append("")
-    for r, c, n in skipped:
-        out.append("- %s, %s: %s" % (r, dict(columns)[c], n))
+    for (r, c, n), in_rounds in skipped.items():
+        which = "" if len(in_rounds) == int(rounds) else " (round %s)" % ", ".join(in_rounds)
+        out.append("- %s, %s%s: %s" % (r, dict(columns)[c], which, n))
 print("\n".join(out))
 EOF
 }
 
-# main: build, install, measure every server in turn, print the table.
-main() {
-  build
-  install_peers
-  pick_node
-  rm -rf "$runs"
-  mkdir -p "$runs"
-  : >"$results"
-  load_at_start="$(cut -d' ' -f1-3 /proc/loadavg)"
-  log "duration ${duration} s, warm-up ${warmup} s, ${sessions} idle sessions, load average $load_at_start"
-
+# one_round: every server once. Each era of ours runs right before the
+# bare handler of that era, so that their ratio compares runs a few
+# seconds apart.
+one_round() {
   run_server "mcp (legacy)" legacy '{"text":"hello"}' "$mcp serve everything" \
     -- "$mcp" serve everything --http "127.0.0.1:{PORT}"
+  run_server "bare axum (legacy)" legacy '{"text":"hello"}' "" \
+    -- "$rmcp_echo" bare "127.0.0.1:{PORT}"
   run_server "mcp (modern)" modern '{"text":"hello"}' "$mcp serve everything" \
     -- "$mcp" serve everything --http "127.0.0.1:{PORT}"
+  run_server "bare axum (modern)" modern '{"text":"hello"}' "" \
+    -- "$rmcp_echo" bare "127.0.0.1:{PORT}"
   run_rmcp "rmcp (legacy)" legacy
   run_rmcp "rmcp (modern)" modern
   if [ -n "$node" ] && [ -f "$everything" ]; then
@@ -504,11 +581,21 @@ main() {
       skip "python (legacy)" "$column" "the Python SDK is not installed"
     done
   fi
-  run_server "bare axum (legacy)" legacy '{"text":"hello"}' "" \
-    -- "$rmcp_echo" bare "127.0.0.1:{PORT}"
-  run_server "bare axum (modern)" modern '{"text":"hello"}' "" \
-    -- "$rmcp_echo" bare "127.0.0.1:{PORT}"
+}
 
+# main: build, install, measure every server in each round, print the table.
+main() {
+  build
+  install_peers
+  pick_node
+  rm -rf "$runs"
+  mkdir -p "$runs"
+  : >"$results"
+  load_at_start="$(cut -d' ' -f1-3 /proc/loadavg)"
+  log "duration ${duration} s, warm-up ${warmup} s, ${sessions} idle sessions, load average $load_at_start"
+  for round in $(seq 1 "$rounds"); do
+    one_round
+  done
   table
 }
 
