@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Counts the instructions a server spends per `tools/call echo` over
+# Streamable HTTP, under valgrind's callgrind: a figure the machine's load
+# does not move, unlike throughput.
+#
+#   bash bench/instructions.sh              # mcp serve everything, legacy era
+#   BENCH_ERA=modern bash bench/instructions.sh
+#   BENCH_SERVER=bare bash bench/instructions.sh   # the bare axum handler
+#
+# The server runs under callgrind with instrumentation off; `mcp bench`
+# warms it up, then instrumentation is on for the measured run only, so
+# start-up and warm-up are not counted. Prints the instructions per call
+# and keeps the callgrind file for `callgrind_annotate`.
+#
+# Settings (environment):
+#   BENCH_SERVER   mcp (this workspace's server, a profiling build with
+#                  line tables) or bare (rmcp-echo bare, release)   (mcp)
+#   BENCH_ERA      legacy or modern                                 (legacy)
+#   BENCH_CLIENTS  virtual clients                                  (16)
+#   BENCH_SECONDS  seconds measured                                 (4)
+#
+# Needs valgrind (callgrind_control). Everything runs on 127.0.0.1 and is
+# bounded in time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+server="${BENCH_SERVER:-mcp}"
+era="${BENCH_ERA:-legacy}"
+clients="${BENCH_CLIENTS:-16}"
+seconds="${BENCH_SECONDS:-4}"
+case "$server" in mcp | bare) ;; *) echo "BENCH_SERVER must be mcp or bare" >&2; exit 2 ;; esac
+case "$era" in legacy | modern) ;; *) echo "BENCH_ERA must be legacy or modern" >&2; exit 2 ;; esac
+for number in "$clients" "$seconds"; do
+  if ! [[ "$number" =~ ^[1-9][0-9]*$ ]]; then
+    echo "BENCH_CLIENTS and BENCH_SECONDS must be positive whole numbers" >&2
+    exit 2
+  fi
+done
+if ! command -v callgrind_control >/dev/null; then
+  echo "needs valgrind (callgrind_control); on Debian: apt-get install valgrind" >&2
+  exit 2
+fi
+
+target_dir="${CARGO_TARGET_DIR:-target}"
+work="$target_dir/bench-instructions"
+mkdir -p "$work"
+
+log() {
+  echo "[instructions] $*" >&2
+}
+
+# The load generator is a release build; the measured server a profiling
+# one (release code with line tables, for callgrind_annotate).
+log "building mcp (release and profiling)"
+timeout 3600 cargo build --release --quiet -p mcp-cli
+mcp="$target_dir/release/mcp"
+if [ "$server" = mcp ]; then
+  timeout 3600 cargo build --profile profiling --quiet -p mcp-cli
+  command=("$target_dir/profiling/mcp" serve everything --http)
+else
+  log "building rmcp-echo (release)"
+  timeout 3600 cargo build --release --quiet \
+    --manifest-path bench/peers/rmcp-echo/Cargo.toml --target-dir "$target_dir"
+  command=("$target_dir/release/rmcp-echo" bare)
+fi
+
+port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+url="http://127.0.0.1:$port/mcp"
+out="$work/callgrind.$server.$era.out"
+valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \
+  "${command[@]}" "127.0.0.1:$port" >"$work/server.log" 2>&1 &
+pid=$!
+trap 'kill "$pid" 2>/dev/null || true' EXIT
+
+# Under callgrind the server starts slowly: up to 60 s.
+for _ in $(seq 1 600); do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+  if ! kill -0 "$pid" 2>/dev/null; then
+    log "the server exited at start (see $work/server.log)"
+    exit 1
+  fi
+  sleep 0.1
+done
+
+load() {
+  timeout -k 5 "$(($1 + 120))" "$mcp" bench -s "$url" -c "$clients" -d "$1" --warmup 0 \
+    --era "$era" --tool echo --args '{"text":"hello"}' --json
+}
+
+log "$server, $era era, $clients clients: warming up"
+load 1 >/dev/null
+callgrind_control -i on "$pid" >/dev/null 2>&1
+load "$seconds" >"$work/report.json"
+callgrind_control -i off "$pid" >/dev/null 2>&1
+kill "$pid"
+wait "$pid" 2>/dev/null || true
+trap - EXIT
+
+python3 - "$out" "$work/report.json" "$server" "$era" "$clients" <<'EOF'
+import json
+import re
+import sys
+
+out, report, server, era, clients = sys.argv[1:6]
+report = json.load(open(report))
+calls = report["requests"]
+if calls == 0:
+    sys.exit("no call succeeded (%d errors)" % report["errors"])
+total = None
+for line in open(out):
+    match = re.match(r"(?:totals|summary): (\d+)", line)
+    if match:
+        total = int(match.group(1))
+if total is None:
+    sys.exit("no totals in " + out)
+print("%s, %s era, %s clients: %d instructions per call (%d calls, %d errors)"
+      % (server, era, clients, total // calls, calls, report["errors"]))
+print("callgrind_annotate --inclusive=yes %s   # where they go" % out)
+EOF
