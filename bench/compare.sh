@@ -27,6 +27,7 @@
 # every run's JSON and log stays beside it under runs/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 sdk_version="1.32.2"
 everything_version="2026.8.31"
@@ -79,10 +80,9 @@ log() {
 # at most each.
 build() {
   log "building mcp (release)"
-  timeout 3600 cargo build --release --quiet -p mcp-cli
+  build_mcp
   log "building rmcp-echo (release)"
-  timeout 3600 cargo build --release --quiet \
-    --manifest-path bench/peers/rmcp-echo/Cargo.toml --target-dir "$target_dir"
+  build_rmcp_echo
 }
 
 # pick_node: sets $node to a node >= 18 (BENCH_NODE, the conformance
@@ -132,11 +132,6 @@ install_peers() {
     log "pip install failed: the Python row will read n/a"
 }
 
-# free_port: a TCP port on 127.0.0.1 that nothing listens on now.
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 # listener_pid PORT: the pid of the process listening on 127.0.0.1:PORT.
 listener_pid() {
   ss -ltnpH "sport = :$1" 2>/dev/null | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -1
@@ -158,7 +153,7 @@ start_server() {
       log "$name: the server exited at start (see $runs/$(slug "$name").$round.server.log)"
       return 1
     fi
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    if listening "$port"; then
       server_pid="$(listener_pid "$port")"
       [ -n "$server_pid" ] || server_pid="$started"
       started_pids+=("$started")
@@ -401,13 +396,6 @@ def latencies(row, column):
     return (median(p50), median(p99), errors) if p50 else None
 
 
-# A cell is the median of its rounds; n/a when no round measured it.
-cells = OrderedDict(
-    (row, {column: (str(median(numbers(row, column))) if numbers(row, column) else "n/a",
-                    "") for column in columns_run})
-    for row, columns_run in runs.items()
-)
-
 columns = [
     ("http1", "HTTP c=1 (req/s)"),
     ("http16", "HTTP c=16 (req/s)"),
@@ -418,15 +406,16 @@ columns = [
 
 
 def number(row, column):
+    """A cell: the median of its rounds; None when no round measured it."""
     values = numbers(row, column)
     return median(values) if values else None
 
 
 def cell(row, column):
-    value, _ = cells.get(row, {}).get(column, ("n/a", "not run"))
-    if value == "n/a":
+    value = number(row, column)
+    if value is None:
         return "n/a"
-    return value if column == "sessions" else "{:,}".format(int(float(value)))
+    return "%.1f" % value if column == "sessions" else "{:,}".format(int(value))
 
 
 out = []
@@ -438,7 +427,7 @@ out.append("Throughput of the `echo` tool under `mcp bench` (%s s per run, %s), 
 out.append("")
 out.append("| server | " + " | ".join(title for _, title in columns) + " |")
 out.append("|---|" + "---:|" * len(columns))
-for row in cells:
+for row in runs:
     out.append("| %s | %s |" % (row, " | ".join(cell(row, c) for c, _ in columns)))
 
 out.append("")
@@ -447,7 +436,7 @@ out.append("")
 load = [c for c in columns if c[0] != "sessions"]
 out.append("| server | " + " | ".join(t.replace(" (req/s)", "") for _, t in load) + " |")
 out.append("|---|" + "---:|" * len(load))
-for row in cells:
+for row in runs:
     parts = []
     for column, _ in load:
         found = latencies(row, column)
@@ -481,24 +470,24 @@ if pairs:
 
 
 def ours_for(row):
-    if "(modern)" in row and "mcp (modern)" in cells:
+    if "(modern)" in row and "mcp (modern)" in runs:
         return "mcp (modern)"
     return "mcp (legacy)"
 
 
 cpu_columns = [("http1.cpu", "HTTP c=1"), ("http16.cpu", "HTTP c=16")]
-if any(number(r, c) for r in cells for c, _ in cpu_columns):
+if any(number(r, c) for r in runs for c, _ in cpu_columns):
     out.append("")
     out.append("Server CPU per call (microseconds, lower is better; the load generator shares "
                "the machine, so where it limits the rate this is the fairer comparison):")
     out.append("")
     out.append("| server | " + " | ".join(t for _, t in cpu_columns) + " |")
     out.append("|---|" + "---:|" * len(cpu_columns))
-    for row in cells:
+    for row in runs:
         out.append("| %s | %s |" % (row, " | ".join(
             "%.1f" % number(row, c) if number(row, c) else "n/a" for c, _ in cpu_columns)))
 
-peers = [r for r in cells if not r.startswith("mcp ")]
+peers = [r for r in runs if not r.startswith("mcp ")]
 if peers:
     out.append("")
     out.append("Ours vs each peer (throughput: ours / theirs, above 1 is ours faster; "

@@ -23,6 +23,7 @@
 # bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 server="${BENCH_SERVER:-mcp}"
 era="${BENCH_ERA:-legacy}"
@@ -51,20 +52,19 @@ log() {
 
 # The load generator is a release build; the measured server a profiling
 # one (release code with line tables, for callgrind_annotate).
-log "building mcp (release and profiling)"
-timeout 3600 cargo build --release --quiet -p mcp-cli
 mcp="$target_dir/release/mcp"
 if [ "$server" = mcp ]; then
-  timeout 3600 cargo build --profile profiling --quiet -p mcp-cli
+  log "building mcp (release and profiling)"
+  build_mcp profiling
   command=("$target_dir/profiling/mcp" serve everything --http)
 else
-  log "building rmcp-echo (release)"
-  timeout 3600 cargo build --release --quiet \
-    --manifest-path bench/peers/rmcp-echo/Cargo.toml --target-dir "$target_dir"
+  log "building mcp and rmcp-echo (release)"
+  build_mcp
+  build_rmcp_echo
   command=("$target_dir/release/rmcp-echo" bare)
 fi
 
-port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+port="$(free_port)"
 url="http://127.0.0.1:$port/mcp"
 out="$work/callgrind.$server.$era.out"
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \
@@ -74,7 +74,7 @@ trap 'kill "$pid" 2>/dev/null || true' EXIT
 
 # Under callgrind the server starts slowly: up to 60 s.
 for _ in $(seq 1 600); do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+  if listening "$port"; then break; fi
   if ! kill -0 "$pid" 2>/dev/null; then
     log "the server exited at start (see $work/server.log)"
     exit 1

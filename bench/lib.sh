@@ -1,0 +1,29 @@
+# Shared by the benchmark scripts (sourced, from the repository's root,
+# with $target_dir set to an absolute or root-relative target directory).
+
+# build_mcp [PROFILE]: the `mcp` command in the release profile, or in
+# PROFILE as well (`profiling`: release code with line tables); an hour
+# at most each.
+build_mcp() {
+  timeout 3600 cargo build --release --quiet -p mcp-cli
+  if [ -n "${1:-}" ]; then
+    timeout 3600 cargo build --profile "$1" --quiet -p mcp-cli
+  fi
+}
+
+# build_rmcp_echo: rmcp-echo in release, its own project outside the
+# workspace, built into the same target directory; an hour at most.
+build_rmcp_echo() {
+  timeout 3600 cargo build --release --quiet \
+    --manifest-path bench/peers/rmcp-echo/Cargo.toml --target-dir "$target_dir"
+}
+
+# free_port: a TCP port on 127.0.0.1 that nothing listens on now.
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# listening PORT: whether something accepts connections on 127.0.0.1:PORT.
+listening() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
