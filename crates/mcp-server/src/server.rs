@@ -209,9 +209,6 @@ struct Inner {
     tasks: TaskStore,
 }
 
-/// Marks a session listed in the server's sessions (it became ready).
-struct Listed;
-
 /// An MCP server. Cheap to clone; all clones are the same server, which
 /// may serve many sessions at once.
 #[derive(Clone)]
@@ -954,15 +951,14 @@ impl Service for Server {
     }
 
     fn session_ready(&self, peer: &Peer) {
-        peer.extensions().insert(Listed);
         lock(&self.inner.sessions).insert(peer.session_key(), peer.clone());
     }
 
     fn session_closed(&self, peer: &Peer) {
-        // What closing undoes is marked in the session's extensions: one
-        // with none (each stateless request's own session) has nothing to
+        // Only a session that completed a legacy handshake is listed or
+        // owns tasks: each stateless request's own session has nothing to
         // undo, and takes no lock that every session shares.
-        if peer.extensions().is_empty() {
+        if peer.negotiated().is_none() {
             return;
         }
         lock(&self.inner.sessions).remove(&peer.session_key());
