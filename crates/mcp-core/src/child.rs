@@ -7,10 +7,15 @@
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
+#[cfg(unix)]
+use crate::read_spin::{DirectPipe, Spin};
+#[cfg(not(unix))]
 use crate::stdio::from_streams;
+#[cfg(unix)]
+use crate::stdio::with_spin;
 use crate::transport::Transport;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// A running child server and the transport to it.
 #[derive(Debug)]
@@ -27,7 +32,8 @@ impl ChildProcess {
     /// are forwarded to the `tracing` log at info level, target
     /// `mcp_core::child`. Returns the child and the engine's transport; the
     /// child's stdin closes when the transport's sender is dropped (the
-    /// session was closed).
+    /// session was closed). While the child answers quickly, its stdout is
+    /// waited for by staying awake briefly rather than sleeping.
     pub fn spawn(mut command: Command) -> std::io::Result<(ChildProcess, Transport)> {
         command
             .stdin(Stdio::piped())
@@ -57,7 +63,7 @@ impl ChildProcess {
                 child,
                 grace: DEFAULT_SHUTDOWN_GRACE,
             },
-            from_streams(stdout, stdin),
+            child_transport(stdout, stdin)?,
         ))
     }
 
@@ -100,6 +106,18 @@ fn terminate(pid: u32) {
 
 #[cfg(not(unix))]
 fn terminate(_pid: u32) {}
+
+/// The transport over a child's pipes: its stdout is read directly while
+/// the reader spins (see [`crate::read_spin`]).
+#[cfg(unix)]
+fn child_transport(stdout: ChildStdout, stdin: ChildStdin) -> std::io::Result<Transport> {
+    Ok(with_spin(DirectPipe::new(stdout)?, stdin, Spin::new()))
+}
+
+#[cfg(not(unix))]
+fn child_transport(stdout: ChildStdout, stdin: ChildStdin) -> std::io::Result<Transport> {
+    Ok(from_streams(stdout, stdin))
+}
 
 #[cfg(all(test, unix))]
 mod tests {

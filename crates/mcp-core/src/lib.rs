@@ -36,6 +36,7 @@ mod error;
 mod extensions;
 mod in_flight;
 mod peer;
+mod read_spin;
 mod request_meta;
 mod service;
 mod session;

@@ -8,6 +8,9 @@
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::mpsc;
 
+#[cfg(unix)]
+use crate::read_spin::DirectPipe;
+use crate::read_spin::Spin;
 use crate::transport::{DEFAULT_CHANNEL_CAPACITY, InboundFrame, OutboundFrame, Transport};
 
 /// The longest line accepted; a longer one is answered by a parse error and
@@ -16,17 +19,15 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// A transport over this process's stdin and stdout. Where they are pipes
 /// (on Unix), they are read and written without blocking, by the runtime's
-/// reactor; otherwise through tokio's blocking-thread stdio.
+/// reactor, and while messages come quickly the reader stays awake for
+/// the next one (for at most 50 µs each time) rather than sleeping between
+/// them; otherwise through tokio's blocking-thread stdio.
 pub fn stdio() -> Transport {
-    from_streams(stdin_reader(), stdout_writer())
-}
-
-fn stdin_reader() -> Box<dyn AsyncRead + Unpin + Send> {
     #[cfg(unix)]
-    if let Some(pipe) = crate::stdio_pipes::stdin() {
-        return Box::new(pipe);
+    if let Some(pipe) = crate::stdio_pipes::stdin().and_then(|p| DirectPipe::new(p).ok()) {
+        return with_spin(pipe, stdout_writer(), Spin::new());
     }
-    Box::new(tokio::io::stdin())
+    from_streams(tokio::io::stdin(), stdout_writer())
 }
 
 fn stdout_writer() -> Box<dyn AsyncWrite + Unpin + Send> {
@@ -44,9 +45,19 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    with_spin(reader, writer, Spin::never())
+}
+
+/// A transport over a pipe's read end and a writer, whose reader spins
+/// for the next line as `spin` allows (see [`crate::read_spin`]).
+pub(crate) fn with_spin<R, W>(reader: R, writer: W, spin: Spin) -> Transport
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let (in_tx, inbound) = mpsc::channel(DEFAULT_CHANNEL_CAPACITY);
     let (outbound, out_rx) = mpsc::channel(DEFAULT_CHANNEL_CAPACITY);
-    tokio::spawn(read_lines(reader, in_tx));
+    tokio::spawn(read_lines(reader, in_tx, spin));
     let flushed = Some(tokio::spawn(write_lines(writer, out_rx)));
     Transport {
         inbound,
@@ -55,12 +66,16 @@ where
     }
 }
 
-async fn read_lines<R: AsyncRead + Unpin>(reader: R, tx: mpsc::Sender<InboundFrame>) {
+async fn read_lines<R: AsyncRead + Unpin>(
+    reader: R,
+    tx: mpsc::Sender<InboundFrame>,
+    mut spin: Spin,
+) {
     let mut reader = BufReader::with_capacity(64 * 1024, reader);
     let mut line = Vec::with_capacity(4096);
     loop {
         line.clear();
-        match read_bounded_line(&mut reader, &mut line).await {
+        match read_bounded_line(&mut reader, &mut line, &mut spin).await {
             Ok(LineRead::Eof) => break,
             Ok(LineRead::TooLong) => {
                 let reason = format!("message longer than {MAX_LINE_BYTES} bytes");
@@ -95,9 +110,11 @@ enum LineRead {
 async fn read_bounded_line<R: AsyncBufReadExt + Unpin>(
     reader: &mut R,
     line: &mut Vec<u8>,
+    spin: &mut Spin,
 ) -> std::io::Result<LineRead> {
     let mut too_long = false;
     loop {
+        spin.fill(reader).await?;
         let buf = reader.fill_buf().await?;
         if buf.is_empty() {
             return Ok(if line.is_empty() && !too_long {

@@ -68,6 +68,15 @@ impl<P: IntoBlocking> Restoring<P> {
     }
 }
 
+impl<P: IntoBlocking + AsFd> AsFd for Restoring<P> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.0
+            .as_ref()
+            .expect("the pipe is held until drop")
+            .as_fd()
+    }
+}
+
 impl<P: IntoBlocking> Drop for Restoring<P> {
     fn drop(&mut self) {
         if let Some(pipe) = self.0.take() {
