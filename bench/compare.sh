@@ -9,8 +9,8 @@
 #              fed each era's requests (their headers and bodies differ)
 #
 # For each: Streamable HTTP with 1 and 16 clients, stdio one request at a
-# time and 64 in flight, and the server's memory per idle session (1000
-# sessions). Every run is bounded; a cell a server cannot do, or whose run
+# time and 64 in flight, and the server's memory per idle session (10,000
+# sessions, in a server started afresh). Every run is bounded; a cell a server cannot do, or whose run
 # fails, reads n/a and the reason is logged. Each cell is the median of
 # BENCH_RUNS rounds; within a round, each era of ours runs right before
 # the bare handler of that era, whose ratio is given round by round.
@@ -19,7 +19,7 @@
 #   BENCH_DURATION  seconds measured per run (10; 2 for a quick try)
 #   BENCH_RUNS      rounds, each cell the median of its runs (2)
 #   BENCH_WARMUP    seconds of load before measuring (1, or 0.5 when quick)
-#   BENCH_SESSIONS  idle sessions for the memory column (1000)
+#   BENCH_SESSIONS  idle sessions for the memory column (10000)
 #   BENCH_NODE      the node binary for the TypeScript server (node >= 18)
 #   BENCH_ONLY      space-separated row names to run (all by default)
 #
@@ -39,7 +39,7 @@ if [ -z "${BENCH_WARMUP:-}" ]; then
 else
   warmup="$BENCH_WARMUP"
 fi
-sessions="${BENCH_SESSIONS:-1000}"
+sessions="${BENCH_SESSIONS:-10000}"
 rounds="${BENCH_RUNS:-2}"
 if ! [[ "$rounds" =~ ^[1-9][0-9]*$ ]]; then
   echo "BENCH_RUNS must be a positive whole number, not \"$rounds\"" >&2
@@ -286,33 +286,60 @@ stdio_load() {
   bench "$row" stdio64 -s "$command" -c 1 --pipeline 64 --era "$era" --args "$args"
 }
 
+# ported PORT WORDS...: sets the array server_command (local to the caller
+# that declares it) to WORDS with {PORT} replaced by PORT.
+ported() {
+  local port="$1" word
+  shift
+  server_command=()
+  for word in "$@"; do server_command+=("${word//\{PORT\}/$port}"); done
+}
+
+# fresh_sessions ROW ERA HTTP_COMMAND...: the memory per idle session, in the
+# first round only (the machine's load does not move it), measured in a
+# server started afresh: one that has just served the load runs holds
+# freed memory that would take the sessions without growing.
+fresh_sessions() {
+  local row="$1" era="$2" port server_command
+  shift 2
+  if [ "$era" = modern ]; then
+    skip "$row" sessions "2026-07-28 has no sessions"
+    return 0
+  elif [[ "$row" == "bare axum"* ]]; then
+    skip "$row" sessions "no MCP, no sessions"
+    return 0
+  elif [ "$round" -gt 1 ]; then
+    return 0
+  fi
+  port="$(free_port)"
+  ported "$port" "$@"
+  if start_server "$row-sessions" "$port" "${server_command[@]}"; then
+    bench_sessions "$row" "$server_pid" -s "http://127.0.0.1:$port/mcp"
+  else
+    skip "$row" sessions "the server did not start"
+  fi
+  stop_servers
+}
+
 # run_server ROW ERA ARGS STDIO_COMMAND -- HTTP_COMMAND...: every column for
 # one server; HTTP_COMMAND may hold {PORT}. An empty STDIO_COMMAND or
 # HTTP_COMMAND skips those columns.
 run_server() {
-  local row="$1" era="$2" args="$3" stdio_command="$4" port url word
+  local row="$1" era="$2" args="$3" stdio_command="$4" port url word server_command
   shift 5
   wanted "$row" || return 0
   if [ "$#" -gt 0 ]; then
     port="$(free_port)"
-    local command=()
-    for word in "$@"; do command+=("${word//\{PORT\}/$port}"); done
+    ported "$port" "$@"
     url="http://127.0.0.1:$port/mcp"
-    if start_server "$row" "$port" "${command[@]}"; then
+    if start_server "$row" "$port" "${server_command[@]}"; then
       log "$row: listening at $url, pid $server_pid"
       http_load "$row" "$era" "$url" "$server_pid" "$args"
-      if [ "$era" = modern ]; then
-        skip "$row" sessions "2026-07-28 has no sessions"
-      elif [[ "$row" == "bare axum"* ]]; then
-        skip "$row" sessions "no MCP, no sessions"
-      elif [ "$round" -eq 1 ]; then
-        # Memory does not move with the machine's load: measured once.
-        bench_sessions "$row" "$server_pid" -s "$url"
-      fi
     else
-      for word in http1 http16 sessions; do skip "$row" "$word" "the server did not start"; done
+      for word in http1 http16; do skip "$row" "$word" "the server did not start"; done
     fi
     stop_servers
+    fresh_sessions "$row" "$era" "$@"
   else
     for word in http1 http16 sessions; do skip "$row" "$word" "no HTTP transport"; done
   fi
