@@ -14,6 +14,7 @@
 use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
+#[cfg(unix)]
 use std::sync::OnceLock;
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -22,6 +23,7 @@ use tokio::io::AsyncBufRead;
 
 /// How long a reader stays awake for the next message: the window Linux
 /// suggests for busy-polling a socket.
+#[cfg(unix)]
 pub(crate) const SPIN_WINDOW: Duration = Duration::from_micros(50);
 
 /// Whether the next wait of one reader may spin, learned from its last.
@@ -33,6 +35,7 @@ pub(crate) struct Spin {
 
 impl Spin {
     /// A reader's spin state: spinning on machines with more than one core.
+    #[cfg(unix)]
     pub(crate) fn new() -> Self {
         Self::with_window(if several_cores() {
             SPIN_WINDOW
@@ -84,6 +87,7 @@ async fn try_fill<R: AsyncBufRead + Unpin>(reader: &mut R) -> Option<io::Result<
     .await
 }
 
+#[cfg(unix)]
 fn several_cores() -> bool {
     static SEVERAL: OnceLock<bool> = OnceLock::new();
     *SEVERAL.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
@@ -153,7 +157,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_short_wait_makes_the_next_one_spin_and_a_long_one_does_not() {
         let (mut reader, mut tx) = direct_pipe();
-        let mut spin = Spin::with_window(Duration::from_millis(200));
+        let mut spin = Spin::with_window(Duration::from_millis(500));
         assert!(!spin.hot, "a new reader has no wait to learn from");
 
         // Bytes written while the reader waits: a wait within the window.
@@ -183,7 +187,7 @@ mod tests {
         // Bytes that come after the window: it spins, gives up, waits on
         // the reactor, and the next wait does not spin.
         let writer = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(400)).await;
+            tokio::time::sleep(Duration::from_millis(700)).await;
             tx.write_all(b"three\n").await.unwrap();
             tx
         });
