@@ -8,14 +8,14 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 #[cfg(unix)]
-use crate::read_spin::{DirectPipe, Spin};
+use crate::read_spin::DirectPipe;
+#[cfg(unix)]
+use crate::stdio::from_pipe;
 #[cfg(not(unix))]
 use crate::stdio::from_streams;
-#[cfg(unix)]
-use crate::stdio::with_spin;
 use crate::transport::Transport;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, Command};
 
 /// A running child server and the transport to it.
 #[derive(Debug)]
@@ -58,12 +58,16 @@ impl ChildProcess {
                 }
             });
         }
+        #[cfg(unix)]
+        let transport = from_pipe(DirectPipe::new(stdout)?, stdin);
+        #[cfg(not(unix))]
+        let transport = from_streams(stdout, stdin);
         Ok((
             ChildProcess {
                 child,
                 grace: DEFAULT_SHUTDOWN_GRACE,
             },
-            child_transport(stdout, stdin)?,
+            transport,
         ))
     }
 
@@ -106,18 +110,6 @@ fn terminate(pid: u32) {
 
 #[cfg(not(unix))]
 fn terminate(_pid: u32) {}
-
-/// The transport over a child's pipes: its stdout is read directly while
-/// the reader spins (see [`crate::read_spin`]).
-#[cfg(unix)]
-fn child_transport(stdout: ChildStdout, stdin: ChildStdin) -> std::io::Result<Transport> {
-    Ok(with_spin(DirectPipe::new(stdout)?, stdin, Spin::new()))
-}
-
-#[cfg(not(unix))]
-fn child_transport(stdout: ChildStdout, stdin: ChildStdin) -> std::io::Result<Transport> {
-    Ok(from_streams(stdout, stdin))
-}
 
 #[cfg(all(test, unix))]
 mod tests {

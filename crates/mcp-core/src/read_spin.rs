@@ -142,81 +142,139 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for DirectPipe<R> {
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
-    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+    use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader, ReadBuf};
     use tokio::net::unix::pipe;
+    use tokio::task::JoinHandle;
 
-    /// A pipe whose read end is read directly, and its write end.
-    fn direct_pipe() -> (BufReader<DirectPipe<pipe::Receiver>>, pipe::Sender) {
-        let (tx, rx) = pipe::pipe().expect("a pipe");
-        (
-            BufReader::new(DirectPipe::new(rx).expect("a duplicate")),
-            tx,
-        )
+    /// A buffered reader that counts how often it is polled for bytes: a
+    /// wait that spins polls it again and again, one that parks twice.
+    struct Counted {
+        inner: BufReader<DirectPipe<pipe::Receiver>>,
+        polls: usize,
     }
+
+    impl Counted {
+        /// The polls since the last call.
+        fn polls(&mut self) -> usize {
+            std::mem::take(&mut self.polls)
+        }
+    }
+
+    impl AsyncRead for Counted {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.inner).poll_read(cx, buf)
+        }
+    }
+
+    impl AsyncBufRead for Counted {
+        fn poll_fill_buf(
+            self: Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> Poll<io::Result<&[u8]>> {
+            let me = self.get_mut();
+            me.polls += 1;
+            Pin::new(&mut me.inner).poll_fill_buf(cx)
+        }
+
+        fn consume(self: Pin<&mut Self>, amt: usize) {
+            Pin::new(&mut self.get_mut().inner).consume(amt)
+        }
+    }
+
+    /// A pipe whose read end is read directly and counted, and its write end.
+    fn direct_pipe() -> (Counted, pipe::Sender) {
+        let (tx, rx) = pipe::pipe().expect("a pipe");
+        let inner = BufReader::new(DirectPipe::new(rx).expect("a duplicate"));
+        (Counted { inner, polls: 0 }, tx)
+    }
+
+    /// Writes `bytes` after `delay`, handing the write end back.
+    fn write_later(
+        mut tx: pipe::Sender,
+        delay: Duration,
+        bytes: &'static [u8],
+    ) -> JoinHandle<pipe::Sender> {
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            tx.write_all(bytes).await.unwrap();
+            tx
+        })
+    }
+
+    /// Waits for `bytes`, written after `delay`, and consumes them;
+    /// returns how often the reader was polled, and the write end.
+    async fn wait_for(
+        spin: &mut Spin,
+        reader: &mut Counted,
+        tx: pipe::Sender,
+        delay: Duration,
+        bytes: &'static [u8],
+    ) -> (usize, pipe::Sender) {
+        let writer = write_later(tx, delay, bytes);
+        reader.polls();
+        spin.fill(reader).await.unwrap();
+        assert_eq!(reader.inner.buffer(), bytes);
+        let polls = reader.polls();
+        reader.consume(bytes.len());
+        (polls, writer.await.unwrap())
+    }
+
+    /// At most the polls of a wait that parks: one that finds nothing,
+    /// one after the wake-up (and one spare for a spurious wake).
+    const PARKED: usize = 3;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_short_wait_makes_the_next_one_spin_and_a_long_one_does_not() {
-        let (mut reader, mut tx) = direct_pipe();
+        let (mut reader, tx) = direct_pipe();
         let mut spin = Spin::with_window(Duration::from_millis(500));
-        assert!(!spin.hot, "a new reader has no wait to learn from");
+        let short = Duration::from_millis(5);
 
-        // Bytes written while the reader waits: a wait within the window.
-        let writer = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            tx.write_all(b"one\n").await.unwrap();
-            tx
-        });
-        spin.fill(&mut reader).await.unwrap();
-        assert_eq!(reader.buffer(), b"one\n");
+        // A new reader has no wait to learn from: it parks, and its wait
+        // was within the window.
+        let (polls, tx) = wait_for(&mut spin, &mut reader, tx, short, b"one\n").await;
+        assert!(
+            polls <= PARKED,
+            "a first wait does not spin ({polls} polls)"
+        );
         assert!(spin.hot, "a wait within the window is short");
-        reader.consume(4);
-        let mut tx = writer.await.unwrap();
 
-        // The next bytes come while it spins, and it stays hot.
-        let writer = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            tx.write_all(b"two\n").await.unwrap();
-            tx
-        });
-        spin.fill(&mut reader).await.unwrap();
-        assert_eq!(reader.buffer(), b"two\n");
+        // So the next wait spins, and the bytes come while it does.
+        let (polls, tx) = wait_for(&mut spin, &mut reader, tx, short, b"two\n").await;
+        assert!(
+            polls > PARKED,
+            "a wait after a short one spins ({polls} polls)"
+        );
         assert!(spin.hot);
-        reader.consume(4);
-        let mut tx = writer.await.unwrap();
 
-        // Bytes that come after the window: it spins, gives up, waits on
-        // the reactor, and the next wait does not spin.
-        let writer = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(700)).await;
-            tx.write_all(b"three\n").await.unwrap();
-            tx
-        });
-        spin.fill(&mut reader).await.unwrap();
-        assert_eq!(reader.buffer(), b"three\n");
+        // Bytes that come after the window: it spins, gives up and parks.
+        let long = Duration::from_millis(700);
+        let (polls, tx) = wait_for(&mut spin, &mut reader, tx, long, b"three\n").await;
+        assert!(polls > PARKED, "it spun first ({polls} polls)");
         assert!(!spin.hot, "a wait longer than the window is long");
-        reader.consume(6);
-        drop(writer.await.unwrap());
+
+        // And the wait after that one parks at once.
+        let (polls, tx) = wait_for(&mut spin, &mut reader, tx, short, b"four\n").await;
+        assert!(polls <= PARKED, "no spin after a long wait ({polls} polls)");
 
         // The writer gone: the end of the stream, not a wait.
+        drop(tx);
         spin.fill(&mut reader).await.unwrap();
-        assert!(reader.buffer().is_empty());
+        assert!(reader.inner.buffer().is_empty());
     }
 
-    #[tokio::test]
-    async fn a_reader_that_never_spins_stays_cold() {
-        let (mut reader, mut tx) = direct_pipe();
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_reader_that_never_spins_parks_after_a_short_wait_too() {
+        let (mut reader, tx) = direct_pipe();
         let mut spin = Spin::never();
-        tx.write_all(b"x").await.unwrap();
-        spin.fill(&mut reader).await.unwrap();
-        reader.consume(1);
-        let writer = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            tx.write_all(b"y").await.unwrap();
-        });
-        spin.fill(&mut reader).await.unwrap();
-        assert_eq!(reader.buffer(), b"y");
+        let short = Duration::from_millis(5);
+        let (_, tx) = wait_for(&mut spin, &mut reader, tx, short, b"x").await;
+        let (polls, _tx) = wait_for(&mut spin, &mut reader, tx, short, b"y").await;
+        assert!(polls <= PARKED, "it parked ({polls} polls)");
         assert!(!spin.hot);
-        writer.await.unwrap();
     }
 
     #[tokio::test]

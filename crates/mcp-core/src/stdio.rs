@@ -25,7 +25,7 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 pub fn stdio() -> Transport {
     #[cfg(unix)]
     if let Some(pipe) = crate::stdio_pipes::stdin().and_then(|p| DirectPipe::new(p).ok()) {
-        return with_spin(pipe, stdout_writer(), Spin::new());
+        return from_pipe(pipe, stdout_writer());
     }
     from_streams(tokio::io::stdin(), stdout_writer())
 }
@@ -45,12 +45,23 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    with_spin(reader, writer, Spin::never())
+    transport(reader, writer, Spin::never())
 }
 
-/// A transport over a pipe's read end and a writer, whose reader spins
-/// for the next line as `spin` allows (see [`crate::read_spin`]).
-pub(crate) fn with_spin<R, W>(reader: R, writer: W, spin: Spin) -> Transport
+/// A transport over a pipe's read end, read directly, and a writer: its
+/// reader spins for a quick next line (see [`crate::read_spin`]), which
+/// only a reader that sees bytes without the reactor can do.
+#[cfg(unix)]
+pub(crate) fn from_pipe<R, W>(reader: DirectPipe<R>, writer: W) -> Transport
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    transport(reader, writer, Spin::new())
+}
+
+/// A transport whose reader waits for each line as `spin` allows.
+fn transport<R, W>(reader: R, writer: W, spin: Spin) -> Transport
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
