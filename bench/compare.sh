@@ -41,10 +41,7 @@ else
 fi
 sessions="${BENCH_SESSIONS:-10000}"
 rounds="${BENCH_RUNS:-2}"
-if ! [[ "$rounds" =~ ^[1-9][0-9]*$ ]]; then
-  echo "BENCH_RUNS must be a positive whole number, not \"$rounds\"" >&2
-  exit 2
-fi
+whole BENCH_RUNS "$rounds"
 # The round being run; 0 before the first.
 round=0
 only="${BENCH_ONLY:-}"
@@ -363,18 +360,7 @@ run_rmcp() {
     for word in http1 http16; do skip "$row" "$word" "the server did not start"; done
   fi
   stop_servers
-  port="$(free_port)"
-  url="http://127.0.0.1:$port/mcp"
-  if [ "$era" = modern ]; then
-    skip "$row" sessions "2026-07-28 has no sessions"
-  elif [ "$round" -gt 1 ]; then
-    : # measured in the first round
-  elif start_server "$row-stateful" "$port" "$rmcp_echo" http "127.0.0.1:$port" --stateful; then
-    bench_sessions "$row" "$server_pid" -s "$url"
-  else
-    skip "$row" sessions "the stateful server did not start"
-  fi
-  stop_servers
+  fresh_sessions "$row" "$era" "$rmcp_echo" http "127.0.0.1:{PORT}" --stateful
   stdio_load "$row" "$era" "$rmcp_echo stdio" "$args"
 }
 

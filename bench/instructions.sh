@@ -31,12 +31,8 @@ clients="${BENCH_CLIENTS:-16}"
 seconds="${BENCH_SECONDS:-4}"
 case "$server" in mcp | bare) ;; *) echo "BENCH_SERVER must be mcp or bare" >&2; exit 2 ;; esac
 case "$era" in legacy | modern) ;; *) echo "BENCH_ERA must be legacy or modern" >&2; exit 2 ;; esac
-for number in "$clients" "$seconds"; do
-  if ! [[ "$number" =~ ^[1-9][0-9]*$ ]]; then
-    echo "BENCH_CLIENTS and BENCH_SECONDS must be positive whole numbers" >&2
-    exit 2
-  fi
-done
+whole BENCH_CLIENTS "$clients"
+whole BENCH_SECONDS "$seconds"
 if ! command -v callgrind_control >/dev/null; then
   echo "needs valgrind (callgrind_control); on Debian: apt-get install valgrind" >&2
   exit 2

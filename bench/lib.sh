@@ -27,3 +27,12 @@ free_port() {
 listening() {
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
+
+# whole NAME VALUE: exits 2, saying so, unless VALUE (the setting NAME) is
+# a positive whole number.
+whole() {
+  if ! [[ "$2" =~ ^[1-9][0-9]*$ ]]; then
+    echo "$1 must be a positive whole number, not \"$2\"" >&2
+    exit 2
+  fi
+}
