@@ -77,6 +77,10 @@ pub struct BenchArgs {
     /// report how the server's memory moves from round to round.
     #[arg(long, default_value_t = 1, requires = "sessions")]
     pub cycles: usize,
+    /// Seconds allowed for setting up the run: starting or connecting every
+    /// virtual client, its session, and a first call on each.
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    pub setup_timeout: f64,
 }
 
 /// What a run measured.
@@ -166,6 +170,9 @@ impl BenchArgs {
         if self.duration + self.warmup > 3600.0 {
             bail!("a run is bounded to an hour");
         }
+        if !valid(self.setup_timeout) || self.setup_timeout == 0.0 || self.setup_timeout > 3600.0 {
+            bail!("--setup-timeout must be positive and at most an hour");
+        }
         Ok(())
     }
 }
@@ -178,25 +185,17 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         return crate::idle_sessions::run(&args.server, pid, n, args.cycles, args.json).await;
     }
     let work = args.work()?;
-    let terminal = Terminal::new();
-    let mut connections = Vec::with_capacity(args.concurrency);
-    for _ in 0..args.concurrency {
-        connections.push(Arc::new(
-            Connection::open(&target, args.era, &terminal).await?,
-        ));
-    }
-    // One request first: a wrong tool or method fails the run at once.
-    connections[0]
-        .client
-        .request_raw(&work.method, work.params.clone(), RequestOptions::new())
-        .await
-        .with_context(|| format!("{} failed", work.method))?;
-
-    let callers = if args.via_client {
-        client_callers(&connections, &work, args.pipeline)
-    } else {
-        callers(&target, &connections, &work, args.pipeline).await?
+    let setup = Duration::from_secs_f64(args.setup_timeout);
+    let Ok(prepared) = tokio::time::timeout(setup, prepare(args, &target, &work)).await else {
+        bail!(
+            "the run was not set up within {}s (--setup-timeout): the server did not \
+             start {} session(s) and answer a first {} on each in time",
+            args.setup_timeout,
+            args.concurrency,
+            work.method
+        );
     };
+    let (connections, callers) = prepared?;
     let sender = match callers.first() {
         Some(Caller::Lane(_)) => Sender::Lanes,
         _ => Sender::Client,
@@ -257,12 +256,58 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         replies,
         server_process,
     };
-    for connection in connections {
-        if let Ok(connection) = Arc::try_unwrap(connection) {
-            connection.close().await;
-        }
+    print_report(&report, args.json)?;
+    close_all(connections).await;
+    Ok(())
+}
+
+/// The clients' connections and the callers that load them: every
+/// virtual client connected with its session, one request made first (a
+/// wrong tool or method fails the run at once), and the callers ready.
+async fn prepare(
+    args: &BenchArgs,
+    target: &Target,
+    work: &Work,
+) -> Result<(Vec<Arc<Connection>>, Vec<Caller>)> {
+    let terminal = Terminal::new();
+    let mut connections = Vec::with_capacity(args.concurrency);
+    for _ in 0..args.concurrency {
+        connections.push(Arc::new(
+            Connection::open(target, args.era, &terminal).await?,
+        ));
     }
-    print_report(&report, args.json)
+    connections[0]
+        .client
+        .request_raw(&work.method, work.params.clone(), RequestOptions::new())
+        .await
+        .with_context(|| format!("{} failed", work.method))?;
+    let callers = if args.via_client {
+        client_callers(&connections, work, args.pipeline)
+    } else {
+        callers(target, &connections, work, args.pipeline).await?
+    };
+    Ok((connections, callers))
+}
+
+/// How long the sessions get to end after the run; children still running
+/// then are killed.
+const CLOSE_WAIT: Duration = Duration::from_secs(10);
+
+/// Ends every session (and stops every child), for at most [`CLOSE_WAIT`].
+async fn close_all(connections: Vec<Arc<Connection>>) {
+    let closing = async {
+        for connection in connections {
+            if let Ok(connection) = Arc::try_unwrap(connection) {
+                connection.close().await;
+            }
+        }
+    };
+    if tokio::time::timeout(CLOSE_WAIT, closing).await.is_err() {
+        eprintln!(
+            "the sessions did not all end within {}s; the rest were dropped",
+            CLOSE_WAIT.as_secs()
+        );
+    }
 }
 
 /// What sends the work request: the MCP client, or over Streamable HTTP

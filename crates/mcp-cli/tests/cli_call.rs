@@ -323,6 +323,36 @@ async fn bench_measures_a_short_run() {
     );
 }
 
+/// A server that never answers holds a run no longer than
+/// `--setup-timeout`: over HTTP (a listener that takes connections and
+/// says nothing) and over stdio (a child that never reads).
+#[tokio::test]
+async fn bench_set_up_is_bounded() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("its address"));
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    for server in [url.as_str(), "sleep 60"] {
+        let args = ["bench", "-s", server, "-c", "2", "--setup-timeout", "1"];
+        let output = mcp(&args).await;
+        assert!(!output.status.success(), "{server}");
+        assert!(
+            stderr(&output).contains("not set up within 1s (--setup-timeout)"),
+            "{server}: {}",
+            stderr(&output)
+        );
+    }
+    silent.abort();
+    let output = mcp(&["bench", "-s", &url, "--setup-timeout", "0"]).await;
+    assert!(stderr(&output).contains("--setup-timeout must be positive"));
+}
+
 /// A report whose reader went away (`mcp bench | head -1`) ends the run
 /// cleanly: no panic, a successful exit. The load report, in text and
 /// JSON, and the idle-sessions report.
