@@ -78,7 +78,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1, requires = "sessions")]
     pub cycles: usize,
     /// Seconds allowed for setting up the run: starting or connecting every
-    /// virtual client, its session, and a first call on each.
+    /// virtual client and its session, and the first calls.
     #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
     pub setup_timeout: f64,
 }
@@ -189,7 +189,7 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
     let Ok(prepared) = tokio::time::timeout(setup, prepare(args, &target, &work)).await else {
         bail!(
             "the run was not set up within {}s (--setup-timeout): the server did not \
-             start {} session(s) and answer a first {} on each in time",
+             start {} session(s) and answer a first {} in time",
             args.setup_timeout,
             args.concurrency,
             work.method
