@@ -18,6 +18,19 @@ const WAIT: Duration = Duration::from_secs(5);
 
 const MODERN: &str = "2026-07-28";
 
+/// `mcp serve everything` as a child with piped stdin and stdout, killed
+/// when dropped.
+fn serve_everything(stderr: Stdio) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_mcp"))
+        .args(["serve", "everything"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn `mcp serve everything`")
+}
+
 /// One `mcp serve everything` child and its pipes.
 struct Harness {
     child: Child,
@@ -28,14 +41,7 @@ struct Harness {
 
 impl Harness {
     fn spawn() -> Harness {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp"))
-            .args(["serve", "everything"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn `mcp serve everything`");
+        let mut child = serve_everything(Stdio::inherit());
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
         Harness {
@@ -764,6 +770,46 @@ async fn closing_stdin_ends_the_process() {
         .expect("the server did not exit within 5 s of EOF")
         .expect("wait for the server");
     assert!(status.success(), "exit status {status}");
+}
+
+/// A client that stops reading (its end of stdout closed) costs the server
+/// nothing worse than unanswerable requests: it keeps reading, writes fail
+/// quietly, and it exits cleanly when stdin ends, without a panic.
+#[tokio::test]
+async fn a_closed_stdout_ends_nothing_but_the_answers() {
+    let mut child = serve_everything(Stdio::piped());
+    drop(child.stdout.take());
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let mut messages = vec![
+        json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "gone", "version": "1"}
+            }
+        }),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ];
+    messages.extend((2..50).map(|id| {
+        json!({
+            "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "unread"}}
+        })
+    }));
+    let lines: String = messages.iter().map(|m| format!("{m}\n")).collect();
+    timeout(WAIT, stdin.write_all(lines.as_bytes()))
+        .await
+        .expect("the server kept reading")
+        .expect("write the requests");
+    drop(stdin);
+    let output = timeout(WAIT, child.wait_with_output())
+        .await
+        .expect("the server did not exit within 5 s of EOF")
+        .expect("wait for the server");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{}: {stderr}", output.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
 /// Many more requests in flight than the pipes hold (64 KiB each way): the
