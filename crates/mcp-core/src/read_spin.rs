@@ -24,7 +24,7 @@ use tokio::io::AsyncBufRead;
 /// How long a reader stays awake for the next message: the window Linux
 /// suggests for busy-polling a socket.
 #[cfg(unix)]
-pub(crate) const SPIN_WINDOW: Duration = Duration::from_micros(50);
+const SPIN_WINDOW: Duration = Duration::from_micros(50);
 
 /// Whether the next wait of one reader may spin, learned from its last.
 #[derive(Debug)]
@@ -56,8 +56,12 @@ impl Spin {
     }
 
     /// Waits until `reader` has bytes buffered, reaches its end, or fails.
-    /// Spins first when the previous wait was shorter than the window.
+    /// Spins first when the previous wait was shorter than the window; a
+    /// reader that never spins only waits, without timing its waits.
     pub(crate) async fn fill<R: AsyncBufRead + Unpin>(&mut self, reader: &mut R) -> io::Result<()> {
+        if self.window.is_zero() {
+            return wait(reader).await;
+        }
         if let Some(result) = try_fill(reader).await {
             return result;
         }
@@ -70,10 +74,15 @@ impl Spin {
                 }
             }
         }
-        let result = poll_fn(|cx| Pin::new(&mut *reader).poll_fill_buf(cx).map_ok(|_| ())).await;
+        let result = wait(reader).await;
         self.hot = started.elapsed() < self.window;
         result
     }
+}
+
+/// Waits, parked, until `reader` has bytes buffered, reaches its end, or fails.
+async fn wait<R: AsyncBufRead + Unpin>(reader: &mut R) -> io::Result<()> {
+    poll_fn(|cx| Pin::new(&mut *reader).poll_fill_buf(cx).map_ok(|_| ())).await
 }
 
 /// Polls `reader` for buffered bytes once: `None` when it would wait.
