@@ -773,8 +773,9 @@ async fn closing_stdin_ends_the_process() {
 }
 
 /// A client that stops reading (its end of stdout closed) costs the server
-/// nothing worse than unanswerable requests: it keeps reading, writes fail
-/// quietly, and it exits cleanly when stdin ends, without a panic.
+/// nothing worse than unanswerable requests: it keeps reading (more
+/// requests than the pipes hold), its writes fail quietly, and it exits
+/// cleanly when stdin ends, not before, without a panic.
 #[tokio::test]
 async fn a_closed_stdout_ends_nothing_but_the_answers() {
     let mut child = serve_everything(Stdio::piped());
@@ -791,7 +792,10 @@ async fn a_closed_stdout_ends_nothing_but_the_answers() {
         }),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     ];
-    messages.extend((2..50).map(|id| {
+    // About 380 KiB: more than stdin's pipe, the server's read buffer and
+    // its queue of messages read hold (64 + 64 KiB and 256 lines), so the
+    // write finishes only if the server goes on handling them.
+    messages.extend((2..4000).map(|id| {
         json!({
             "jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": "echo", "arguments": {"text": "unread"}}
@@ -802,6 +806,10 @@ async fn a_closed_stdout_ends_nothing_but_the_answers() {
         .await
         .expect("the server kept reading")
         .expect("write the requests");
+    assert!(
+        child.try_wait().expect("the server's status").is_none(),
+        "the server serves until stdin ends"
+    );
     drop(stdin);
     let output = timeout(WAIT, child.wait_with_output())
         .await
