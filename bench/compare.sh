@@ -140,27 +140,25 @@ server_pid=""
 # its output in runs/NAME.ROUND.server.log, waits (30 s at most) until something
 # listens on PORT and sets $server_pid to the listener; fails otherwise.
 start_server() {
-  local name="$1" port="$2" started _
+  local name="$1" port="$2" started status=0
   shift 2
   "$@" >"$runs/$(slug "$name").$round.server.log" 2>&1 &
   started=$!
   server_pid=""
-  for _ in $(seq 1 300); do
-    if ! kill -0 "$started" 2>/dev/null; then
-      log "$name: the server exited at start (see $runs/$(slug "$name").$round.server.log)"
-      return 1
-    fi
-    if listening "$port"; then
+  await_listening "$started" "$port" 30 || status=$?
+  case "$status" in
+    0)
       server_pid="$(listener_pid "$port")"
       [ -n "$server_pid" ] || server_pid="$started"
       started_pids+=("$started")
-      return 0
-    fi
-    sleep 0.1
-  done
-  log "$name: nothing listens on port $port after 30 s"
-  kill "$started" 2>/dev/null || true
-  return 1
+      ;;
+    1) log "$name: the server exited at start (see $runs/$(slug "$name").$round.server.log)" ;;
+    *)
+      log "$name: nothing listens on port $port after 30 s"
+      kill "$started" 2>/dev/null || true
+      ;;
+  esac
+  return "$((status != 0))"
 }
 
 started_pids=()

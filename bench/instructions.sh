@@ -69,14 +69,13 @@ pid=$!
 trap 'kill "$pid" 2>/dev/null || true' EXIT
 
 # Under callgrind the server starts slowly: up to 60 s.
-for _ in $(seq 1 600); do
-  if listening "$port"; then break; fi
-  if ! kill -0 "$pid" 2>/dev/null; then
-    log "the server exited at start (see $work/server.log)"
-    exit 1
-  fi
-  sleep 0.1
-done
+status=0
+await_listening "$pid" "$port" 60 || status=$?
+case "$status" in
+  0) ;;
+  1) log "the server exited at start (see $work/server.log)"; exit 1 ;;
+  *) log "nothing listens on port $port after 60 s (see $work/server.log)"; exit 1 ;;
+esac
 
 load() {
   timeout -k 5 "$(($1 + 120))" "$mcp" bench -s "$url" -c "$clients" -d "$1" --warmup 0 \

@@ -28,6 +28,19 @@ listening() {
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
+# await_listening PID PORT SECONDS: waits until something listens on
+# 127.0.0.1:PORT (status 0), the process PID has exited (1), or SECONDS
+# have passed (2).
+await_listening() {
+  local _
+  for _ in $(seq 1 $(($3 * 10))); do
+    if listening "$2"; then return 0; fi
+    if ! kill -0 "$1" 2>/dev/null; then return 1; fi
+    sleep 0.1
+  done
+  return 2
+}
+
 # whole NAME VALUE: exits 2, saying so, unless VALUE (the setting NAME) is
 # a positive whole number.
 whole() {
