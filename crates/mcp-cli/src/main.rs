@@ -1,10 +1,11 @@
-//! The `mcp` command: run, host, call and benchmark MCP servers.
+//! The `mcp` command: host, run, call and benchmark MCP servers.
 
 #[cfg(feature = "mimalloc")]
 mod allocator;
 mod bench;
 mod bench_http;
 mod call;
+mod host;
 mod idle_sessions;
 mod oauth;
 mod serve;
@@ -55,6 +56,15 @@ enum Command {
         #[command(flatten)]
         oauth: oauth::OAuthArgs,
     },
+    /// Run the servers of your MCP config files (or, without --config, the
+    /// built-in ones) behind one MCP endpoint: supervised, namespaced, and
+    /// served over Streamable HTTP (default 127.0.0.1:8080) or --stdio.
+    Host {
+        #[command(subcommand)]
+        action: Option<HostAction>,
+        #[command(flatten)]
+        args: host::HostArgs,
+    },
     /// Sends one request and prints its JSON result on stdout (errors on
     /// stderr, non-zero exit). `tools/call NAME '{...}'` is accepted too.
     Call {
@@ -85,6 +95,14 @@ enum Command {
         /// Its arguments, as key=value.
         arguments: Vec<String>,
     },
+}
+
+/// What `mcp host` can do besides serving.
+#[derive(Subcommand, Debug)]
+enum HostAction {
+    /// Shows each server of a running host: state, transport, revision,
+    /// counts, restarts and last error.
+    Status(host::StatusArgs),
 }
 
 /// The built-in servers.
@@ -138,6 +156,11 @@ async fn run(cli: Cli) -> Result<()> {
         } => {
             serve::serve_http(mcp_servers::everything::server(), addr, &allow, &oauth).await?;
         }
+        Command::Host {
+            action: Some(HostAction::Status(args)),
+            ..
+        } => host::status(&args).await?,
+        Command::Host { action: None, args } => host::run(&args).await?,
         Command::Call {
             server,
             method,

@@ -11,10 +11,48 @@ pub async fn serve_http(
     allow: &[String],
     oauth: &crate::oauth::OAuthArgs,
 ) -> Result<()> {
+    let config = server.session_config();
+    let listener = bind(addr).await?;
+    serve_service(
+        std::sync::Arc::new(server),
+        config,
+        listener,
+        allow,
+        oauth,
+        Extra::default(),
+    )
+    .await
+}
+
+/// Binds the listener of `--http`.
+pub async fn bind(addr: std::net::SocketAddr) -> Result<tokio::net::TcpListener> {
     use anyhow::Context as _;
-    let listener = tokio::net::TcpListener::bind(addr)
+    tokio::net::TcpListener::bind(addr)
         .await
-        .with_context(|| format!("cannot listen on {addr}"))?;
+        .with_context(|| format!("cannot listen on {addr}"))
+}
+
+/// Routes served beside the MCP endpoint: `guarded` behind the Host/Origin
+/// guard (and the bearer layer with `--oauth`), `open` behind the guard
+/// only (health checks).
+#[derive(Default)]
+pub struct Extra {
+    /// Routes for people and scripts (status).
+    pub guarded: Option<axum::Router>,
+    /// Routes for load balancers (health).
+    pub open: Option<axum::Router>,
+}
+
+/// Serves `service` over Streamable HTTP (and HTTP+SSE and WebSocket) on
+/// `listener` until Ctrl-C or SIGTERM.
+pub async fn serve_service(
+    service: std::sync::Arc<dyn mcp_core::Service>,
+    session_config: mcp_core::SessionConfig,
+    listener: tokio::net::TcpListener,
+    allow: &[String],
+    oauth: &crate::oauth::OAuthArgs,
+    extra: Extra,
+) -> Result<()> {
     let local = listener.local_addr()?;
     let mut policy = mcp_http::OriginPolicy::loopback(local.port());
     for entry in allow {
@@ -26,30 +64,50 @@ pub async fn serve_http(
             policy.allow_host(entry)
         };
     }
-    let config = mcp_http::HttpConfig::loopback(local.port()).origin_policy(policy);
-    let endpoint = mcp_http::McpEndpoint::new(
-        std::sync::Arc::new(server.clone()),
-        server.session_config(),
-        config,
-    );
+    let policy = std::sync::Arc::new(policy);
+    let config = mcp_http::HttpConfig::loopback(local.port()).origin_policy((*policy).clone());
+    let endpoint = mcp_http::McpEndpoint::new(service, session_config, config);
     let origin = format!("http://{local}");
     let resource = format!("{origin}/mcp");
+    let guard = mcp_http::guard::GuardLayer::new(std::sync::Arc::clone(&policy));
+    let plain = extra.guarded.is_none() && extra.open.is_none();
+    let guarded = extra.guarded.map(|r| r.layer(guard.clone()));
+    let open = extra.open.map(|r| r.layer(guard));
+    let with_guarded = move |router: axum::Router| match guarded {
+        Some(extra) => router.merge(extra),
+        None => router,
+    };
+    let with_open = move |router: axum::Router| match open {
+        Some(extra) => router.merge(extra),
+        None => router,
+    };
     if oauth.enabled() {
         let protect = crate::oauth::protect(oauth, &origin, &resource).await?;
         print_out(&format!("MCP endpoint: {resource}\n"))?;
         if oauth.oauth {
             print_out(&format!("OAuth issuer: {origin}\n"))?;
         }
-        mcp_http::serve_with(listener, endpoint, protect, shutdown_signal()).await?;
-    } else {
+        let wrap = move |router| with_open(protect(with_guarded(router)));
+        mcp_http::serve_with(listener, endpoint, wrap, shutdown_signal()).await?;
+    } else if plain {
+        // The endpoint alone: its own fast path, without a router.
         print_out(&format!("MCP endpoint: {resource}\n"))?;
         mcp_http::serve(listener, endpoint, shutdown_signal()).await?;
+    } else {
+        print_out(&format!("MCP endpoint: {resource}\n"))?;
+        mcp_http::serve_with(
+            listener,
+            endpoint,
+            move |router| with_open(with_guarded(router)),
+            shutdown_signal(),
+        )
+        .await?;
     }
     Ok(())
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
+pub async fn shutdown_signal() {
     let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {

@@ -1,0 +1,403 @@
+//! `mcp host`: the servers of the user's config files (or the embedded
+//! default) supervised and served as one MCP server, over Streamable HTTP
+//! (with HTTP+SSE and WebSocket) or stdio; `mcp host status` asks a
+//! running host how its servers are.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context as _, Result, bail};
+use axum::routing::get;
+use mcp_host::config::{HostConfig, InputProvider, InputSpec, ServerConfig, Variables};
+use mcp_host::{Gateway, Host, HostOptions, UpstreamState};
+use serde_json::Value;
+
+use crate::oauth::OAuthArgs;
+use crate::serve::{Extra, bind, serve_service, shutdown_signal};
+use crate::stdout::{print_json, print_out};
+
+/// The flags of `mcp host`.
+#[derive(clap::Args, Debug)]
+pub struct HostArgs {
+    /// A config file listing servers (repeatable; later files override
+    /// earlier entries of the same name): Claude Desktop, Claude Code or
+    /// Cursor `mcpServers`, VS Code `mcp.json` (`servers`, `inputs`), or
+    /// Zed `context_servers`. Without it, the embedded default.
+    #[arg(long, value_name = "FILE")]
+    pub config: Vec<PathBuf>,
+    /// Serve over Streamable HTTP (and HTTP+SSE and WebSocket) on this
+    /// address; the endpoint is /mcp, status at /status, health at
+    /// /healthz. The default unless --stdio.
+    #[arg(long, value_name = "ADDR", conflicts_with = "stdio")]
+    pub http: Option<std::net::SocketAddr>,
+    /// Serve on stdin and stdout instead (one client; put `mcp host
+    /// --stdio` in a client's config to give it every server).
+    #[arg(long)]
+    pub stdio: bool,
+    /// Also accept these Host names and Origins (repeatable), beyond the
+    /// loopback ones; `*` accepts any (only behind a trusted proxy).
+    #[arg(long, value_name = "HOST_OR_ORIGIN")]
+    pub allow: Vec<String>,
+    /// `${workspaceFolder}` in config files (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Print the effective configuration (secrets masked) and exit.
+    #[arg(long)]
+    pub print_config: bool,
+    /// How long to wait for the servers to start before serving (seconds).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub start_timeout: f64,
+    #[command(flatten)]
+    pub oauth: OAuthArgs,
+}
+
+/// Where `mcp host` listens when given neither --http nor --stdio.
+const DEFAULT_ADDR: &str = "127.0.0.1:8080";
+
+/// Runs `mcp host`.
+pub async fn run(args: &HostArgs) -> Result<()> {
+    if args.oauth.enabled() && args.stdio {
+        bail!("--oauth protects the HTTP endpoint; it cannot be used with --stdio");
+    }
+    let vars = variables(args);
+    let config = load(args, &vars)?;
+    if args.print_config {
+        return print_json(&masked(&config));
+    }
+    if config.servers.is_empty() && config.problems.is_empty() {
+        eprintln!("warning: the configuration lists no servers");
+    }
+    let start_timeout = Duration::try_from_secs_f64(args.start_timeout)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .context("--start-timeout must be a positive number of seconds")?;
+    let host = Host::start(config, HostOptions::default());
+    host.wait_started(start_timeout).await;
+    report_start(&host);
+    let reloading = tokio::spawn(watch_config(host.clone(), args.config.clone(), vars));
+    let gateway = Gateway::new(host.clone(), "mcp-host", env!("CARGO_PKG_VERSION"));
+    let served = if args.stdio {
+        let session = mcp_core::serve(
+            mcp_core::stdio::stdio(),
+            Arc::new(gateway.clone()),
+            gateway.session_config(),
+        );
+        tokio::select! {
+            _ = session.wait() => {}
+            _ = shutdown_signal() => {}
+        }
+        Ok(())
+    } else {
+        let addr = match args.http {
+            Some(addr) => addr,
+            None => DEFAULT_ADDR.parse()?,
+        };
+        let listener = bind(addr).await?;
+        let config = gateway.session_config();
+        serve_service(
+            Arc::new(gateway),
+            config,
+            listener,
+            &args.allow,
+            &args.oauth,
+            status_routes(&host),
+        )
+        .await
+    };
+    reloading.abort();
+    host.shutdown(Duration::from_secs(10)).await;
+    served
+}
+
+fn variables(args: &HostArgs) -> Variables {
+    let mut vars = Variables::from_process().inputs(Arc::new(TtyInputs));
+    if let Some(workspace) = &args.workspace {
+        vars = vars.workspace(workspace.clone());
+    }
+    vars
+}
+
+/// The configuration: the files given, or the embedded default.
+fn load(args: &HostArgs, vars: &Variables) -> Result<HostConfig> {
+    if args.config.is_empty() {
+        return embedded_default();
+    }
+    Ok(HostConfig::load(&args.config, vars)?)
+}
+
+/// The servers `mcp host` runs without a config: this program's own
+/// `everything` server, as a child over stdio.
+fn embedded_default() -> Result<HostConfig> {
+    let exe = std::env::current_exe().context("cannot find this program's own path")?;
+    let everything = ServerConfig::stdio(
+        "everything",
+        exe.display().to_string(),
+        vec!["serve".into(), "everything".into()],
+    );
+    Ok(HostConfig {
+        servers: vec![everything],
+        problems: Vec::new(),
+    })
+}
+
+/// Says on stderr which servers are up and which are not.
+fn report_start(host: &Host) {
+    let status = host.status();
+    for server in &status.servers {
+        match server.state {
+            UpstreamState::Ready => eprintln!(
+                "{}: ready ({} tools, {} resources, {} prompts; {} over {})",
+                server.name,
+                server.tools,
+                server.resources,
+                server.prompts,
+                server.revision.as_deref().unwrap_or("?"),
+                server.transport.unwrap_or("?"),
+            ),
+            state => eprintln!(
+                "{}: {} ({})",
+                server.name,
+                serde_json::to_value(state)
+                    .unwrap_or_default()
+                    .as_str()
+                    .unwrap_or("?"),
+                server.last_error.as_deref().unwrap_or("no error yet")
+            ),
+        }
+    }
+    for problem in &status.problems {
+        eprintln!("{problem}; not started");
+    }
+    for collision in &status.collisions {
+        eprintln!("collision: {collision}");
+    }
+}
+
+/// `/status` (JSON, for people and scripts) and `/healthz` (for load
+/// balancers: 200 while at least one server is ready or none is
+/// configured, 503 otherwise).
+fn status_routes(host: &Host) -> Extra {
+    let for_status = host.clone();
+    let for_health = host.clone();
+    Extra {
+        guarded: Some(axum::Router::new().route(
+            "/status",
+            get(move || {
+                let host = for_status.clone();
+                async move {
+                    let body = serde_json::to_string(&host.status()).unwrap_or_default();
+                    ([(http::header::CONTENT_TYPE, "application/json")], body)
+                }
+            }),
+        )),
+        open: Some(axum::Router::new().route(
+            "/healthz",
+            get(move || {
+                let host = for_health.clone();
+                async move {
+                    let servers = host.status().servers;
+                    let healthy = servers.is_empty()
+                        || servers.iter().any(|s| {
+                            matches!(s.state, UpstreamState::Ready | UpstreamState::Degraded)
+                        });
+                    if healthy {
+                        (http::StatusCode::OK, "ok")
+                    } else {
+                        (http::StatusCode::SERVICE_UNAVAILABLE, "no server is ready")
+                    }
+                }
+            }),
+        )),
+    }
+}
+
+/// Reloads the configuration when a file changes (checked every second)
+/// or on SIGHUP: added, removed and changed servers start, stop and
+/// restart; the others are not touched. A file that cannot be read keeps
+/// the running configuration.
+async fn watch_config(host: Host, files: Vec<PathBuf>, vars: Variables) {
+    if files.is_empty() {
+        return;
+    }
+    let stamp = |files: &[PathBuf]| -> Vec<Option<SystemTime>> {
+        files
+            .iter()
+            .map(|f| std::fs::metadata(f).and_then(|m| m.modified()).ok())
+            .collect()
+    };
+    let mut seen = stamp(&files);
+    #[cfg(unix)]
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    loop {
+        #[cfg(unix)]
+        let signalled = async {
+            match hangup.as_mut() {
+                Some(signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let signalled = std::future::pending::<()>();
+        let forced = tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => false,
+            _ = signalled => true,
+        };
+        let now = stamp(&files);
+        if !forced && now == seen {
+            continue;
+        }
+        seen = now;
+        match HostConfig::load(&files, &vars) {
+            Ok(config) => host.reload(config),
+            Err(e) => tracing::error!("configuration not reloaded: {e}"),
+        }
+    }
+}
+
+/// The configuration as `--print-config` shows it: values of environment
+/// variables and headers whose names look secret are masked.
+fn masked(config: &HostConfig) -> Value {
+    let mut value = serde_json::to_value(config).unwrap_or_default();
+    if let Some(servers) = value.get_mut("servers").and_then(Value::as_array_mut) {
+        for server in servers {
+            for key in ["env", "headers"] {
+                if let Some(Value::Object(map)) =
+                    server.get_mut("transport").and_then(|t| t.get_mut(key))
+                {
+                    for (name, value) in map.iter_mut() {
+                        if looks_secret(name) {
+                            *value = Value::String("***".into());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    value
+}
+
+fn looks_secret(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    [
+        "token",
+        "secret",
+        "key",
+        "password",
+        "passwd",
+        "auth",
+        "credential",
+        "cookie",
+    ]
+    .iter()
+    .any(|word| name.contains(word))
+}
+
+/// Asks for `${input:id}` on the controlling terminal (not stdin, which
+/// may carry MCP messages); secrets are typed without echo.
+struct TtyInputs;
+
+impl InputProvider for TtyInputs {
+    fn ask(&self, input: &InputSpec) -> Result<String, String> {
+        use std::io::{BufRead, Write};
+        let prompt = match &input.default {
+            Some(default) => format!("{} [{default}]: ", input.description),
+            None => format!("{}: ", input.description),
+        };
+        let no_terminal = |e: std::io::Error| {
+            format!(
+                "input {:?} ({}) needs a person at a terminal: {e}",
+                input.id, input.description
+            )
+        };
+        let answer = if input.password {
+            rpassword::prompt_password(&prompt).map_err(no_terminal)?
+        } else {
+            let tty = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open("/dev/tty")
+                .map_err(no_terminal)?;
+            let mut writer = &tty;
+            writer.write_all(prompt.as_bytes()).map_err(no_terminal)?;
+            let mut line = String::new();
+            std::io::BufReader::new(&tty)
+                .read_line(&mut line)
+                .map_err(no_terminal)?;
+            line.trim_end_matches(['\r', '\n']).to_owned()
+        };
+        match (answer.is_empty(), &input.default) {
+            (true, Some(default)) => Ok(default.clone()),
+            _ => Ok(answer),
+        }
+    }
+}
+
+/// The flags of `mcp host status`.
+#[derive(clap::Args, Debug)]
+pub struct StatusArgs {
+    /// The running host's address (its --http).
+    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8080")]
+    pub url: String,
+    /// Print the JSON status as it is.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `mcp host status`.
+pub async fn status(args: &StatusArgs) -> Result<()> {
+    let base = args.url.trim_end_matches('/').trim_end_matches("/mcp");
+    let url = format!("{base}/status");
+    let response = reqwest::Client::new()
+        .get(&url)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .with_context(|| format!("cannot reach a host at {url}"))?;
+    if !response.status().is_success() {
+        bail!("{url} answered {}", response.status());
+    }
+    let status: Value = response
+        .json()
+        .await
+        .with_context(|| format!("{url} did not answer JSON"))?;
+    if args.json {
+        return print_json(&status);
+    }
+    let mut out = String::new();
+    out.push_str(&format!(
+        "{:<20} {:<11} {:<16} {:<11} {:>5} {:>9} {:>7} {:>8}  last error\n",
+        "server", "state", "transport", "revision", "tools", "resources", "prompts", "restarts"
+    ));
+    for server in status["servers"].as_array().into_iter().flatten() {
+        let text = |key: &str| server[key].as_str().unwrap_or("-").to_owned();
+        out.push_str(&format!(
+            "{:<20} {:<11} {:<16} {:<11} {:>5} {:>9} {:>7} {:>8}  {}\n",
+            text("name"),
+            text("state"),
+            text("transport"),
+            text("revision"),
+            server["tools"],
+            server["resources"],
+            server["prompts"],
+            server["restarts"],
+            text("lastError"),
+        ));
+    }
+    for problem in status["problems"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "not started: {} ({})\n",
+            problem["server"].as_str().unwrap_or("?"),
+            problem["message"].as_str().unwrap_or("?")
+        ));
+    }
+    for collision in status["collisions"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "collision: {}\n",
+            collision.as_str().unwrap_or("?")
+        ));
+    }
+    print_out(&out)
+}

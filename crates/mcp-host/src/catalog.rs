@@ -1,0 +1,432 @@
+//! The merged view of every ready upstream: exposed names and URIs to
+//! (server, original), in a deterministic order (the config's order of
+//! servers, each server's own order of items).
+//!
+//! - Tools and prompts are `<namespace>__<name>` (see [`crate::names`]).
+//!   Two upstream items that would get the same exposed name are a
+//!   collision: the first in config order keeps it, the other is left
+//!   out, and the collision is reported in [`Catalog::collisions`] (and the
+//!   host's status and log), never resolved silently.
+//! - Resource URIs and templates pass through unchanged when only one
+//!   server lists them. A URI or template two servers list is rewritten for
+//!   each of them as `mcp-host:<namespace>/<original>`, which the host
+//!   undoes when it is read.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::names::expose;
+use crate::upstream::{Item, Listing};
+
+/// The scheme of rewritten resource URIs.
+pub const REWRITE_SCHEME: &str = "mcp-host:";
+
+/// Where an exposed item lives: the upstream's index and its own name or URI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// The upstream's index in the host.
+    pub upstream: usize,
+    /// The item's name or URI at the upstream.
+    pub original: String,
+}
+
+/// One upstream's part of the catalog.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// The upstream's index in the host.
+    pub index: usize,
+    /// The config entry's name.
+    pub name: String,
+    /// Its namespace (`""`: unprefixed).
+    pub namespace: String,
+    /// What it lists now.
+    pub listing: Arc<Listing>,
+}
+
+/// A template's route: its literal prefix decides which URIs it may serve.
+#[derive(Debug, Clone)]
+struct TemplateRoute {
+    prefix: String,
+    upstream: usize,
+}
+
+/// The merged catalog.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    /// The tools, as shown.
+    pub tools: Vec<Item>,
+    /// The prompts, as shown.
+    pub prompts: Vec<Item>,
+    /// The resources, as shown.
+    pub resources: Vec<Item>,
+    /// The resource templates, as shown.
+    pub templates: Vec<Item>,
+    /// Names two upstreams wanted; each entry says which and who won.
+    pub collisions: Vec<String>,
+    /// Every upstream's instructions under a heading of its name.
+    pub instructions: Option<String>,
+    tool_routes: HashMap<String, Route>,
+    prompt_routes: HashMap<String, Route>,
+    resource_routes: HashMap<String, Route>,
+    template_routes: Vec<TemplateRoute>,
+    /// Upstreams that serve resources, by index, for URIs nobody lists.
+    resource_servers: Vec<usize>,
+    namespaces: BTreeMap<String, usize>,
+    /// Rewritten URIs by (upstream, original), to show its notifications.
+    rewritten: HashMap<(usize, String), String>,
+}
+
+impl Catalog {
+    /// Merges `sources`, in their order.
+    pub fn build(sources: &[Source]) -> Catalog {
+        let mut catalog = Catalog::default();
+        for source in sources {
+            catalog
+                .namespaces
+                .insert(rewrite_namespace(source), source.index);
+            if source.listing.capabilities.resources.is_some() {
+                catalog.resource_servers.push(source.index);
+            }
+            let (tools, tool_routes) = (&mut catalog.tools, &mut catalog.tool_routes);
+            add_named(
+                source,
+                &source.listing.tools,
+                tools,
+                tool_routes,
+                &mut catalog.collisions,
+                "tool",
+            );
+            let (prompts, prompt_routes) = (&mut catalog.prompts, &mut catalog.prompt_routes);
+            add_named(
+                source,
+                &source.listing.prompts,
+                prompts,
+                prompt_routes,
+                &mut catalog.collisions,
+                "prompt",
+            );
+        }
+        catalog.add_resources(sources);
+        catalog.instructions = merged_instructions(sources);
+        catalog
+    }
+
+    fn add_resources(&mut self, sources: &[Source]) {
+        let mut uri_owners: HashMap<&str, usize> = HashMap::new();
+        let mut template_owners: HashMap<&str, usize> = HashMap::new();
+        for source in sources {
+            for item in &source.listing.resources {
+                if let Some(uri) = item.get("uri").and_then(Value::as_str) {
+                    *uri_owners.entry(uri).or_default() += 1;
+                }
+            }
+            for item in &source.listing.templates {
+                if let Some(t) = item.get("uriTemplate").and_then(Value::as_str) {
+                    *template_owners.entry(t).or_default() += 1;
+                }
+            }
+        }
+        for source in sources {
+            let ns = rewrite_namespace(source);
+            for item in &source.listing.resources {
+                let Some(uri) = item.get("uri").and_then(Value::as_str) else {
+                    continue;
+                };
+                let exposed = if uri_owners[uri] > 1 {
+                    let exposed = format!("{REWRITE_SCHEME}{ns}/{uri}");
+                    self.rewritten
+                        .insert((source.index, uri.to_owned()), exposed.clone());
+                    exposed
+                } else {
+                    uri.to_owned()
+                };
+                let mut shown = item.clone();
+                shown.insert("uri".into(), Value::String(exposed.clone()));
+                self.resources.push(shown);
+                self.resource_routes.insert(
+                    exposed,
+                    Route {
+                        upstream: source.index,
+                        original: uri.to_owned(),
+                    },
+                );
+            }
+            for item in &source.listing.templates {
+                let Some(template) = item.get("uriTemplate").and_then(Value::as_str) else {
+                    continue;
+                };
+                let exposed = if template_owners[template] > 1 {
+                    format!("{REWRITE_SCHEME}{ns}/{template}")
+                } else {
+                    template.to_owned()
+                };
+                let prefix = exposed.split('{').next().unwrap_or_default().to_owned();
+                let mut shown = item.clone();
+                shown.insert("uriTemplate".into(), Value::String(exposed));
+                self.templates.push(shown);
+                self.template_routes.push(TemplateRoute {
+                    prefix,
+                    upstream: source.index,
+                });
+            }
+        }
+    }
+
+    /// How upstream `index` shows its URI `uri`: rewritten if two servers
+    /// list it, as it is otherwise.
+    pub fn exposed_uri(&self, index: usize, uri: &str) -> String {
+        self.rewritten
+            .get(&(index, uri.to_owned()))
+            .cloned()
+            .unwrap_or_else(|| uri.to_owned())
+    }
+
+    /// The route of exposed tool `name`.
+    pub fn tool(&self, name: &str) -> Option<&Route> {
+        self.tool_routes.get(name)
+    }
+
+    /// The route of exposed prompt `name`.
+    pub fn prompt(&self, name: &str) -> Option<&Route> {
+        self.prompt_routes.get(name)
+    }
+
+    /// Where a resource URI is read: a listed URI, a rewritten one, the
+    /// template with the longest literal prefix that matches, or the only
+    /// server with resources.
+    pub fn resource(&self, uri: &str) -> Option<Route> {
+        if let Some(route) = self.resource_routes.get(uri) {
+            return Some(route.clone());
+        }
+        if let Some(rest) = uri.strip_prefix(REWRITE_SCHEME)
+            && let Some((ns, original)) = rest.split_once('/')
+            && let Some(index) = self.namespaces.get(ns)
+        {
+            return Some(Route {
+                upstream: *index,
+                original: original.to_owned(),
+            });
+        }
+        let by_template = self
+            .template_routes
+            .iter()
+            .filter(|t| !t.prefix.is_empty() && uri.starts_with(&t.prefix))
+            .max_by_key(|t| t.prefix.len());
+        if let Some(t) = by_template {
+            return Some(Route {
+                upstream: t.upstream,
+                original: uri.to_owned(),
+            });
+        }
+        match self.resource_servers.as_slice() {
+            [only] => Some(Route {
+                upstream: *only,
+                original: uri.to_owned(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The namespace used in rewritten URIs: the entry's own, or its name
+/// when it has none.
+fn rewrite_namespace(source: &Source) -> String {
+    if source.namespace.is_empty() {
+        crate::names::sanitize_namespace(&source.name)
+    } else {
+        source.namespace.clone()
+    }
+}
+
+fn add_named(
+    source: &Source,
+    items: &[Item],
+    shown: &mut Vec<Item>,
+    routes: &mut HashMap<String, Route>,
+    collisions: &mut Vec<String>,
+    kind: &str,
+) {
+    for item in items {
+        let Some(name) = item.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        let exposed = expose(&source.namespace, name);
+        if let Some(taken) = routes.get(&exposed) {
+            collisions.push(format!(
+                "{kind} {exposed:?}: {name:?} of server {:?} is left out, the name is taken by \
+                 {:?} of an earlier server (index {}); give one of them another namespace",
+                source.name, taken.original, taken.upstream
+            ));
+            continue;
+        }
+        let mut item = item.clone();
+        item.insert("name".into(), Value::String(exposed.clone()));
+        shown.push(item);
+        routes.insert(
+            exposed,
+            Route {
+                upstream: source.index,
+                original: name.to_owned(),
+            },
+        );
+    }
+}
+
+fn merged_instructions(sources: &[Source]) -> Option<String> {
+    let parts: Vec<String> = sources
+        .iter()
+        .filter_map(|s| {
+            let text = s.listing.instructions.as_deref()?.trim();
+            (!text.is_empty()).then(|| format!("## {}\n\n{text}", s.name))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn item(value: Value) -> Item {
+        value.as_object().unwrap().clone()
+    }
+
+    fn source(index: usize, name: &str, ns: &str, listing: Listing) -> Source {
+        Source {
+            index,
+            name: name.into(),
+            namespace: ns.into(),
+            listing: Arc::new(listing),
+        }
+    }
+
+    fn names(items: &[Item]) -> Vec<&str> {
+        items.iter().map(|i| i["name"].as_str().unwrap()).collect()
+    }
+
+    #[test]
+    fn tools_are_prefixed_and_keep_everything_else() {
+        let a = Listing {
+            tools: vec![
+                item(
+                    json!({"name": "echo", "inputSchema": {"type": "object"}, "_meta": {"k": 1}, "annotations": {"readOnlyHint": true}, "x-unknown": [1]}),
+                ),
+                item(json!({"name": "git.status", "inputSchema": {"type": "object"}})),
+            ],
+            ..Default::default()
+        };
+        let b = Listing {
+            tools: vec![item(
+                json!({"name": "echo", "inputSchema": {"type": "object"}}),
+            )],
+            ..Default::default()
+        };
+        let catalog = Catalog::build(&[source(0, "a", "a", a), source(1, "b", "b", b)]);
+        let shown = names(&catalog.tools);
+        assert_eq!(shown[0], "a__echo");
+        assert!(shown[1].starts_with("a__git_status_"));
+        assert_eq!(shown[2], "b__echo");
+        assert_eq!(catalog.tools[0]["_meta"], json!({"k": 1}));
+        assert_eq!(catalog.tools[0]["x-unknown"], json!([1]));
+        assert_eq!(
+            catalog.tool("b__echo"),
+            Some(&Route {
+                upstream: 1,
+                original: "echo".into()
+            })
+        );
+        assert_eq!(catalog.tool(shown[1]).unwrap().original, "git.status");
+        assert!(catalog.collisions.is_empty());
+    }
+
+    #[test]
+    fn a_collision_is_reported_and_the_first_server_keeps_the_name() {
+        let listing = || Listing {
+            prompts: vec![item(json!({"name": "p"}))],
+            tools: vec![item(json!({"name": "t", "inputSchema": {}}))],
+            ..Default::default()
+        };
+        let catalog = Catalog::build(&[
+            source(0, "one", "", listing()),
+            source(1, "two", "", listing()),
+        ]);
+        assert_eq!(names(&catalog.tools), ["t"]);
+        assert_eq!(names(&catalog.prompts), ["p"]);
+        assert_eq!(catalog.tool("t").unwrap().upstream, 0);
+        assert_eq!(catalog.collisions.len(), 2, "{:?}", catalog.collisions);
+        assert!(
+            catalog.collisions[0].contains("\"two\"")
+                && catalog.collisions[0].contains("namespace")
+        );
+    }
+
+    #[test]
+    fn resources_pass_through_unless_two_servers_list_them() {
+        let a = Listing {
+            resources: vec![
+                item(json!({"uri": "file:///same", "name": "same"})),
+                item(json!({"uri": "memo://only-a", "name": "a"})),
+            ],
+            templates: vec![item(json!({"uriTemplate": "memo://a/{id}", "name": "t"}))],
+            capabilities: serde_json::from_value(json!({"resources": {}})).unwrap(),
+            ..Default::default()
+        };
+        let b = Listing {
+            resources: vec![item(json!({"uri": "file:///same", "name": "same"}))],
+            capabilities: serde_json::from_value(json!({"resources": {}})).unwrap(),
+            ..Default::default()
+        };
+        let catalog = Catalog::build(&[source(0, "a", "fs", a), source(1, "b", "", b)]);
+        let uris: Vec<_> = catalog
+            .resources
+            .iter()
+            .map(|r| r["uri"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            uris,
+            [
+                "mcp-host:fs/file:///same",
+                "memo://only-a",
+                "mcp-host:b/file:///same"
+            ]
+        );
+        assert_eq!(
+            catalog.resource("mcp-host:b/file:///same"),
+            Some(Route {
+                upstream: 1,
+                original: "file:///same".into()
+            })
+        );
+        assert_eq!(catalog.resource("memo://only-a").unwrap().upstream, 0);
+        // Not listed, but under a's template.
+        assert_eq!(
+            catalog.resource("memo://a/42"),
+            Some(Route {
+                upstream: 0,
+                original: "memo://a/42".into()
+            })
+        );
+        // Two servers with resources, no template: nobody to guess.
+        assert_eq!(catalog.resource("other://x"), None);
+    }
+
+    #[test]
+    fn instructions_are_merged_under_headings() {
+        let with = |text: &str| Listing {
+            instructions: Some(text.into()),
+            ..Default::default()
+        };
+        let catalog = Catalog::build(&[
+            source(0, "alpha", "alpha", with("Use A.")),
+            source(1, "beta", "beta", Listing::default()),
+            source(2, "gamma", "gamma", with("  Use G.\n")),
+        ]);
+        assert_eq!(
+            catalog.instructions.as_deref(),
+            Some("## alpha\n\nUse A.\n\n## gamma\n\nUse G.")
+        );
+    }
+}

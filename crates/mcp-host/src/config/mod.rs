@@ -1,0 +1,584 @@
+//! The servers to run, read from the files users already have, unchanged:
+//! Claude Desktop / Claude Code / Cursor `mcpServers`, VS Code `mcp.json`
+//! (`servers` and `inputs`, also nested under `mcp` in `settings.json`),
+//! and Zed's `context_servers` (JSON with comments).
+//!
+//! Later files override earlier entries of the same name. A file that
+//! cannot be read or parsed is an error; an entry that cannot be used (an
+//! unset variable, no command and no URL) is a [`ConfigProblem`] naming the
+//! server, and only that server is left out.
+
+mod vars;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+pub use vars::{InputProvider, InputSpec, NoInputs, Variables};
+
+use crate::names::sanitize_namespace;
+
+/// How the host reaches one server.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum TransportSpec {
+    /// A child process spoken to over its stdin and stdout.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Its environment, on top of a minimal one (not the host's).
+        env: BTreeMap<String, String>,
+        /// Its working directory.
+        cwd: Option<PathBuf>,
+    },
+    /// An HTTP server: Streamable HTTP, legacy HTTP+SSE, or either.
+    Http {
+        /// The endpoint.
+        url: String,
+        /// Headers sent with every request.
+        headers: BTreeMap<String, String>,
+        /// Which HTTP transport.
+        kind: HttpKind,
+    },
+    /// A WebSocket server.
+    WebSocket {
+        /// The endpoint.
+        url: String,
+    },
+}
+
+/// Which HTTP transport a remote server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HttpKind {
+    /// Streamable HTTP, falling back to HTTP+SSE (no `type` given).
+    Auto,
+    /// Streamable HTTP only.
+    StreamableHttp,
+    /// The legacy HTTP+SSE transport only.
+    Sse,
+}
+
+/// One configured server, variables expanded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// The entry's name in its file.
+    pub name: String,
+    /// The prefix of its tools and prompts (`""`: unprefixed).
+    pub namespace: String,
+    /// How to reach it.
+    pub transport: TransportSpec,
+    /// Not started while set.
+    pub disabled: bool,
+    /// How long one request to it may take.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "seconds")]
+    pub timeout: Option<Duration>,
+    /// Approval-like keys of other hosts (`autoApprove`, `alwaysAllow`):
+    /// shown to the user as hints, never granted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hints: Vec<String>,
+    /// The file it came from.
+    pub source: PathBuf,
+}
+
+fn seconds<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
+}
+
+impl ServerConfig {
+    /// A stdio server running `command` with `args`, named `name`.
+    pub fn stdio(name: impl Into<String>, command: impl Into<String>, args: Vec<String>) -> Self {
+        let name = name.into();
+        ServerConfig {
+            namespace: sanitize_namespace(&name),
+            name,
+            transport: TransportSpec::Stdio {
+                command: command.into(),
+                args,
+                env: BTreeMap::new(),
+                cwd: None,
+            },
+            disabled: false,
+            timeout: None,
+            hints: Vec::new(),
+            source: PathBuf::new(),
+        }
+    }
+
+    /// Sets the namespace (`""`: names pass through unprefixed).
+    pub fn namespace(mut self, namespace: &str) -> Self {
+        self.namespace = if namespace.is_empty() {
+            String::new()
+        } else {
+            sanitize_namespace(namespace)
+        };
+        self
+    }
+
+    /// Sets the per-request timeout.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+}
+
+/// An entry that cannot be used; the other servers are.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConfigProblem {
+    /// The entry's name.
+    pub server: String,
+    /// The file it is in.
+    pub source: PathBuf,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "server {:?} in {}: {}",
+            self.server,
+            self.source.display(),
+            self.message
+        )
+    }
+}
+
+/// A config file that cannot be used at all.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// Reading the file failed.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not JSON (with comments).
+    #[error("{path} is not JSON: {message}")]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, with the position.
+        message: String,
+    },
+    /// The file has no server list this host knows.
+    #[error("{path} has no \"mcpServers\", \"servers\" or \"context_servers\" object")]
+    NoServers {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// Every server of a set of config files.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct HostConfig {
+    /// The usable entries, in the order of the files and of each file.
+    pub servers: Vec<ServerConfig>,
+    /// The entries left out, with why.
+    pub problems: Vec<ConfigProblem>,
+}
+
+impl HostConfig {
+    /// Reads `paths` in order; a later entry replaces an earlier one of the
+    /// same name (in its place).
+    pub fn load(paths: &[PathBuf], vars: &Variables) -> Result<HostConfig, ConfigError> {
+        let mut config = HostConfig::default();
+        for path in paths {
+            let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            config.merge(parse(&text, path, vars)?);
+        }
+        Ok(config)
+    }
+
+    /// Adds `other`'s entries, replacing those of the same name.
+    pub fn merge(&mut self, other: HostConfig) {
+        for server in other.servers {
+            self.problems.retain(|p| p.server != server.name);
+            match self.servers.iter_mut().find(|s| s.name == server.name) {
+                Some(slot) => *slot = server,
+                None => self.servers.push(server),
+            }
+        }
+        for problem in other.problems {
+            self.servers.retain(|s| s.name != problem.server);
+            self.problems.retain(|p| p.server != problem.server);
+            self.problems.push(problem);
+        }
+    }
+
+    /// The servers to start (not disabled).
+    pub fn enabled(&self) -> impl Iterator<Item = &ServerConfig> {
+        self.servers.iter().filter(|s| !s.disabled)
+    }
+}
+
+/// Reads one file's text, in whichever dialect it is written.
+pub fn parse(text: &str, path: &Path, vars: &Variables) -> Result<HostConfig, ConfigError> {
+    let root: Value =
+        jsonc_parser::parse_to_serde_value(text, &Default::default()).map_err(|e| {
+            ConfigError::Syntax {
+                path: path.to_owned(),
+                message: e.to_string(),
+            }
+        })?;
+    let no_servers = || ConfigError::NoServers {
+        path: path.to_owned(),
+    };
+    if !root.is_object() {
+        return Err(no_servers());
+    }
+    // Read again for the entries in the file's order (a JSON object read
+    // into a map loses it).
+    let root: Root =
+        jsonc_parser::parse_to_serde_value(text, &Default::default()).map_err(|_| no_servers())?;
+    let (entries, inputs) = if let Some(servers) = root.mcp_servers {
+        (servers, Vec::new())
+    } else if let Some(servers) = root.servers {
+        (servers, read_inputs(root.inputs.as_ref()))
+    } else if let Some(Nested {
+        servers: Some(servers),
+        inputs,
+    }) = root.mcp
+    {
+        // VS Code's settings.json keeps the same two members under "mcp".
+        (servers, read_inputs(inputs.as_ref()))
+    } else if let Some(servers) = root.context_servers {
+        (servers, Vec::new())
+    } else {
+        return Err(no_servers());
+    };
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut config = HostConfig::default();
+    for (name, entry) in &entries.0 {
+        let reader = EntryReader {
+            vars,
+            inputs: &inputs,
+            base,
+        };
+        match entry
+            .as_object()
+            .ok_or_else(|| "the entry is not an object".to_owned())
+            .and_then(|entry| reader.read(name, entry))
+        {
+            Ok(mut server) => {
+                server.source = path.to_owned();
+                config.servers.push(server);
+            }
+            Err(message) => config.problems.push(ConfigProblem {
+                server: name.clone(),
+                source: path.to_owned(),
+                message,
+            }),
+        }
+    }
+    Ok(config)
+}
+
+/// The members of a config file this host reads.
+#[derive(serde::Deserialize)]
+struct Root {
+    #[serde(rename = "mcpServers")]
+    mcp_servers: Option<Entries>,
+    servers: Option<Entries>,
+    inputs: Option<Value>,
+    mcp: Option<Nested>,
+    context_servers: Option<Entries>,
+}
+
+/// VS Code's `settings.json` member `mcp`.
+#[derive(serde::Deserialize)]
+struct Nested {
+    servers: Option<Entries>,
+    inputs: Option<Value>,
+}
+
+/// The entries of a server object, in the file's order.
+struct Entries(Vec<(String, Value)>);
+
+impl<'de> serde::Deserialize<'de> for Entries {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Entries;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of servers")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Entries, A::Error> {
+                let mut entries: Vec<(String, Value)> = Vec::new();
+                while let Some((name, entry)) = map.next_entry::<String, Value>()? {
+                    // A repeated name: the later entry wins, in its place.
+                    entries.retain(|(n, _)| *n != name);
+                    entries.push((name, entry));
+                }
+                Ok(Entries(entries))
+            }
+        }
+        d.deserialize_map(Visitor)
+    }
+}
+
+fn read_inputs(inputs: Option<&Value>) -> Vec<InputSpec> {
+    let Some(Value::Array(inputs)) = inputs else {
+        return Vec::new();
+    };
+    inputs
+        .iter()
+        .filter_map(|input| {
+            let input = input.as_object()?;
+            Some(InputSpec {
+                id: input.get("id")?.as_str()?.to_owned(),
+                description: str_member(input, "description").unwrap_or_default(),
+                password: input.get("password").and_then(Value::as_bool) == Some(true),
+                default: str_member(input, "default"),
+            })
+        })
+        .collect()
+}
+
+fn str_member(object: &Map<String, Value>, key: &str) -> Option<String> {
+    object.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// Reads one entry, expanding its variables.
+struct EntryReader<'a> {
+    vars: &'a Variables,
+    inputs: &'a [InputSpec],
+    base: &'a Path,
+}
+
+impl EntryReader<'_> {
+    fn expand(&self, text: &str, what: &str) -> Result<String, String> {
+        self.vars
+            .expand(text, self.inputs)
+            .map_err(|e| format!("{what}: {e}"))
+    }
+
+    fn string(&self, entry: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+        match entry.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => self.expand(s, key).map(Some),
+            Some(other) => Err(format!("\"{key}\" must be a string, not {other}")),
+        }
+    }
+
+    fn strings(&self, value: Option<&Value>, key: &str) -> Result<Vec<String>, String> {
+        match value {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| match item {
+                    Value::String(s) => self.expand(s, &format!("{key}[{i}]")),
+                    Value::Number(n) => Ok(n.to_string()),
+                    other => Err(format!("{key}[{i}] must be a string, not {other}")),
+                })
+                .collect(),
+            Some(other) => Err(format!(
+                "\"{key}\" must be an array of strings, not {other}"
+            )),
+        }
+    }
+
+    fn map(&self, value: Option<&Value>, key: &str) -> Result<BTreeMap<String, String>, String> {
+        match value {
+            None | Some(Value::Null) => Ok(BTreeMap::new()),
+            Some(Value::Object(members)) => members
+                .iter()
+                .map(|(name, value)| {
+                    let value = match value {
+                        Value::String(s) => self.expand(s, &format!("{key}.{name}"))?,
+                        Value::Number(_) | Value::Bool(_) => value.to_string(),
+                        other => return Err(format!("{key}.{name} must be a string, not {other}")),
+                    };
+                    Ok((name.clone(), value))
+                })
+                .collect(),
+            Some(other) => Err(format!("\"{key}\" must be an object, not {other}")),
+        }
+    }
+
+    fn read(&self, name: &str, entry: &Map<String, Value>) -> Result<ServerConfig, String> {
+        let namespace = match entry.get("namespace") {
+            None => sanitize_namespace(name),
+            Some(Value::String(ns)) if ns.is_empty() => String::new(),
+            Some(Value::String(ns)) => sanitize_namespace(ns),
+            Some(other) => return Err(format!("\"namespace\" must be a string, not {other}")),
+        };
+        let disabled = entry.get("disabled").and_then(Value::as_bool) == Some(true);
+        let timeout = match entry.get("timeout") {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) => match n.as_f64() {
+                Some(secs) if secs > 0.0 && secs <= 86_400.0 => Some(Duration::from_secs_f64(secs)),
+                _ => {
+                    return Err(format!(
+                        "\"timeout\" must be seconds in (0, 86400], not {n}"
+                    ));
+                }
+            },
+            Some(other) => {
+                return Err(format!(
+                    "\"timeout\" must be a number of seconds, not {other}"
+                ));
+            }
+        };
+        let hints = ["autoApprove", "alwaysAllow"]
+            .iter()
+            .filter_map(|key| {
+                let tools = entry.get(*key)?.as_array()?;
+                let names: Vec<&str> = tools.iter().filter_map(Value::as_str).collect();
+                Some(format!(
+                    "\"{key}\" ({}) is not granted by this host; use its policy instead",
+                    names.join(", ")
+                ))
+            })
+            .collect();
+        // Disabled entries are kept unexpanded enough to show, but their
+        // variables must not stop anything: they are read leniently.
+        let transport = match self.transport(entry) {
+            Ok(transport) => transport,
+            Err(_) if disabled => TransportSpec::Stdio {
+                command: String::new(),
+                args: Vec::new(),
+                env: BTreeMap::new(),
+                cwd: None,
+            },
+            Err(e) => return Err(e),
+        };
+        Ok(ServerConfig {
+            name: name.to_owned(),
+            namespace,
+            transport,
+            disabled,
+            timeout,
+            hints,
+            source: PathBuf::new(),
+        })
+    }
+
+    fn transport(&self, entry: &Map<String, Value>) -> Result<TransportSpec, String> {
+        let kind = entry.get("type").and_then(Value::as_str);
+        if entry.get("source").and_then(Value::as_str) == Some("extension")
+            || (entry.contains_key("settings")
+                && !entry.contains_key("command")
+                && !entry.contains_key("url"))
+        {
+            return Err(
+                "a server provided by a Zed extension cannot be started outside Zed; \
+                 give it a \"command\""
+                    .to_owned(),
+            );
+        }
+        match kind {
+            None | Some("stdio") if entry.contains_key("command") => self.stdio(entry),
+            None => match self.string(entry, "url")? {
+                Some(url) => self.remote(entry, url, None),
+                None => Err("the entry has neither \"command\" nor \"url\"".to_owned()),
+            },
+            Some("stdio") => Err("a stdio entry needs \"command\"".to_owned()),
+            Some(kind) => {
+                let url = self
+                    .string(entry, "url")?
+                    .ok_or_else(|| format!("a {kind:?} entry needs \"url\""))?;
+                self.remote(entry, url, Some(kind))
+            }
+        }
+    }
+
+    fn stdio(&self, entry: &Map<String, Value>) -> Result<TransportSpec, String> {
+        // Zed's older form nests everything under "command".
+        let (command, args, env) = match entry.get("command") {
+            Some(Value::Object(nested)) => (
+                self.string(nested, "path")?
+                    .ok_or_else(|| "\"command\" needs \"path\"".to_owned())?,
+                self.strings(nested.get("args"), "command.args")?,
+                self.map(nested.get("env"), "command.env")?,
+            ),
+            _ => (
+                self.string(entry, "command")?
+                    .ok_or_else(|| "\"command\" is missing".to_owned())?,
+                self.strings(entry.get("args"), "args")?,
+                self.map(entry.get("env"), "env")?,
+            ),
+        };
+        if command.trim().is_empty() {
+            return Err("\"command\" is empty".to_owned());
+        }
+        let mut full_env = BTreeMap::new();
+        if let Some(file) = self.string(entry, "envFile")? {
+            let file = self.base.join(file);
+            for item in dotenvy::from_path_iter(&file)
+                .map_err(|e| format!("envFile {}: {e}", file.display()))?
+            {
+                let (key, value) = item.map_err(|e| format!("envFile {}: {e}", file.display()))?;
+                full_env.insert(key, value);
+            }
+        }
+        full_env.extend(env);
+        let cwd = self.string(entry, "cwd")?.map(|cwd| self.base.join(cwd));
+        Ok(TransportSpec::Stdio {
+            command,
+            args,
+            env: full_env,
+            cwd,
+        })
+    }
+
+    fn remote(
+        &self,
+        entry: &Map<String, Value>,
+        url: String,
+        kind: Option<&str>,
+    ) -> Result<TransportSpec, String> {
+        let lower = url.to_ascii_lowercase();
+        let websocket = lower.starts_with("ws://") || lower.starts_with("wss://");
+        if !websocket && !lower.starts_with("http://") && !lower.starts_with("https://") {
+            return Err(format!(
+                "\"url\" must be http(s):// or ws(s)://, not {url:?}"
+            ));
+        }
+        let headers = self.map(entry.get("headers"), "headers")?;
+        let kind = match (kind, websocket) {
+            (Some("ws" | "websocket"), _) | (None, true) => {
+                if !headers.is_empty() {
+                    return Err("\"headers\" are not supported for WebSocket servers".to_owned());
+                }
+                return Ok(TransportSpec::WebSocket { url });
+            }
+            (None, false) => HttpKind::Auto,
+            (Some("http" | "streamable-http" | "streamableHttp" | "streamable_http"), _) => {
+                HttpKind::StreamableHttp
+            }
+            (Some("sse"), _) => HttpKind::Sse,
+            (Some(other), _) => {
+                return Err(format!(
+                    "unknown \"type\" {other:?} (stdio, http, streamable-http, sse or ws)"
+                ));
+            }
+        };
+        Ok(TransportSpec::Http { url, headers, kind })
+    }
+}
+
+#[cfg(test)]
+mod tests;

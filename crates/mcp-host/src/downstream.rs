@@ -1,0 +1,216 @@
+//! The host's clients (downstream): legacy sessions, which are sent
+//! notifications unasked, and 2026-07-28 `subscriptions/listen` streams,
+//! which get what they asked for. Fan-out of list changes, resource
+//! updates and log messages.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+use mcp_core::Peer;
+use mcp_schema::jsonrpc::{self, RequestId};
+use mcp_schema::{LoggingLevel, Meta, SubscriptionFilter, methods};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// Which list changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListKind {
+    /// `tools/list`.
+    Tools,
+    /// `resources/list` (and templates).
+    Resources,
+    /// `prompts/list`.
+    Prompts,
+}
+
+impl ListKind {
+    fn method(self) -> &'static str {
+        match self {
+            ListKind::Tools => methods::NOTIFICATION_TOOLS_LIST_CHANGED,
+            ListKind::Resources => methods::NOTIFICATION_RESOURCES_LIST_CHANGED,
+            ListKind::Prompts => methods::NOTIFICATION_PROMPTS_LIST_CHANGED,
+        }
+    }
+
+    fn wanted(self, filter: &SubscriptionFilter) -> bool {
+        let wanted = match self {
+            ListKind::Tools => filter.tools_list_changed,
+            ListKind::Resources => filter.resources_list_changed,
+            ListKind::Prompts => filter.prompts_list_changed,
+        };
+        wanted == Some(true)
+    }
+}
+
+/// A legacy session's resource subscriptions (exposed URIs).
+#[derive(Debug, Default)]
+pub(crate) struct Subscriptions(pub(crate) Mutex<HashSet<String>>);
+
+/// A legacy session's `logging/setLevel` choice.
+#[derive(Debug, Default)]
+pub(crate) struct LogLevel(pub(crate) Mutex<Option<LoggingLevel>>);
+
+struct Listener {
+    peer: Peer,
+    id: RequestId,
+    filter: SubscriptionFilter,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Every downstream client the host can notify.
+#[derive(Default)]
+pub(crate) struct Downstream {
+    sessions: Mutex<HashMap<usize, Peer>>,
+    listeners: Mutex<(u64, HashMap<u64, Listener>)>,
+}
+
+/// Unregisters a listen stream when its request ends.
+pub(crate) struct ListenerGuard<'a> {
+    downstream: &'a Downstream,
+    key: u64,
+}
+
+impl Drop for ListenerGuard<'_> {
+    fn drop(&mut self) {
+        lock(&self.downstream.listeners).1.remove(&self.key);
+    }
+}
+
+impl Downstream {
+    pub(crate) fn session_ready(&self, peer: &Peer) {
+        lock(&self.sessions).insert(peer.session_key(), peer.clone());
+    }
+
+    pub(crate) fn session_closed(&self, peer: &Peer) {
+        lock(&self.sessions).remove(&peer.session_key());
+    }
+
+    /// How many legacy sessions and listen streams are open.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        (lock(&self.sessions).len(), lock(&self.listeners).1.len())
+    }
+
+    pub(crate) fn listen(
+        &self,
+        peer: &Peer,
+        id: &RequestId,
+        filter: SubscriptionFilter,
+    ) -> ListenerGuard<'_> {
+        let mut listeners = lock(&self.listeners);
+        listeners.0 += 1;
+        let key = listeners.0;
+        listeners.1.insert(
+            key,
+            Listener {
+                peer: peer.clone(),
+                id: id.clone(),
+                filter,
+            },
+        );
+        ListenerGuard {
+            downstream: self,
+            key,
+        }
+    }
+
+    /// Tells every client that `kind` changed.
+    pub(crate) fn list_changed(&self, kind: ListKind) {
+        for peer in lock(&self.sessions).values() {
+            spawn_notify(peer.clone(), kind.method(), &json!({}));
+        }
+        for listener in lock(&self.listeners).1.values() {
+            if kind.wanted(&listener.filter) {
+                let params = json!({ "_meta": subscription_meta(&listener.id) });
+                spawn_notify(listener.peer.clone(), kind.method(), &params);
+            }
+        }
+    }
+
+    /// Tells the clients subscribed to exposed `uri` that it changed.
+    pub(crate) fn resource_updated(&self, uri: &str, mut params: serde_json::Map<String, Value>) {
+        params.insert("uri".into(), Value::String(uri.to_owned()));
+        for peer in lock(&self.sessions).values() {
+            let subscribed = peer
+                .extensions()
+                .get::<Subscriptions>()
+                .is_some_and(|s| lock(&s.0).contains(uri));
+            if subscribed {
+                spawn_notify(
+                    peer.clone(),
+                    methods::NOTIFICATION_RESOURCES_UPDATED,
+                    &params,
+                );
+            }
+        }
+        for listener in lock(&self.listeners).1.values() {
+            let wanted = listener
+                .filter
+                .resource_subscriptions
+                .iter()
+                .flatten()
+                .any(|u| u == uri);
+            if wanted {
+                let mut params = params.clone();
+                params.insert("_meta".into(), subscription_meta(&listener.id));
+                spawn_notify(
+                    listener.peer.clone(),
+                    methods::NOTIFICATION_RESOURCES_UPDATED,
+                    &params,
+                );
+            }
+        }
+    }
+
+    /// Sends a server's log message to `peers` (the clients with a call in
+    /// flight on it), or, when there are none, to every legacy session
+    /// that asked for messages at its level.
+    pub(crate) fn log_message(&self, peers: Vec<Peer>, params: &Value) {
+        let level: Option<LoggingLevel> = params
+            .get("level")
+            .and_then(|l| serde_json::from_value(l.clone()).ok());
+        let targets = if peers.is_empty() {
+            lock(&self.sessions).values().cloned().collect()
+        } else {
+            peers
+        };
+        for peer in targets {
+            let chosen = peer
+                .extensions()
+                .get::<LogLevel>()
+                .and_then(|l| *lock(&l.0));
+            let send = match (chosen, level) {
+                (Some(min), Some(level)) => level >= min,
+                // Without setLevel, a client gets what the server sends.
+                (None, _) => true,
+                (Some(_), None) => false,
+            };
+            if send {
+                spawn_notify(peer, methods::NOTIFICATION_MESSAGE, params);
+            }
+        }
+    }
+}
+
+/// The `_meta` naming the subscription a notification belongs to.
+pub(crate) fn subscription_meta(id: &RequestId) -> Value {
+    let mut meta = Meta::new();
+    meta.insert(
+        mcp_schema::META_SUBSCRIPTION_ID.into(),
+        serde_json::to_value(id).unwrap_or(Value::Null),
+    );
+    Value::Object(meta)
+}
+
+fn spawn_notify<P: Serialize + ?Sized>(peer: Peer, method: &'static str, params: &P) {
+    let Ok(params) = jsonrpc::to_raw(params) else {
+        return;
+    };
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move {
+            let _ = peer.notify_raw(method, Some(&params)).await;
+        });
+    }
+}

@@ -1,0 +1,760 @@
+//! Gateway mode: the host's catalog served as one MCP server, on any
+//! transport the engine and `mcp-http` offer, to clients of either era.
+//!
+//! Each request is resolved in the catalog and forwarded to its upstream
+//! with the upstream's own name or URI; its progress comes back, its
+//! cancellation goes on (dropping the forwarded request cancels it
+//! upstream), and the upstream's result or error is passed back as it
+//! came. The two sides' eras are independent: a 2026-07-28 upstream's
+//! `input_required` result goes to a 2026-07-28 client as it is (the
+//! retry, routed by name, reaches the same upstream with `requestState`
+//! untouched), and is answered for a legacy client by asking it the same
+//! questions as requests; a legacy upstream's own requests (sampling,
+//! elicitation) go to the legacy client whose call is in flight on it.
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use mcp_core::{
+    BoxFuture, HandlerResult, IncomingRequest, Peer, RequestContext, RequestError, RequestOptions,
+    Role, ServerIdentity, Service, SessionConfig, box_future,
+};
+use mcp_schema::jsonrpc::{self, Notification};
+use mcp_schema::{
+    ErrorObject, Implementation, LoggingLevel, META_SERVER_INFO, ServerCapabilities,
+    SubscriptionFilter, error_codes, methods,
+};
+use serde::Serialize;
+use serde::ser::SerializeMap;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use crate::catalog::Route;
+use crate::downstream::{LogLevel, Subscriptions, subscription_meta};
+use crate::host::Host;
+use crate::upstream::{Item, Upstream};
+
+/// How many `input_required` rounds the host answers for a legacy client.
+const MAX_ROUNDS: usize = 8;
+
+/// Items per page of the host's lists.
+const PAGE_SIZE: usize = 100;
+
+/// The host's catalog as an MCP server.
+#[derive(Clone)]
+pub struct Gateway {
+    host: Host,
+    identity: Arc<ServerIdentity>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway").finish_non_exhaustive()
+    }
+}
+
+fn capabilities() -> ServerCapabilities {
+    serde_json::from_value(json!({
+        "tools": {"listChanged": true},
+        "resources": {"subscribe": true, "listChanged": true},
+        "prompts": {"listChanged": true},
+        "completions": {},
+        "logging": {},
+    }))
+    .unwrap_or_default()
+}
+
+impl Gateway {
+    /// A gateway in front of `host`, called `name`. Its instructions are
+    /// the upstreams' as they are now (call after
+    /// [`Host::wait_started`]).
+    pub fn new(host: Host, name: &str, version: &str) -> Gateway {
+        let mut identity = ServerIdentity::new(Implementation::new(name, version), capabilities());
+        if let Some(instructions) = host.catalog().instructions.clone() {
+            identity = identity.with_instructions(instructions);
+        }
+        Gateway {
+            host,
+            identity: Arc::new(identity),
+        }
+    }
+
+    /// The engine settings for serving the gateway.
+    pub fn session_config(&self) -> SessionConfig {
+        SessionConfig::new(Role::Server(Arc::clone(&self.identity)))
+    }
+
+    /// The host behind it.
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+
+    async fn dispatch(self, request: IncomingRequest, ctx: RequestContext) -> HandlerResult {
+        let method = request.method.as_str();
+        let params = read_params(request.params.as_deref())?;
+        match method {
+            methods::TOOLS_LIST => self.page(ListOf::Tools, &params, &ctx),
+            methods::PROMPTS_LIST => self.page(ListOf::Prompts, &params, &ctx),
+            methods::RESOURCES_LIST => self.page(ListOf::Resources, &params, &ctx),
+            methods::RESOURCES_TEMPLATES_LIST => self.page(ListOf::Templates, &params, &ctx),
+            methods::TOOLS_CALL => {
+                let route = self.by_name(&params, "tool", |c, n| c.tool(n).cloned())?;
+                self.forward(route, "name", method, params, &ctx).await
+            }
+            methods::PROMPTS_GET => {
+                let route = self.by_name(&params, "prompt", |c, n| c.prompt(n).cloned())?;
+                self.forward(route, "name", method, params, &ctx).await
+            }
+            methods::RESOURCES_READ => {
+                let route = self.by_uri(&params, &ctx)?;
+                self.forward(route, "uri", method, params, &ctx).await
+            }
+            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
+                self.subscription(method, params, &ctx).await
+            }
+            methods::COMPLETION_COMPLETE => self.complete(params, &ctx).await,
+            methods::LOGGING_SET_LEVEL => {
+                let level: LoggingLevel = params
+                    .get("level")
+                    .cloned()
+                    .and_then(|l| serde_json::from_value(l).ok())
+                    .ok_or_else(|| ErrorObject::invalid_params("\"level\" must be a log level"))?;
+                let stored = ctx.peer.extensions().get_or_insert_with(LogLevel::default);
+                *stored.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(level);
+                to_result(&json!({}))
+            }
+            methods::SUBSCRIPTIONS_LISTEN => self.listen(params, ctx).await,
+            methods::TASKS_GET
+            | methods::TASKS_RESULT
+            | methods::TASKS_LIST
+            | methods::TASKS_CANCEL
+            | methods::TASKS_UPDATE => Err(ErrorObject::new(
+                error_codes::METHOD_NOT_FOUND,
+                format!("{method}: tasks are not routed through this host"),
+            )),
+            other => Err(ErrorObject::method_not_found(other)),
+        }
+    }
+
+    /// One page of a merged list.
+    fn page(
+        &self,
+        list: ListOf,
+        params: &Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> HandlerResult {
+        let offset = match params.get("cursor") {
+            None | Some(Value::Null) => 0,
+            Some(Value::String(cursor)) => decode_cursor(list, cursor)?,
+            Some(_) => return Err(ErrorObject::invalid_params("\"cursor\" must be a string")),
+        };
+        let catalog = self.host.catalog();
+        let items = match list {
+            ListOf::Tools => &catalog.tools,
+            ListOf::Prompts => &catalog.prompts,
+            ListOf::Resources => &catalog.resources,
+            ListOf::Templates => &catalog.templates,
+        };
+        let end = (offset + PAGE_SIZE).min(items.len());
+        let chunk = items.get(offset..end).unwrap_or_default();
+        let next = (end < items.len()).then(|| encode_cursor(list, end));
+        let revision = ctx.revision;
+        if list == ListOf::Tools
+            && (!revision.has_structured_output() || !revision.has_core_tasks())
+        {
+            let adapted: Vec<Item> = chunk
+                .iter()
+                .map(|tool| {
+                    let mut tool = tool.clone();
+                    if !revision.has_structured_output() {
+                        tool.remove("outputSchema");
+                    }
+                    if !revision.has_core_tasks() {
+                        tool.remove("execution");
+                    }
+                    tool
+                })
+                .collect();
+            return to_result(&Page {
+                key: list.key(),
+                items: &adapted,
+                next,
+            });
+        }
+        to_result(&Page {
+            key: list.key(),
+            items: chunk,
+            next,
+        })
+    }
+
+    fn by_name(
+        &self,
+        params: &Map<String, Value>,
+        kind: &str,
+        find: impl Fn(&crate::Catalog, &str) -> Option<Route>,
+    ) -> Result<Route, ErrorObject> {
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ErrorObject::invalid_params("\"name\" must be a string"))?;
+        find(&self.host.catalog(), name)
+            .ok_or_else(|| ErrorObject::invalid_params(format!("unknown {kind}: {name}")))
+    }
+
+    fn by_uri(
+        &self,
+        params: &Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> Result<Route, ErrorObject> {
+        let uri = params
+            .get("uri")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ErrorObject::invalid_params("\"uri\" must be a string"))?;
+        self.host.catalog().resource(uri).ok_or_else(|| {
+            ErrorObject::new(
+                ctx.revision.resource_not_found_code(),
+                format!("Resource not found: {uri}"),
+            )
+            .with_data(json!({ "uri": uri }))
+        })
+    }
+
+    /// Forwards a request to the route's upstream, with `key` (the name
+    /// or URI) set to the upstream's own.
+    async fn forward(
+        &self,
+        route: Route,
+        key: &str,
+        method: &str,
+        mut params: Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> HandlerResult {
+        params.insert(key.to_owned(), Value::String(route.original));
+        let upstream = self.host.upstream(route.upstream)?;
+        forward(&upstream, method, params, ctx).await
+    }
+
+    async fn subscription(
+        &self,
+        method: &str,
+        params: Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> HandlerResult {
+        let route = self.by_uri(&params, ctx)?;
+        let exposed = params
+            .get("uri")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let upstream = self.host.upstream(route.upstream)?;
+        // The upstream's subscription is shared by every client; the host
+        // keeps each client's own and passes updates only to those that
+        // asked. It is never unsubscribed upstream while a client may
+        // still want it.
+        if method == methods::RESOURCES_SUBSCRIBE {
+            let client = upstream.client()?;
+            let subscribes = client
+                .server_capabilities()
+                .resources
+                .as_ref()
+                .and_then(|r| r.subscribe)
+                == Some(true);
+            if client.revision().is_legacy() && subscribes {
+                let mut upstream_params = params.clone();
+                upstream_params.insert("uri".into(), Value::String(route.original));
+                forward(&upstream, method, upstream_params, ctx).await?;
+            }
+        }
+        let subscriptions = ctx
+            .peer
+            .extensions()
+            .get_or_insert_with(Subscriptions::default);
+        let mut set = subscriptions.0.lock().unwrap_or_else(|p| p.into_inner());
+        if method == methods::RESOURCES_SUBSCRIBE {
+            set.insert(exposed);
+        } else {
+            set.remove(&exposed);
+        }
+        to_result(&json!({}))
+    }
+
+    async fn complete(
+        &self,
+        mut params: Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> HandlerResult {
+        let reference = params
+            .get("ref")
+            .and_then(Value::as_object)
+            .cloned()
+            .ok_or_else(|| ErrorObject::invalid_params("\"ref\" must be an object"))?;
+        let catalog = self.host.catalog();
+        let (route, key) = match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let name = reference
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let route = catalog.prompt(name).cloned().ok_or_else(|| {
+                    ErrorObject::invalid_params(format!("unknown prompt: {name}"))
+                })?;
+                (route, "name")
+            }
+            Some("ref/resource") => {
+                let uri = reference
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let route = catalog.resource(uri).ok_or_else(|| {
+                    ErrorObject::invalid_params(format!("unknown resource: {uri}"))
+                })?;
+                (route, "uri")
+            }
+            _ => {
+                return Err(ErrorObject::invalid_params(
+                    "\"ref.type\" must be ref/prompt or ref/resource",
+                ));
+            }
+        };
+        let mut reference = reference;
+        reference.insert(key.to_owned(), Value::String(route.original.clone()));
+        params.insert("ref".into(), Value::Object(reference));
+        let upstream = self.host.upstream(route.upstream)?;
+        let declared = upstream
+            .client()?
+            .server_capabilities()
+            .completions
+            .is_some();
+        if !declared {
+            // Nothing to suggest: an empty completion, not an error.
+            return to_result(&json!({"completion": {"values": [], "hasMore": false}}));
+        }
+        forward(&upstream, methods::COMPLETION_COMPLETE, params, ctx).await
+    }
+
+    /// A 2026-07-28 `subscriptions/listen` stream: open until the client
+    /// cancels it or goes away.
+    async fn listen(self, params: Map<String, Value>, ctx: RequestContext) -> HandlerResult {
+        let filter: SubscriptionFilter = params
+            .get("notifications")
+            .cloned()
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(|e| ErrorObject::invalid_params(format!("notifications: {e}")))?
+            .unwrap_or_default();
+        if filter.task_ids.is_some() {
+            return Err(ErrorObject::invalid_params(
+                "notifications about tasks are not routed through this host",
+            ));
+        }
+        let mut ack = Map::new();
+        ack.insert("_meta".into(), subscription_meta(&ctx.id));
+        ack.insert(
+            "notifications".into(),
+            serde_json::to_value(&filter).unwrap_or_default(),
+        );
+        ctx.peer
+            .notify(methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, &ack)
+            .await
+            .map_err(ErrorObject::internal)?;
+        let _registered = self
+            .host
+            .inner
+            .downstream
+            .listen(&ctx.peer, &ctx.id, filter);
+        std::future::pending::<()>().await;
+        unreachable!("a pending future never completes")
+    }
+}
+
+/// Which merged list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ListOf {
+    Tools,
+    Prompts,
+    Resources,
+    Templates,
+}
+
+impl ListOf {
+    fn key(self) -> &'static str {
+        match self {
+            ListOf::Tools => "tools",
+            ListOf::Prompts => "prompts",
+            ListOf::Resources => "resources",
+            ListOf::Templates => "resourceTemplates",
+        }
+    }
+}
+
+/// A page of a list, serialized without copying its items.
+struct Page<'a> {
+    key: &'static str,
+    items: &'a [Item],
+    next: Option<String>,
+}
+
+impl Serialize for Page<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry(self.key, self.items)?;
+        if let Some(next) = &self.next {
+            map.serialize_entry("nextCursor", next)?;
+        }
+        map.end()
+    }
+}
+
+fn encode_cursor(list: ListOf, offset: usize) -> String {
+    URL_SAFE_NO_PAD.encode(format!("{}:{offset}", list.key()))
+}
+
+fn decode_cursor(list: ListOf, cursor: &str) -> Result<usize, ErrorObject> {
+    URL_SAFE_NO_PAD
+        .decode(cursor)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .and_then(|text| {
+            let (key, offset) = text.split_once(':')?;
+            (key == list.key()).then(|| offset.parse().ok()).flatten()
+        })
+        .ok_or_else(|| ErrorObject::invalid_params(format!("invalid cursor for {}", list.key())))
+}
+
+fn read_params(params: Option<&RawValue>) -> Result<Map<String, Value>, ErrorObject> {
+    match params {
+        None => Ok(Map::new()),
+        Some(raw) => serde_json::from_str(raw.get())
+            .map_err(|e| ErrorObject::invalid_params(format!("params must be an object: {e}"))),
+    }
+}
+
+fn to_result<T: Serialize + ?Sized>(value: &T) -> HandlerResult {
+    jsonrpc::to_raw(value).map_err(ErrorObject::internal)
+}
+
+/// The downstream's `_meta` as the upstream should see it: the protocol's
+/// own members (revision, capabilities, progress token) are the host's to
+/// set on the upstream hop; the rest passes on.
+fn strip_meta(params: &mut Map<String, Value>) {
+    let Some(Value::Object(meta)) = params.get_mut("_meta") else {
+        params.remove("_meta");
+        return;
+    };
+    meta.retain(|k, _| k != "progressToken" && !k.starts_with("io.modelcontextprotocol/"));
+    if meta.is_empty() {
+        params.remove("_meta");
+    }
+}
+
+/// Sends `method` to `upstream` for the downstream request `ctx`: progress
+/// back, cancellation on (by drop), rounds of input answered for a legacy
+/// client, errors passed back as the upstream gave them.
+async fn forward(
+    upstream: &Arc<Upstream>,
+    method: &str,
+    mut params: Map<String, Value>,
+    ctx: &RequestContext,
+) -> HandlerResult {
+    let client = upstream.client()?;
+    let _permit = upstream.permit().await;
+    let _caller = upstream.register_caller(&ctx.peer, &ctx.negotiated, ctx.revision.is_legacy());
+    strip_meta(&mut params);
+    let upstream_modern = !client.revision().is_legacy();
+    let mut rounds = 0;
+    loop {
+        let wire = client
+            .wire_params(method, Value::Object(params.clone()))
+            .map_err(|e| ErrorObject::internal(format!("{method}: {e}")))?;
+        let raw = send(upstream, &client, method, wire, ctx).await?;
+        let needs_answers =
+            upstream_modern && ctx.revision.is_legacy() && raw.get().contains("\"input_required\"");
+        if !needs_answers {
+            return Ok(if upstream_modern {
+                adapt_result(raw, ctx.revision.is_legacy())
+            } else {
+                raw
+            });
+        }
+        let mut result: Map<String, Value> = serde_json::from_str(raw.get())
+            .map_err(|e| ErrorObject::internal(format!("{method}: {e}")))?;
+        if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+            return Ok(adapt_result(raw, true));
+        }
+        rounds += 1;
+        if rounds > MAX_ROUNDS {
+            return Err(ErrorObject::internal(format!(
+                "server {:?} asked for input more than {MAX_ROUNDS} times",
+                upstream.name()
+            )));
+        }
+        let questions = match result.remove("inputRequests") {
+            Some(Value::Object(questions)) => questions,
+            _ => Map::new(),
+        };
+        let answers = answer_for_legacy_client(&ctx.peer, questions).await?;
+        params.insert("inputResponses".into(), Value::Object(answers));
+        match result.remove("requestState") {
+            Some(state) => params.insert("requestState".into(), state),
+            None => params.remove("requestState"),
+        };
+    }
+}
+
+/// One request to the upstream, with its progress passed back.
+async fn send(
+    upstream: &Upstream,
+    client: &mcp_client::Client,
+    method: &str,
+    wire: Option<Box<RawValue>>,
+    ctx: &RequestContext,
+) -> HandlerResult {
+    let timeout = upstream.request_timeout();
+    let mut options = RequestOptions::new().timeout(timeout);
+    let mut progress_rx = None;
+    if ctx.progress.is_enabled() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        options = options.on_progress(move |p| {
+            let _ = tx.send(p);
+        });
+        progress_rx = Some(rx);
+    }
+    let call = client.peer().request_raw(method, wire, options);
+    let outcome = match progress_rx.as_mut() {
+        None => call.await,
+        Some(rx) => {
+            tokio::pin!(call);
+            let outcome = loop {
+                tokio::select! {
+                    outcome = &mut call => break outcome,
+                    Some(p) = rx.recv() => {
+                        ctx.progress.report(p.progress, p.total, p.message.as_deref()).await;
+                    }
+                }
+            };
+            while let Ok(p) = rx.try_recv() {
+                ctx.progress
+                    .report(p.progress, p.total, p.message.as_deref())
+                    .await;
+            }
+            outcome
+        }
+    };
+    outcome.map_err(|e| match e {
+        RequestError::Rpc(error) => error,
+        RequestError::Timeout => ErrorObject::new(
+            error_codes::REQUEST_TIMEOUT,
+            format!(
+                "server {:?} did not answer {method} within {timeout:?}",
+                upstream.name()
+            ),
+        ),
+        RequestError::ConnectionClosed => ErrorObject::internal(format!(
+            "server {:?} closed the connection during {method}",
+            upstream.name()
+        )),
+        other => ErrorObject::internal(format!("server {:?}: {other}", upstream.name())),
+    })
+}
+
+/// An upstream's result as the client should see it: without the
+/// upstream's own identity in `_meta` (the host is the server this client
+/// talks to; in 2026-07-28 the engine adds the host's), and for a legacy
+/// client without `resultType`, which its revision does not have. Only
+/// the top-level members are read, and only when the text mentions one of
+/// these keys.
+fn adapt_result(raw: Box<RawValue>, legacy_client: bool) -> Box<RawValue> {
+    let text = raw.get();
+    let has_type = legacy_client && text.contains("\"resultType\"");
+    if !has_type && !text.contains(META_SERVER_INFO) {
+        return raw;
+    }
+    let Ok(members) = members_of(text) else {
+        return raw;
+    };
+    let mut out = String::with_capacity(text.len());
+    out.push('{');
+    for (key, value) in members {
+        let value: std::borrow::Cow<'_, str> = match key.as_ref() {
+            "resultType" if legacy_client => continue,
+            "_meta" => match serde_json::from_str::<Map<String, Value>>(value.get()) {
+                Ok(mut meta) => {
+                    meta.remove(META_SERVER_INFO);
+                    if meta.is_empty() {
+                        continue;
+                    }
+                    serde_json::to_string(&meta).map_or(value.get().into(), Into::into)
+                }
+                Err(_) => value.get().into(),
+            },
+            _ => value.get().into(),
+        };
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::to_string(key.as_ref()).unwrap_or_default());
+        out.push(':');
+        out.push_str(&value);
+    }
+    out.push('}');
+    RawValue::from_string(out).unwrap_or(raw)
+}
+
+type Member<'a> = (std::borrow::Cow<'a, str>, &'a RawValue);
+
+/// The top-level members of a JSON object, values unparsed, in order.
+fn members_of(text: &str) -> Result<Vec<Member<'_>>, serde_json::Error> {
+    struct Members<'a>(Vec<Member<'a>>);
+    impl<'de> serde::Deserialize<'de> for Members<'de> {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Visitor;
+            impl<'de> serde::de::Visitor<'de> for Visitor {
+                type Value = Members<'de>;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("a JSON object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<Members<'de>, A::Error> {
+                    let mut members = Vec::new();
+                    while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                        members.push((key, map.next_value::<&'de RawValue>()?));
+                    }
+                    Ok(Members(members))
+                }
+            }
+            d.deserialize_map(Visitor)
+        }
+    }
+    serde_json::from_str::<Members<'_>>(text).map(|m| m.0)
+}
+
+/// Asks a legacy client each question of an `input_required` round, as
+/// the requests that revision has; the answers keyed like the questions.
+async fn answer_for_legacy_client(
+    peer: &Peer,
+    questions: Map<String, Value>,
+) -> Result<Map<String, Value>, ErrorObject> {
+    let asked = questions.into_iter().map(|(key, question)| async move {
+        let method = question
+            .get("method")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ErrorObject::internal("an input request without a method"))?
+            .to_owned();
+        let params = question
+            .get("params")
+            .map(jsonrpc::to_raw)
+            .transpose()
+            .map_err(ErrorObject::internal)?;
+        let answer = peer
+            .request_raw(&method, params, RequestOptions::new())
+            .await
+            .map_err(|e| match e {
+                RequestError::Rpc(error) => error,
+                other => ErrorObject::internal(format!("{method} to the client: {other}")),
+            })?;
+        let answer: Value = serde_json::from_str(answer.get()).map_err(ErrorObject::internal)?;
+        Ok::<_, ErrorObject>((key, answer))
+    });
+    futures::future::try_join_all(asked)
+        .await
+        .map(|answers| answers.into_iter().collect())
+}
+
+impl Service for Gateway {
+    fn handle_request(
+        &self,
+        request: IncomingRequest,
+        ctx: RequestContext,
+    ) -> BoxFuture<'static, HandlerResult> {
+        let gateway = self.clone();
+        box_future(move || gateway.dispatch(request, ctx))
+    }
+
+    fn handle_notification(
+        &self,
+        notification: Notification,
+        peer: Peer,
+    ) -> BoxFuture<'static, ()> {
+        let _ = (notification, peer);
+        Box::pin(async {})
+    }
+
+    fn session_ready(&self, peer: &Peer) {
+        self.host.inner.downstream.session_ready(peer);
+    }
+
+    fn session_closed(&self, peer: &Peer) {
+        if peer.negotiated().is_none() {
+            return;
+        }
+        self.host.inner.downstream.session_closed(peer);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_refuse_what_they_did_not_make() {
+        let cursor = encode_cursor(ListOf::Tools, 200);
+        assert_eq!(decode_cursor(ListOf::Tools, &cursor).unwrap(), 200);
+        assert!(
+            decode_cursor(ListOf::Prompts, &cursor).is_err(),
+            "another list's cursor"
+        );
+        assert!(decode_cursor(ListOf::Tools, "!!!").is_err());
+        assert!(decode_cursor(ListOf::Tools, &URL_SAFE_NO_PAD.encode("tools:x")).is_err());
+    }
+
+    #[test]
+    fn the_protocols_meta_stays_on_its_hop() {
+        let mut params: Map<String, Value> = serde_json::from_value(json!({
+            "name": "t",
+            "_meta": {
+                "progressToken": 5,
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "com.example/trace": "abc"
+            }
+        }))
+        .unwrap();
+        strip_meta(&mut params);
+        assert_eq!(
+            Value::Object(params.clone()),
+            json!({"name": "t", "_meta": {"com.example/trace": "abc"}})
+        );
+        params.insert("_meta".into(), json!({"progressToken": 1}));
+        strip_meta(&mut params);
+        assert_eq!(Value::Object(params), json!({"name": "t"}));
+    }
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn results_lose_the_upstreams_identity_and_legacy_ones_their_type() {
+        let text = r#"{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}},"content":[{"type":"text","text":"\"resultType\""}],"isError":false}"#;
+        assert_eq!(
+            adapt_result(raw(text), true).get(),
+            r#"{"content":[{"type":"text","text":"\"resultType\""}],"isError":false}"#
+        );
+        assert_eq!(
+            adapt_result(raw(text), false).get(),
+            r#"{"resultType":"complete","content":[{"type":"text","text":"\"resultType\""}],"isError":false}"#
+        );
+        // Other _meta members stay; text without either key is not touched.
+        let kept = r#"{"_meta":{"io.modelcontextprotocol/serverInfo":{},"k":1},"a":[1, 2]}"#;
+        assert_eq!(
+            adapt_result(raw(kept), true).get(),
+            r#"{"_meta":{"k":1},"a":[1, 2]}"#
+        );
+        let plain = r#"{"content": [] }"#;
+        assert_eq!(adapt_result(raw(plain), true).get(), plain);
+    }
+}

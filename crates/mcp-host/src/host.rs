@@ -1,0 +1,382 @@
+//! The host: the supervised upstreams, the catalog merged from them, the
+//! downstream clients, and the task that keeps them in step (catalog
+//! rebuilt when an upstream changes, list changes and resource updates
+//! fanned out, config reloads applied).
+
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use mcp_schema::jsonrpc::Notification;
+use mcp_schema::{ErrorObject, methods};
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc};
+use tokio::task::JoinSet;
+
+use crate::catalog::{Catalog, Source};
+use crate::config::{ConfigProblem, HostConfig, ServerConfig};
+use crate::downstream::{Downstream, ListKind};
+use crate::upstream::{Signal, SupervisorOptions, Upstream, UpstreamState, UpstreamStatus};
+
+/// What the host tells an embedding application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HostEvent {
+    /// The catalog was rebuilt and differs in these lists.
+    CatalogChanged {
+        /// Whether the tools changed.
+        tools: bool,
+        /// Whether the resources or templates changed.
+        resources: bool,
+        /// Whether the prompts changed.
+        prompts: bool,
+    },
+    /// An upstream's state changed.
+    UpstreamState {
+        /// The server's config name.
+        server: String,
+        /// Its new state.
+        state: UpstreamState,
+    },
+}
+
+/// The host's state for people and scripts.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct HostStatus {
+    /// Each running upstream, in config order.
+    pub servers: Vec<UpstreamStatus>,
+    /// Config entries that could not be used.
+    pub problems: Vec<ConfigProblem>,
+    /// Names two upstreams wanted.
+    pub collisions: Vec<String>,
+    /// What the catalog holds.
+    pub tools: usize,
+    /// See `tools`.
+    pub resources: usize,
+    /// See `tools`.
+    pub prompts: usize,
+    /// Legacy sessions open downstream.
+    pub sessions: usize,
+    /// `subscriptions/listen` streams open downstream.
+    pub listeners: usize,
+}
+
+/// Settings of the host itself.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct HostOptions {
+    /// How upstreams are supervised.
+    pub supervisor: SupervisorOptions,
+}
+
+/// A running host. Cheap to clone.
+#[derive(Clone)]
+pub struct Host {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    /// Every upstream ever started; a slot is emptied when its server is
+    /// removed, so indices in routes stay valid.
+    upstreams: RwLock<Vec<Option<Arc<Upstream>>>>,
+    catalog: RwLock<Arc<Catalog>>,
+    problems: Mutex<Vec<ConfigProblem>>,
+    pub(crate) downstream: Downstream,
+    signals: mpsc::Sender<(usize, Signal)>,
+    events: broadcast::Sender<HostEvent>,
+    options: HostOptions,
+    tasks: Mutex<JoinSet<()>>,
+}
+
+fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|p| p.into_inner())
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// How many upstream signals wait at most; more are dropped (a list
+/// change is re-read on the next one anyway).
+const SIGNAL_QUEUE: usize = 4096;
+
+impl Host {
+    /// Starts a supervisor for every enabled server of `config`. Returns at
+    /// once; [`Host::wait_started`] waits for the first connections.
+    pub fn start(config: HostConfig, options: HostOptions) -> Host {
+        let (signals, receiver) = mpsc::channel(SIGNAL_QUEUE);
+        let (events, _) = broadcast::channel(256);
+        let host = Host {
+            inner: Arc::new(Inner {
+                upstreams: RwLock::default(),
+                catalog: RwLock::default(),
+                problems: Mutex::new(config.problems.clone()),
+                downstream: Downstream::default(),
+                signals,
+                events,
+                options,
+                tasks: Mutex::new(JoinSet::new()),
+            }),
+        };
+        for problem in &config.problems {
+            tracing::error!("{problem}; that server is not started");
+        }
+        for server in config.enabled() {
+            host.add_upstream(server.clone());
+        }
+        let weak = Arc::downgrade(&host.inner);
+        tokio::spawn(signal_loop(weak, receiver));
+        host
+    }
+
+    fn add_upstream(&self, config: ServerConfig) {
+        for hint in &config.hints {
+            tracing::warn!(server = %config.name, "{hint}");
+        }
+        let mut upstreams = write(&self.inner.upstreams);
+        let index = upstreams.len();
+        let upstream = Upstream::new(
+            config,
+            self.inner.options.supervisor.clone(),
+            index,
+            self.inner.signals.clone(),
+        );
+        upstreams.push(Some(Arc::clone(&upstream)));
+        lock(&self.inner.tasks).spawn(upstream.supervise());
+    }
+
+    /// Applies a new config: servers added are started, removed ones
+    /// stopped, changed ones restarted; the others are not touched.
+    pub fn reload(&self, config: HostConfig) {
+        let wanted: Vec<&ServerConfig> = config.enabled().collect();
+        let mut stopped = Vec::new();
+        {
+            let mut upstreams = write(&self.inner.upstreams);
+            for slot in upstreams.iter_mut() {
+                let keep = slot
+                    .as_ref()
+                    .is_some_and(|u| wanted.iter().any(|w| **w == u.config));
+                if !keep && let Some(upstream) = slot.take() {
+                    upstream.stop();
+                    stopped.push(upstream.config.name.clone());
+                }
+            }
+        }
+        let running: Vec<ServerConfig> =
+            self.upstreams().iter().map(|u| u.config.clone()).collect();
+        let mut started = Vec::new();
+        for server in wanted {
+            if !running.contains(server) {
+                started.push(server.name.clone());
+                self.add_upstream(server.clone());
+            }
+        }
+        for problem in &config.problems {
+            tracing::error!("{problem}; that server is not started");
+        }
+        *lock(&self.inner.problems) = config.problems;
+        tracing::info!(?started, ?stopped, "configuration reloaded");
+        let _ = self.inner.signals.try_send((usize::MAX, Signal::Changed));
+    }
+
+    /// The running upstreams, in config order.
+    pub fn upstreams(&self) -> Vec<Arc<Upstream>> {
+        read(&self.inner.upstreams)
+            .iter()
+            .flatten()
+            .cloned()
+            .collect()
+    }
+
+    pub(crate) fn upstream(&self, index: usize) -> Result<Arc<Upstream>, ErrorObject> {
+        read(&self.inner.upstreams)
+            .get(index)
+            .cloned()
+            .flatten()
+            .ok_or_else(|| ErrorObject::internal("that server was removed from the configuration"))
+    }
+
+    /// The catalog now.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&read(&self.inner.catalog))
+    }
+
+    /// Events: catalog changes and upstream states.
+    pub fn events(&self) -> broadcast::Receiver<HostEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// Each upstream's state, the config problems and the catalog's size.
+    pub fn status(&self) -> HostStatus {
+        let catalog = self.catalog();
+        let (sessions, listeners) = self.inner.downstream.counts();
+        HostStatus {
+            servers: self.upstreams().iter().map(|u| u.status()).collect(),
+            problems: lock(&self.inner.problems).clone(),
+            collisions: catalog.collisions.clone(),
+            tools: catalog.tools.len(),
+            resources: catalog.resources.len(),
+            prompts: catalog.prompts.len(),
+            sessions,
+            listeners,
+        }
+    }
+
+    /// Waits until no upstream is still starting for the first time, at
+    /// most `timeout`, and the catalog reflects them.
+    pub async fn wait_started(&self, timeout: Duration) {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let starting = self
+                .upstreams()
+                .iter()
+                .any(|u| u.status().state == UpstreamState::Starting);
+            if !starting || tokio::time::Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        rebuild(&self.inner);
+    }
+
+    /// Stops every upstream (children are closed as the specification
+    /// says) and waits for them, at most `deadline`.
+    pub async fn shutdown(&self, deadline: Duration) {
+        for upstream in self.upstreams() {
+            upstream.stop();
+        }
+        let mut tasks = std::mem::take(&mut *lock(&self.inner.tasks));
+        let all = async { while tasks.join_next().await.is_some() {} };
+        if tokio::time::timeout(deadline, all).await.is_err() {
+            tracing::warn!("upstreams did not stop within {deadline:?}; abandoning them");
+            tasks.abort_all();
+        }
+    }
+}
+
+/// Rebuilds the catalog from the upstreams as they are now; returns what
+/// changed.
+fn rebuild(inner: &Inner) -> (bool, bool, bool) {
+    let sources: Vec<Source> = read(&inner.upstreams)
+        .iter()
+        .flatten()
+        .map(|u| Source {
+            index: u.index(),
+            name: u.config.name.clone(),
+            namespace: u.config.namespace.clone(),
+            listing: u.listing(),
+        })
+        .collect();
+    let fresh = Catalog::build(&sources);
+    for collision in &fresh.collisions {
+        tracing::warn!("name collision: {collision}");
+    }
+    let mut slot = write(&inner.catalog);
+    let changed = (
+        slot.tools != fresh.tools,
+        slot.resources != fresh.resources || slot.templates != fresh.templates,
+        slot.prompts != fresh.prompts,
+    );
+    *slot = Arc::new(fresh);
+    changed
+}
+
+/// Keeps the catalog and the clients in step with the upstreams.
+async fn signal_loop(host: std::sync::Weak<Inner>, mut signals: mpsc::Receiver<(usize, Signal)>) {
+    let mut states: Vec<(String, UpstreamState)> = Vec::new();
+    while let Some(first) = signals.recv().await {
+        let Some(inner) = host.upgrade() else { return };
+        let mut changed = false;
+        let mut notifications = Vec::new();
+        for (index, signal) in
+            std::iter::once(first).chain(std::iter::from_fn(|| signals.try_recv().ok()))
+        {
+            match signal {
+                Signal::Changed => changed = true,
+                Signal::Notification(n) => notifications.push((index, n)),
+            }
+        }
+        if changed {
+            let (tools, resources, prompts) = rebuild(&inner);
+            let downstream = &inner.downstream;
+            for (kind, did) in [
+                (ListKind::Tools, tools),
+                (ListKind::Resources, resources),
+                (ListKind::Prompts, prompts),
+            ] {
+                if did {
+                    downstream.list_changed(kind);
+                }
+            }
+            if tools || resources || prompts {
+                let _ = inner.events.send(HostEvent::CatalogChanged {
+                    tools,
+                    resources,
+                    prompts,
+                });
+            }
+            let now: Vec<(String, UpstreamState)> = read(&inner.upstreams)
+                .iter()
+                .flatten()
+                .map(|u| (u.config.name.clone(), u.status().state))
+                .collect();
+            for (server, state) in &now {
+                if !states.contains(&(server.clone(), *state)) {
+                    let _ = inner.events.send(HostEvent::UpstreamState {
+                        server: server.clone(),
+                        state: *state,
+                    });
+                }
+            }
+            states = now;
+        }
+        for (index, notification) in notifications {
+            pass_on(&inner, index, notification);
+        }
+    }
+}
+
+/// Passes an upstream's notification to the clients it concerns.
+fn pass_on(inner: &Inner, index: usize, notification: Notification) {
+    let params: Value = notification
+        .params
+        .as_deref()
+        .and_then(|p| serde_json::from_str(p.get()).ok())
+        .unwrap_or(Value::Null);
+    let Some(upstream) = read(&inner.upstreams).get(index).cloned().flatten() else {
+        return;
+    };
+    match notification.method.as_str() {
+        methods::NOTIFICATION_RESOURCES_UPDATED => {
+            let Some(Value::Object(mut params)) = Some(params) else {
+                return;
+            };
+            params.remove("_meta");
+            let Some(uri) = params.get("uri").and_then(Value::as_str).map(str::to_owned) else {
+                return;
+            };
+            let exposed = read(&inner.catalog).exposed_uri(index, &uri);
+            inner.downstream.resource_updated(&exposed, params);
+        }
+        methods::NOTIFICATION_MESSAGE => {
+            let mut params = params;
+            if let Some(object) = params.as_object_mut() {
+                object.remove("_meta");
+                // Whose message it is, when the server named no logger.
+                object
+                    .entry("logger")
+                    .or_insert_with(|| Value::String(upstream.config.name.clone()));
+            }
+            inner
+                .downstream
+                .log_message(upstream.caller_peers(), &params);
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,43 @@
+//! The MCP host: many servers, supervised, presented as one.
+//!
+//! A [`Host`] reads the servers users already configured (Claude Desktop,
+//! Cursor, VS Code and Zed files, see [`config`]), keeps one supervised
+//! connection to each (stdio children, Streamable HTTP, HTTP+SSE,
+//! WebSocket; either protocol era), and merges what they offer into one
+//! [`Catalog`] with namespaced names. A [`Gateway`] serves that catalog as
+//! one MCP server on any transport, routing every request to its upstream
+//! and back.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use mcp_host::{Gateway, Host, HostOptions, config::{HostConfig, ServerConfig}};
+//!
+//! # async fn run() {
+//! let config = HostConfig {
+//!     servers: vec![ServerConfig::stdio("time", "uvx", vec!["mcp-server-time".into()])],
+//!     ..Default::default()
+//! };
+//! let host = Host::start(config, HostOptions::default());
+//! host.wait_started(Duration::from_secs(10)).await;
+//! for tool in &host.catalog().tools {
+//!     println!("{}", tool["name"]); // time__get_current_time, ...
+//! }
+//! let gateway = Gateway::new(host.clone(), "my-host", "1.0");
+//! // Serve it: mcp_core::serve(transport, Arc::new(gateway.clone()), gateway.session_config())
+//! host.shutdown(Duration::from_secs(5)).await;
+//! # }
+//! ```
+
+pub mod catalog;
+pub mod config;
+mod downstream;
+mod gateway;
+mod host;
+pub mod names;
+pub mod upstream;
+
+pub use catalog::Catalog;
+pub use downstream::ListKind;
+pub use gateway::Gateway;
+pub use host::{Host, HostEvent, HostOptions, HostStatus};
+pub use upstream::{SupervisorOptions, UpstreamState, UpstreamStatus};

@@ -1,0 +1,191 @@
+//! Opening one connection to an upstream server: a child process over
+//! stdio (with a minimal environment, in its own process group), Streamable
+//! HTTP or HTTP+SSE, or WebSocket; and closing it as the specification
+//! says.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use mcp_client::Client;
+use mcp_core::Transport;
+use mcp_core::child::ChildProcess;
+use mcp_http::HttpTransportKind;
+
+use crate::config::{HttpKind, TransportSpec};
+
+/// The variables of the host's environment a child gets, besides its own
+/// `env`: what shells, package runners (npx, uvx) and language runtimes
+/// need to start. Everything else (tokens, keys) stays with the host.
+pub const INHERITED_ENV: &[&str] = &[
+    "HOME",
+    "LOGNAME",
+    "PATH",
+    "SHELL",
+    "TERM",
+    "USER",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TMPDIR",
+    "TZ",
+    "XDG_CACHE_HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_RUNTIME_DIR",
+];
+
+/// A transport to an upstream and what must be closed with it.
+pub(crate) struct Opened {
+    pub(crate) transport: Transport,
+    pub(crate) child: Option<ChildProcess>,
+    /// The child's process group, swept when this is dropped.
+    pub(crate) group: Option<ProcessGroup>,
+    pub(crate) http: Option<mcp_http::HttpClientHandle>,
+    /// The transport's name, for status.
+    pub(crate) kind: &'static str,
+}
+
+/// Opens the transport `spec` describes.
+pub(crate) async fn open(
+    spec: &TransportSpec,
+    connect_timeout: Duration,
+) -> Result<Opened, String> {
+    match spec {
+        TransportSpec::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args).env_clear();
+            for name in INHERITED_ENV {
+                if let Some(value) = std::env::var_os(name) {
+                    cmd.env(name, value);
+                }
+            }
+            cmd.envs(env);
+            if let Some(cwd) = cwd {
+                cmd.current_dir(cwd);
+            }
+            // Its own process group: the terminal's Ctrl-C reaches the host,
+            // which stops its children in order, and whatever the child
+            // started itself can be swept when it is stopped.
+            #[cfg(unix)]
+            cmd.process_group(0);
+            #[cfg(target_os = "linux")]
+            // SAFETY: prctl is async-signal-safe; the closure touches no
+            // memory of the parent. The child dies with the host even if
+            // the host is killed without a chance to stop it.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+            let (child, transport) =
+                ChildProcess::spawn(cmd).map_err(|e| format!("cannot run {command:?}: {e}"))?;
+            Ok(Opened {
+                transport,
+                group: child.id().map(ProcessGroup),
+                child: Some(child),
+                http: None,
+                kind: "stdio",
+            })
+        }
+        TransportSpec::Http { url, headers, kind } => {
+            let mut config = mcp_http::HttpClientConfig::new(url)
+                .connect_timeout(connect_timeout)
+                .transport(match kind {
+                    HttpKind::Auto => HttpTransportKind::Auto,
+                    HttpKind::StreamableHttp => HttpTransportKind::StreamableHttp,
+                    HttpKind::Sse => HttpTransportKind::LegacySse,
+                });
+            config = add_headers(config, headers)?;
+            let transport = mcp_http::client::connect(config)
+                .await
+                .map_err(|e| format!("cannot connect to {url}: {e}"))?;
+            let (transport, handle) = transport.into_parts();
+            Ok(Opened {
+                transport,
+                child: None,
+                group: None,
+                http: Some(handle),
+                kind: match kind {
+                    HttpKind::Sse => "sse",
+                    _ => "streamable-http",
+                },
+            })
+        }
+        TransportSpec::WebSocket { url } => {
+            let transport = mcp_http::ws::connect(url, mcp_http::ws::WsOptions::new())
+                .await
+                .map_err(|e| format!("cannot connect to {url}: {e}"))?;
+            Ok(Opened {
+                transport,
+                child: None,
+                group: None,
+                http: None,
+                kind: "websocket",
+            })
+        }
+    }
+}
+
+fn add_headers(
+    mut config: mcp_http::HttpClientConfig,
+    headers: &BTreeMap<String, String>,
+) -> Result<mcp_http::HttpClientConfig, String> {
+    for (name, value) in headers {
+        let name = http::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("{name:?} is not a header name"))?;
+        let value = http::HeaderValue::from_str(value)
+            .map_err(|_| format!("the value of header {name} is not valid in a header"))?;
+        config = config.header(name, value);
+    }
+    Ok(config)
+}
+
+/// A live connection: the client and what runs behind it.
+pub(crate) struct Connection {
+    pub(crate) client: Client,
+    pub(crate) child: Option<ChildProcess>,
+    pub(crate) group: Option<ProcessGroup>,
+    pub(crate) http: Option<mcp_http::HttpClientHandle>,
+    pub(crate) kind: &'static str,
+}
+
+impl Connection {
+    /// Ends the session, then stops the child as the specification says
+    /// (stdin closed, wait, SIGTERM, wait, SIGKILL) and sweeps whatever
+    /// the child left running in its process group.
+    pub(crate) async fn close(self, grace: Duration) {
+        self.client.close().await;
+        drop(self.http);
+        if let Some(child) = self.child {
+            let _ = child.with_grace(grace).shutdown().await;
+        }
+        drop(self.group);
+    }
+}
+
+/// A child's process group: whatever is left of it is killed when this is
+/// dropped, however the connection ends (closed, failed, or abandoned
+/// half-way through starting), so no grandchild outlives its server.
+#[derive(Debug)]
+pub(crate) struct ProcessGroup(pub(crate) u32);
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if let Ok(pid) = i32::try_from(self.0)
+            && pid > 0
+        {
+            // SAFETY: kill(2) with a negative pid signals a process group;
+            // no memory is involved.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! What one upstream lists: its tools, resources, resource templates and
+//! prompts, kept as the JSON objects it sent (so `_meta`, annotations,
+//! icons, `outputSchema` and members this host does not know pass through
+//! untouched), and its instructions.
+
+use mcp_client::Client;
+use mcp_core::RequestOptions;
+use mcp_schema::ServerCapabilities;
+use serde_json::{Map, Value, json};
+
+use super::UpstreamStatus;
+
+/// One JSON object of a list.
+pub type Item = Map<String, Value>;
+
+/// What one upstream lists.
+#[derive(Debug, Default, Clone)]
+#[non_exhaustive]
+pub struct Listing {
+    /// `tools/list`, every page.
+    pub tools: Vec<Item>,
+    /// `resources/list`, every page.
+    pub resources: Vec<Item>,
+    /// `resources/templates/list`, every page.
+    pub templates: Vec<Item>,
+    /// `prompts/list`, every page.
+    pub prompts: Vec<Item>,
+    /// The server's instructions.
+    pub instructions: Option<String>,
+    /// What the server declared.
+    pub capabilities: ServerCapabilities,
+}
+
+/// The most pages read of one list: a server whose cursors never end
+/// cannot hold the host.
+const MAX_PAGES: usize = 1000;
+
+impl Listing {
+    /// Reads every list the server declares.
+    pub(crate) async fn fetch(client: &Client) -> Result<Listing, String> {
+        let caps = client.server_capabilities().clone();
+        let mut listing = Listing {
+            instructions: client.instructions().map(str::to_owned),
+            ..Default::default()
+        };
+        if caps.tools.is_some() {
+            listing.tools = list_all(client, "tools/list", "tools").await?;
+        }
+        if caps.resources.is_some() {
+            listing.resources = list_all(client, "resources/list", "resources").await?;
+            // Templates are optional even for servers with resources.
+            listing.templates = list_all(client, "resources/templates/list", "resourceTemplates")
+                .await
+                .unwrap_or_default();
+        }
+        if caps.prompts.is_some() {
+            listing.prompts = list_all(client, "prompts/list", "prompts").await?;
+        }
+        listing.capabilities = caps;
+        Ok(listing)
+    }
+
+    pub(crate) fn count_into(&self, status: &mut UpstreamStatus) {
+        status.tools = self.tools.len();
+        status.resources = self.resources.len();
+        status.templates = self.templates.len();
+        status.prompts = self.prompts.len();
+    }
+}
+
+/// Every item of a paginated list, in the server's order.
+async fn list_all(client: &Client, method: &str, key: &str) -> Result<Vec<Item>, String> {
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let params = match &cursor {
+            Some(cursor) => json!({ "cursor": cursor }),
+            None => json!({}),
+        };
+        let raw = client
+            .request_raw(method, params, RequestOptions::new())
+            .await
+            .map_err(|e| format!("{method}: {e}"))?;
+        let mut page: Map<String, Value> =
+            serde_json::from_str(raw.get()).map_err(|e| format!("{method}: not an object: {e}"))?;
+        match page.remove(key) {
+            Some(Value::Array(list)) => {
+                for item in list {
+                    match item {
+                        Value::Object(item) => items.push(item),
+                        other => {
+                            return Err(format!("{method}: an item is not an object: {other}"));
+                        }
+                    }
+                }
+            }
+            None => {}
+            Some(other) => return Err(format!("{method}: \"{key}\" is not an array: {other}")),
+        }
+        cursor = match page.remove("nextCursor") {
+            Some(Value::String(next)) if !next.is_empty() => Some(next),
+            _ => return Ok(items),
+        };
+    }
+    Err(format!("{method}: more than {MAX_PAGES} pages"))
+}

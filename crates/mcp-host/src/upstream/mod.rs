@@ -1,0 +1,685 @@
+//! One supervised connection per configured server, shared by every
+//! downstream client: started, listed, health-checked, restarted with
+//! exponential backoff and jitter when it dies, and stopped as the
+//! specification says.
+//!
+//! ```text
+//!  starting -> ready -> (connection lost | health checks fail) -> restarting -> ready ...
+//!                \-> (cannot start) -> restarting (backoff: 0.5 s, 1 s, 2 s ... 30 s)
+//!  any state -> stopped (host shutdown, or the server removed from the config)
+//! ```
+
+mod connect;
+pub(crate) mod listing;
+
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use mcp_client::{Client, EraChoice};
+use mcp_core::{Negotiated, Peer, RequestOptions};
+use mcp_schema::jsonrpc::Notification;
+use mcp_schema::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ErrorObject, SubscriptionFilter, methods,
+};
+use serde::Serialize;
+use tokio::sync::{Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+
+pub use connect::INHERITED_ENV;
+pub use listing::{Item, Listing};
+
+use crate::config::ServerConfig;
+use connect::Connection;
+
+/// Where an upstream is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UpstreamState {
+    /// Connecting for the first time.
+    Starting,
+    /// Connected and listed; calls go through.
+    Ready,
+    /// Connected, but a health check or a list failed; calls still go through.
+    Degraded,
+    /// Lost, waiting to connect again.
+    Restarting,
+    /// Stopped for good (shutdown, or removed from the config).
+    Stopped,
+}
+
+/// An upstream's state for people and scripts (`mcp host status`).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct UpstreamStatus {
+    /// The config entry's name.
+    pub name: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// Where it is in its life.
+    pub state: UpstreamState,
+    /// `stdio`, `streamable-http`, `sse` or `websocket`, once connected.
+    pub transport: Option<&'static str>,
+    /// The protocol revision in force, once connected.
+    pub revision: Option<String>,
+    /// The server's name and version, as it said.
+    pub server: Option<String>,
+    /// How many tools, resources, resource templates and prompts it lists.
+    pub tools: usize,
+    /// See `tools`.
+    pub resources: usize,
+    /// See `tools`.
+    pub templates: usize,
+    /// See `tools`.
+    pub prompts: usize,
+    /// How many times it was started again.
+    pub restarts: u64,
+    /// The last thing that went wrong.
+    pub last_error: Option<String>,
+    /// The child's process id, for stdio servers that run.
+    pub pid: Option<u32>,
+}
+
+/// How upstreams are supervised.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct SupervisorOptions {
+    /// How long connecting (and the handshake and first listing) may take.
+    pub connect_timeout: Duration,
+    /// The default for one request, unless the server's entry sets one.
+    pub request_timeout: Duration,
+    /// How often a ready server is pinged.
+    pub health_interval: Duration,
+    /// The first wait before starting again; doubled each failure.
+    pub backoff_initial: Duration,
+    /// The longest wait before starting again.
+    pub backoff_max: Duration,
+    /// How long each step of stopping a child waits.
+    pub shutdown_grace: Duration,
+    /// Calls in flight to one server at most; more wait.
+    pub max_in_flight: usize,
+}
+
+impl Default for SupervisorOptions {
+    fn default() -> Self {
+        SupervisorOptions {
+            connect_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(60),
+            health_interval: Duration::from_secs(30),
+            backoff_initial: Duration::from_millis(500),
+            backoff_max: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(2),
+            max_in_flight: 256,
+        }
+    }
+}
+
+/// What an upstream tells the host.
+#[derive(Debug)]
+pub(crate) enum Signal {
+    /// Its state or listing changed: the catalog must be rebuilt.
+    Changed,
+    /// A notification to pass on (resource updates, log messages).
+    Notification(Notification),
+}
+
+/// A downstream request in flight on this upstream, which a server's own
+/// request (sampling, elicitation) made meanwhile is sent back to.
+struct Caller {
+    key: u64,
+    peer: Peer,
+    negotiated: Arc<Negotiated>,
+    legacy: bool,
+}
+
+/// One configured server and its supervisor's shared state.
+pub struct Upstream {
+    pub(crate) config: ServerConfig,
+    options: SupervisorOptions,
+    live: Mutex<Live>,
+    stop: CancellationToken,
+    signals: mpsc::Sender<(usize, Signal)>,
+    index: usize,
+    permits: Semaphore,
+    callers: Mutex<(u64, Vec<Caller>)>,
+}
+
+struct Live {
+    status: UpstreamStatus,
+    client: Option<Client>,
+    listing: Arc<Listing>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Why a connection ended.
+enum Ended {
+    Stopped,
+    Lost(String),
+}
+
+/// Removes a registered caller when the call ends.
+pub(crate) struct CallerGuard {
+    upstream: Arc<Upstream>,
+    key: u64,
+}
+
+impl Drop for CallerGuard {
+    fn drop(&mut self) {
+        lock(&self.upstream.callers).1.retain(|c| c.key != self.key);
+    }
+}
+
+impl Upstream {
+    pub(crate) fn new(
+        config: ServerConfig,
+        options: SupervisorOptions,
+        index: usize,
+        signals: mpsc::Sender<(usize, Signal)>,
+    ) -> Arc<Upstream> {
+        let status = UpstreamStatus {
+            name: config.name.clone(),
+            namespace: config.namespace.clone(),
+            state: UpstreamState::Starting,
+            transport: None,
+            revision: None,
+            server: None,
+            tools: 0,
+            resources: 0,
+            templates: 0,
+            prompts: 0,
+            restarts: 0,
+            last_error: None,
+            pid: None,
+        };
+        Arc::new(Upstream {
+            permits: Semaphore::new(options.max_in_flight.max(1)),
+            config,
+            options,
+            live: Mutex::new(Live {
+                status,
+                client: None,
+                listing: Arc::default(),
+            }),
+            stop: CancellationToken::new(),
+            signals,
+            index,
+            callers: Mutex::default(),
+        })
+    }
+
+    /// Its index in the host.
+    pub(crate) fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The config entry's name.
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// Its state now.
+    pub fn status(&self) -> UpstreamStatus {
+        lock(&self.live).status.clone()
+    }
+
+    /// What it lists now (empty while not connected).
+    pub fn listing(&self) -> Arc<Listing> {
+        Arc::clone(&lock(&self.live).listing)
+    }
+
+    /// The client, while connected; otherwise an error naming the server
+    /// and its state.
+    pub(crate) fn client(&self) -> Result<Client, ErrorObject> {
+        let live = lock(&self.live);
+        match &live.client {
+            Some(client) => Ok(client.clone()),
+            None => Err(self.unavailable(&live.status)),
+        }
+    }
+
+    fn unavailable(&self, status: &UpstreamStatus) -> ErrorObject {
+        let state = match status.state {
+            UpstreamState::Starting => "starting",
+            UpstreamState::Restarting => "restarting",
+            UpstreamState::Stopped => "stopped",
+            UpstreamState::Ready | UpstreamState::Degraded => "not connected",
+        };
+        let mut message = format!("server {:?} is {state}", self.config.name);
+        if let Some(error) = &status.last_error {
+            message.push_str(&format!(" (last error: {error})"));
+        }
+        ErrorObject::new(mcp_schema::error_codes::INTERNAL_ERROR, message)
+    }
+
+    /// The request timeout for this server.
+    pub(crate) fn request_timeout(&self) -> Duration {
+        self.config.timeout.unwrap_or(self.options.request_timeout)
+    }
+
+    /// Waits for room for one more call in flight.
+    pub(crate) async fn permit(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        self.permits.acquire().await.ok()
+    }
+
+    /// Registers the downstream request behind a call, so that what the
+    /// server asks meanwhile can be sent to that client.
+    pub(crate) fn register_caller(
+        self: &Arc<Self>,
+        peer: &Peer,
+        negotiated: &Arc<Negotiated>,
+        legacy: bool,
+    ) -> CallerGuard {
+        let mut callers = lock(&self.callers);
+        callers.0 += 1;
+        let key = callers.0;
+        callers.1.push(Caller {
+            key,
+            peer: peer.clone(),
+            negotiated: Arc::clone(negotiated),
+            legacy,
+        });
+        CallerGuard {
+            upstream: Arc::clone(self),
+            key,
+        }
+    }
+
+    /// The newest caller in flight whose client can answer requests and
+    /// declared what `declares` looks for.
+    fn caller_for(&self, declares: impl Fn(&Negotiated) -> bool) -> Option<Peer> {
+        lock(&self.callers)
+            .1
+            .iter()
+            .rev()
+            .find(|c| c.legacy && !c.peer.is_closed() && declares(&c.negotiated))
+            .map(|c| c.peer.clone())
+    }
+
+    /// The peers of the downstream requests in flight on this server.
+    pub(crate) fn caller_peers(&self) -> Vec<Peer> {
+        lock(&self.callers)
+            .1
+            .iter()
+            .filter(|c| c.legacy)
+            .map(|c| c.peer.clone())
+            .collect()
+    }
+
+    /// Stops the supervisor (and the connection) for good.
+    pub fn stop(&self) {
+        self.stop.cancel();
+    }
+
+    fn update(&self, change: impl FnOnce(&mut Live)) {
+        change(&mut lock(&self.live));
+        let _ = self.signals.try_send((self.index, Signal::Changed));
+    }
+
+    /// Runs the supervisor until [`Upstream::stop`].
+    pub(crate) async fn supervise(self: Arc<Self>) {
+        let mut failures: u32 = 0;
+        loop {
+            let started = Instant::now();
+            let connected = tokio::select! {
+                c = tokio::time::timeout(self.options.connect_timeout, self.connect()) => c,
+                _ = self.stop.cancelled() => break,
+            };
+            let (connection, notifications) = match connected {
+                Ok(Ok(connected)) => connected,
+                Ok(Err(e)) => {
+                    self.lost(e);
+                    failures += 1;
+                    if !self.wait_backoff(failures).await {
+                        break;
+                    }
+                    continue;
+                }
+                Err(_) => {
+                    self.lost(format!(
+                        "did not start within {:?}",
+                        self.options.connect_timeout
+                    ));
+                    failures += 1;
+                    if !self.wait_backoff(failures).await {
+                        break;
+                    }
+                    continue;
+                }
+            };
+            let ended = self.run(&connection, notifications).await;
+            self.update(|live| {
+                live.client = None;
+                live.listing = Arc::default();
+                live.status.pid = None;
+            });
+            connection.close(self.options.shutdown_grace).await;
+            match ended {
+                Ended::Stopped => break,
+                Ended::Lost(why) => {
+                    tracing::warn!(server = %self.config.name, "connection lost: {why}");
+                    self.lost(why);
+                    // A server that ran a while restarts at once; one that
+                    // keeps dying right after starting backs off.
+                    if started.elapsed() > Duration::from_secs(10) {
+                        failures = 0;
+                    }
+                    failures += 1;
+                    if !self.wait_backoff(failures).await {
+                        break;
+                    }
+                }
+            }
+        }
+        self.update(|live| {
+            live.client = None;
+            live.listing = Arc::default();
+            live.status.state = UpstreamState::Stopped;
+            live.status.pid = None;
+        });
+    }
+
+    fn lost(&self, why: String) {
+        self.update(|live| {
+            live.status.state = UpstreamState::Restarting;
+            live.status.last_error = Some(why);
+        });
+    }
+
+    /// Waits out the backoff after `failures` failures in a row; false when
+    /// stopped meanwhile.
+    async fn wait_backoff(&self, failures: u32) -> bool {
+        let delay = backoff(
+            self.options.backoff_initial,
+            self.options.backoff_max,
+            failures.saturating_sub(1),
+        );
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {
+                self.update(|live| live.status.restarts += 1);
+                true
+            }
+            _ = self.stop.cancelled() => false,
+        }
+    }
+
+    /// Connects, settles the era and reads what the server lists.
+    async fn connect(
+        self: &Arc<Self>,
+    ) -> Result<(Connection, mpsc::Receiver<Notification>), String> {
+        let opened = connect::open(&self.config.transport, self.options.connect_timeout).await?;
+        let pid = opened.child.as_ref().and_then(|c| c.id());
+        // Dropped on any early return (or when this future is dropped at a
+        // timeout): the child's whole process group goes with it.
+        let group = opened.group;
+        let (notify_tx, notify_rx) = mpsc::channel(NOTIFICATION_QUEUE);
+        let weak = Arc::downgrade(self);
+        let client = self
+            .client_builder(weak, notify_tx)
+            .connect(opened.transport)
+            .await;
+        let client = client.map_err(|e| format!("handshake failed: {e}"))?;
+        let connection = Connection {
+            client,
+            child: opened.child,
+            group,
+            http: opened.http,
+            kind: opened.kind,
+        };
+        let listing = match Listing::fetch(&connection.client).await {
+            Ok(listing) => listing,
+            Err(e) => {
+                connection.close(self.options.shutdown_grace).await;
+                return Err(e);
+            }
+        };
+        let client = connection.client.clone();
+        self.update(|live| {
+            live.status.state = UpstreamState::Ready;
+            live.status.transport = Some(connection.kind);
+            live.status.revision = Some(client.revision().to_string());
+            live.status.server = client
+                .server_info()
+                .map(|i| format!("{} {}", i.name, i.version));
+            live.status.pid = pid;
+            listing.count_into(&mut live.status);
+            live.listing = Arc::new(listing);
+            live.client = Some(client);
+        });
+        tracing::info!(server = %self.config.name, "ready");
+        Ok((connection, notify_rx))
+    }
+
+    fn client_builder(
+        &self,
+        weak: Weak<Upstream>,
+        notifications: mpsc::Sender<Notification>,
+    ) -> mcp_client::ClientBuilder {
+        let sampling = weak.clone();
+        let elicitation = weak;
+        Client::builder("mcp-host", env!("CARGO_PKG_VERSION"))
+            .era(EraChoice::Auto)
+            .request_timeout(self.request_timeout())
+            .on_sampling(move |params: CreateMessageRequestParams| {
+                let upstream = sampling.upgrade();
+                async move {
+                    let upstream =
+                        upstream.ok_or_else(|| ErrorObject::internal("host stopping"))?;
+                    upstream
+                        .ask_caller::<_, CreateMessageResult>(
+                            methods::SAMPLING_CREATE_MESSAGE,
+                            &params,
+                            |n| n.client_capabilities.sampling.is_some(),
+                        )
+                        .await
+                }
+            })
+            .on_elicitation(move |params: ElicitRequestParams| {
+                let upstream = elicitation.upgrade();
+                async move {
+                    let upstream =
+                        upstream.ok_or_else(|| ErrorObject::internal("host stopping"))?;
+                    upstream
+                        .ask_caller::<_, ElicitResult>(methods::ELICITATION_CREATE, &params, |n| {
+                            n.client_capabilities.elicitation.is_some()
+                        })
+                        .await
+                }
+            })
+            .elicitation_url(true)
+            .on_notification(move |n: &Notification| {
+                // A flood beyond the queue is dropped, not buffered.
+                let _ = notifications.try_send(n.clone());
+            })
+    }
+
+    /// Sends a request the server made to the client whose call is in
+    /// flight on it, or refuses it clearly.
+    async fn ask_caller<P: Serialize + Sync, R: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+        declares: impl Fn(&Negotiated) -> bool,
+    ) -> Result<R, ErrorObject> {
+        let Some(peer) = self.caller_for(declares) else {
+            return Err(ErrorObject::new(
+                mcp_schema::error_codes::INTERNAL_ERROR,
+                format!(
+                    "{method} from server {:?}: no client with a call in flight on this server \
+                     can answer it",
+                    self.config.name
+                ),
+            ));
+        };
+        peer.request(method, params, RequestOptions::new())
+            .await
+            .map_err(ErrorObject::from)
+    }
+
+    /// Serves a connection until it ends: passes notifications on,
+    /// re-reads lists that changed, checks health.
+    async fn run(
+        self: &Arc<Self>,
+        connection: &Connection,
+        mut notifications: mpsc::Receiver<Notification>,
+    ) -> Ended {
+        let client = &connection.client;
+        let listen = self.listen_for_changes(client);
+        tokio::pin!(listen);
+        let mut health = tokio::time::interval(self.options.health_interval);
+        health.reset();
+        let mut failed_checks = 0;
+        loop {
+            tokio::select! {
+                _ = self.stop.cancelled() => return Ended::Stopped,
+                _ = client.peer().closed() => return Ended::Lost("the connection closed".into()),
+                _ = &mut listen => {}
+                Some(notification) = notifications.recv() => {
+                    self.on_notification(client, notification, &mut notifications).await;
+                }
+                _ = health.tick() => {
+                    let ping = tokio::time::timeout(Duration::from_secs(10), client.ping()).await;
+                    match ping {
+                        Ok(Ok(())) => {
+                            failed_checks = 0;
+                            self.set_state_if(UpstreamState::Degraded, UpstreamState::Ready);
+                        }
+                        Ok(Err(e)) => failed_checks = self.failed_check(failed_checks, e.to_string()),
+                        Err(_) => failed_checks = self.failed_check(failed_checks, "ping timed out".into()),
+                    }
+                    if failed_checks >= 2 {
+                        return Ended::Lost("two health checks failed in a row".into());
+                    }
+                }
+            }
+        }
+    }
+
+    fn failed_check(&self, failed: u32, why: String) -> u32 {
+        self.update(|live| {
+            live.status.state = UpstreamState::Degraded;
+            live.status.last_error = Some(format!("health check: {why}"));
+        });
+        failed + 1
+    }
+
+    fn set_state_if(&self, from: UpstreamState, to: UpstreamState) {
+        if lock(&self.live).status.state == from {
+            self.update(|live| live.status.state = to);
+        }
+    }
+
+    /// In 2026-07-28 a server tells of list changes only on a
+    /// `subscriptions/listen` stream; this keeps one open for what it
+    /// declares. Pending forever for a legacy server, which sends them
+    /// unasked.
+    async fn listen_for_changes(&self, client: &Client) {
+        if client.revision().is_legacy() {
+            return std::future::pending().await;
+        }
+        let caps = client.server_capabilities();
+        let filter = SubscriptionFilter {
+            tools_list_changed: caps
+                .tools
+                .as_ref()
+                .and_then(|t| t.list_changed)
+                .filter(|on| *on),
+            prompts_list_changed: caps
+                .prompts
+                .as_ref()
+                .and_then(|p| p.list_changed)
+                .filter(|on| *on),
+            resources_list_changed: caps
+                .resources
+                .as_ref()
+                .and_then(|r| r.list_changed)
+                .filter(|on| *on),
+            ..Default::default()
+        };
+        if filter == SubscriptionFilter::default() {
+            return std::future::pending().await;
+        }
+        // The stream ends only with the connection; an error (a server
+        // without it) leaves the lists as read at start.
+        if let Err(e) = client.listen(filter).await {
+            tracing::debug!(server = %self.config.name, "subscriptions/listen: {e}");
+        }
+        std::future::pending().await
+    }
+
+    async fn on_notification(
+        &self,
+        client: &Client,
+        notification: Notification,
+        queue: &mut mpsc::Receiver<Notification>,
+    ) {
+        let method = notification.method.as_str();
+        if !method.ends_with("/list_changed") {
+            if method == methods::NOTIFICATION_RESOURCES_UPDATED
+                || method == methods::NOTIFICATION_MESSAGE
+            {
+                let _ = self
+                    .signals
+                    .try_send((self.index, Signal::Notification(notification)));
+            }
+            return;
+        }
+        // Debounced: a burst of changes is read once.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut others = Vec::new();
+        while let Ok(n) = queue.try_recv() {
+            if !n.method.ends_with("/list_changed") {
+                others.push(n);
+            }
+        }
+        match Listing::fetch(client).await {
+            Ok(listing) => self.update(|live| {
+                listing.count_into(&mut live.status);
+                live.listing = Arc::new(listing);
+            }),
+            Err(e) => self.update(|live| {
+                live.status.state = UpstreamState::Degraded;
+                live.status.last_error = Some(e);
+            }),
+        }
+        for n in others {
+            let _ = self.signals.try_send((self.index, Signal::Notification(n)));
+        }
+    }
+}
+
+/// How many notifications from one server wait to be handled at most.
+const NOTIFICATION_QUEUE: usize = 1024;
+
+/// The wait before start number `failures + 1`: `initial * 2^failures`,
+/// at most `max`, with ±25% jitter so servers that fell together do not
+/// come back together.
+pub(crate) fn backoff(initial: Duration, max: Duration, failures: u32) -> Duration {
+    let base = initial
+        .saturating_mul(2u32.saturating_pow(failures.min(20)))
+        .min(max);
+    let jitter = rand::random_range(0.75..1.25);
+    base.mul_f64(jitter)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_with_jitter_up_to_the_cap() {
+        let initial = Duration::from_millis(500);
+        let max = Duration::from_secs(30);
+        for _ in 0..100 {
+            let first = backoff(initial, max, 0);
+            assert!(first >= Duration::from_millis(375) && first <= Duration::from_millis(625));
+            let third = backoff(initial, max, 2);
+            assert!(third >= Duration::from_millis(1500) && third <= Duration::from_millis(2500));
+            let late = backoff(initial, max, 40);
+            assert!(late >= Duration::from_millis(22_500) && late <= Duration::from_millis(37_500));
+        }
+    }
+}
