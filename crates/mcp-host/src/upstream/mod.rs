@@ -304,7 +304,6 @@ impl Upstream {
         lock(&self.callers)
             .1
             .iter()
-            .filter(|c| c.legacy)
             .map(|c| c.peer.clone())
             .collect()
     }
