@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-run_line="$(grep -m1 -E '^cargo run --release -p mcp-cli -- serve everything --http ' README.md)"
+run_line="$(grep -m1 -E '^cargo run --release -p mcp-cli -- host --http ' README.md)"
 if [ -z "$run_line" ]; then
   echo "the README's run command was not found" >&2
   exit 1
