@@ -207,8 +207,13 @@ impl Gateway {
             .get("name")
             .and_then(Value::as_str)
             .ok_or_else(|| ErrorObject::invalid_params("\"name\" must be a string"))?;
-        find(&self.host.catalog(), name)
-            .ok_or_else(|| ErrorObject::invalid_params(format!("unknown {kind}: {name}")))
+        find(&self.host.catalog(), name).ok_or_else(|| {
+            // A name of a server that is down says so, rather than that
+            // the name is unknown.
+            self.host
+                .down_server_of(name)
+                .unwrap_or_else(|| ErrorObject::invalid_params(format!("unknown {kind}: {name}")))
+        })
     }
 
     fn by_uri(
@@ -690,7 +695,18 @@ async fn send(
         });
         progress_rx = Some(rx);
     }
-    let call = client.peer().request_raw(method, wire, options);
+    // The client's cancellation (or its going away) drops the upstream
+    // request, which cancels it there too.
+    let cancelled = ctx.cancellation.clone();
+    let call = async move {
+        tokio::select! {
+            outcome = client.peer().request_raw(method, wire, options) => outcome,
+            _ = cancelled.cancelled() => Err(RequestError::Rpc(ErrorObject::new(
+                error_codes::REQUEST_CANCELLED,
+                "the client cancelled the request",
+            ))),
+        }
+    };
     let outcome = match progress_rx.as_mut() {
         None => call.await,
         Some(rx) => {

@@ -204,6 +204,16 @@ impl Host {
             .ok_or_else(|| ErrorObject::internal("that server was removed from the configuration"))
     }
 
+    /// For a name in the namespace of a server that is not connected, the
+    /// error saying which server that is and what state it is in.
+    pub(crate) fn down_server_of(&self, name: &str) -> Option<ErrorObject> {
+        let (namespace, _) = name.split_once(crate::names::SEPARATOR)?;
+        self.upstreams()
+            .into_iter()
+            .find(|u| u.config.namespace == namespace)
+            .and_then(|u| u.client().err())
+    }
+
     /// The catalog now.
     pub fn catalog(&self) -> Arc<Catalog> {
         Arc::clone(&read(&self.inner.catalog))

@@ -116,6 +116,33 @@ impl ServerConfig {
         }
     }
 
+    /// A remote server at `url` (Streamable HTTP, falling back to
+    /// HTTP+SSE; `ws://` URLs: WebSocket), named `name`.
+    pub fn remote(name: impl Into<String>, url: impl Into<String>) -> Self {
+        let url = url.into();
+        let lower = url.to_ascii_lowercase();
+        let transport = if lower.starts_with("ws://") || lower.starts_with("wss://") {
+            TransportSpec::WebSocket { url }
+        } else {
+            TransportSpec::Http {
+                url,
+                headers: BTreeMap::new(),
+                kind: HttpKind::Auto,
+            }
+        };
+        let mut config = ServerConfig::stdio(name, "", Vec::new());
+        config.transport = transport;
+        config
+    }
+
+    /// Sets the environment of a stdio server.
+    pub fn env(mut self, vars: BTreeMap<String, String>) -> Self {
+        if let TransportSpec::Stdio { env, .. } = &mut self.transport {
+            *env = vars;
+        }
+        self
+    }
+
     /// Sets the namespace (`""`: names pass through unprefixed).
     pub fn namespace(mut self, namespace: &str) -> Self {
         self.namespace = if namespace.is_empty() {

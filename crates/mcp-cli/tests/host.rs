@@ -1,0 +1,356 @@
+//! `mcp host` as a real process, with `mcp serve everything` children over
+//! stdio: a killed server restarted and its tools back, a config file
+//! edited while running, a graceful shutdown that lets a call finish,
+//! loud config problems, and the effective config with secrets masked.
+
+#![cfg(unix)]
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use mcp_client::{Client, EraChoice};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+const MCP: &str = env!("CARGO_BIN_EXE_mcp");
+
+/// A config file in a folder of its own, removed at the end.
+struct ConfigDir(PathBuf);
+
+impl ConfigDir {
+    fn new(name: &str) -> ConfigDir {
+        let dir = std::env::temp_dir().join(format!("mcp-host-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        ConfigDir(dir)
+    }
+
+    fn write(&self, config: &Value) -> PathBuf {
+        let path = self.0.join("servers.json");
+        // Written whole, then renamed, as editors do: the host never reads
+        // half a file.
+        let part = self.0.join("servers.json.part");
+        std::fs::write(&part, serde_json::to_vec_pretty(config).unwrap()).unwrap();
+        std::fs::rename(&part, &path).unwrap();
+        path
+    }
+}
+
+impl Drop for ConfigDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn everything() -> Value {
+    json!({"command": MCP, "args": ["serve", "everything"]})
+}
+
+/// A running `mcp host --http 127.0.0.1:0`.
+struct RunningHost {
+    child: tokio::process::Child,
+    base: String,
+}
+
+impl RunningHost {
+    async fn start(config: &Path) -> RunningHost {
+        let mut child = tokio::process::Command::new(MCP)
+            .args(["host", "--config"])
+            .arg(config)
+            .args(["--http", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("mcp host runs");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let url = within("the endpoint line", async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if let Some(url) = line.strip_prefix("MCP endpoint: ") {
+                    return url.to_owned();
+                }
+            }
+            panic!("mcp host exited without an endpoint");
+        })
+        .await;
+        RunningHost {
+            child,
+            base: url.trim_end_matches("/mcp").to_owned(),
+        }
+    }
+
+    async fn status(&self) -> Value {
+        reqwest::get(format!("{}/status", self.base))
+            .await
+            .expect("status answers")
+            .json()
+            .await
+            .expect("status is JSON")
+    }
+
+    async fn client(&self, era: EraChoice, list_changes: Option<Arc<AtomicUsize>>) -> Client {
+        let config = mcp_http::HttpClientConfig::new(format!("{}/mcp", self.base));
+        let transport = mcp_http::client::connect(config)
+            .await
+            .unwrap()
+            .into_transport();
+        let mut builder = Client::builder("host-tests", "1.0").era(era);
+        if let Some(count) = list_changes {
+            builder = builder.on_notification(move |n| {
+                if n.method == "notifications/tools/list_changed" {
+                    count.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+        }
+        within("connect", builder.connect(transport))
+            .await
+            .expect("connect")
+    }
+
+    /// Waits until the status satisfies `ready`, polling.
+    async fn until(&self, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
+        within(what, async {
+            loop {
+                let status = self.status().await;
+                if ready(&status) {
+                    return status;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await
+    }
+}
+
+async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(60), fut)
+        .await
+        .unwrap_or_else(|_| panic!("{what} took more than 60 s"))
+}
+
+fn alive(pid: i64) -> bool {
+    // A zombie (exited, not yet reaped) has no command line.
+    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| !c.is_empty())
+}
+
+fn server<'a>(status: &'a Value, name: &str) -> &'a Value {
+    status["servers"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["name"] == name))
+        .unwrap_or_else(|| panic!("no server {name} in {status}"))
+}
+
+async fn tool_names(client: &Client) -> Vec<String> {
+    client.invalidate_cache();
+    client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_killed_server_is_restarted_and_its_tools_come_back() {
+    let dir = ConfigDir::new("restart");
+    let config = dir.write(&json!({"mcpServers": {"e": everything(), "other": everything()}}));
+    let host = RunningHost::start(&config).await;
+    let status = host.status().await;
+    assert_eq!(server(&status, "e")["state"], "ready", "{status}");
+    let pid = server(&status, "e")["pid"].as_i64().expect("a pid");
+    let changes = Arc::new(AtomicUsize::new(0));
+    let client = host
+        .client(
+            EraChoice::Pinned(mcp_schema::ProtocolVersion::V2025_11_25),
+            Some(Arc::clone(&changes)),
+        )
+        .await;
+    assert!(tool_names(&client).await.contains(&"e__echo".to_owned()));
+
+    // SAFETY: kill(2) on a process this test's host started.
+    unsafe {
+        libc::kill(pid as i32, libc::SIGKILL);
+    }
+    // Down: its tools leave the catalog, and a call names the server and
+    // its state; the other server goes on.
+    let down = host
+        .until("e to be seen down", |s| server(s, "e")["state"] != "ready")
+        .await;
+    assert_eq!(server(&down, "other")["state"], "ready");
+    let call = client.call_tool("e__echo", json!({"text": "x"})).await;
+    // Made while e was down (it still is after), the call failed saying so.
+    if server(&host.status().await, "e")["state"] != "ready" {
+        let message = call
+            .expect_err("a call to a server that is down")
+            .to_string();
+        assert!(message.contains("server \"e\" is restarting"), "{message}");
+    }
+    let other = client
+        .call_tool("other__echo", json!({"text": "still"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&other.content).unwrap()[0]["text"],
+        "still"
+    );
+
+    // Back within a few seconds, as a new process, counted as a restart.
+    let back = host
+        .until("e to be ready again", |s| {
+            server(s, "e")["state"] == "ready" && server(s, "e")["pid"].as_i64() != Some(pid)
+        })
+        .await;
+    assert_eq!(server(&back, "e")["restarts"], 1, "{back}");
+    assert!(!alive(pid));
+    within("e's tools to come back", async {
+        while !tool_names(&client).await.contains(&"e__echo".to_owned()) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    let echoed = client
+        .call_tool("e__echo", json!({"text": "again"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&echoed.content).unwrap()[0]["text"],
+        "again"
+    );
+    within("list_changed down and up", async {
+        while changes.load(Ordering::SeqCst) < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_edited_config_starts_and_stops_only_what_changed() {
+    let dir = ConfigDir::new("reload");
+    let config = dir.write(&json!({"mcpServers": {"a": everything(), "b": everything()}}));
+    let host = RunningHost::start(&config).await;
+    let before = host.status().await;
+    let a_pid = server(&before, "a")["pid"].as_i64().unwrap();
+    let b_pid = server(&before, "b")["pid"].as_i64().unwrap();
+
+    dir.write(&json!({"mcpServers": {"a": everything(), "c": everything()}}));
+    let after = host
+        .until("c to start and b to stop", |s| {
+            let names: Vec<&str> = s["servers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["name"].as_str().unwrap())
+                .collect();
+            names == ["a", "c"] && server(s, "c")["state"] == "ready"
+        })
+        .await;
+    assert_eq!(
+        server(&after, "a")["pid"].as_i64(),
+        Some(a_pid),
+        "a was not touched"
+    );
+    within("b's process to end", async {
+        while alive(b_pid) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(alive(a_pid));
+}
+
+#[tokio::test]
+async fn shutdown_lets_a_call_in_flight_finish_then_stops_the_servers() {
+    let dir = ConfigDir::new("shutdown");
+    let config = dir.write(&json!({"mcpServers": {"e": everything()}}));
+    let mut host = RunningHost::start(&config).await;
+    let pid = server(&host.status().await, "e")["pid"].as_i64().unwrap();
+    let client = host
+        .client(
+            EraChoice::Pinned(mcp_schema::ProtocolVersion::V2025_11_25),
+            None,
+        )
+        .await;
+    let call = tokio::spawn(async move {
+        client
+            .call_tool("e__test_tool_slow", json!({"durationMs": 1500}))
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let host_pid = host.child.id().unwrap() as i32;
+    // SAFETY: kill(2) on the host this test started.
+    unsafe {
+        libc::kill(host_pid, libc::SIGTERM);
+    }
+    let result = within("the call in flight", call)
+        .await
+        .unwrap()
+        .expect("the call finished");
+    assert_eq!(
+        serde_json::to_value(&result.content).unwrap()[0]["text"],
+        "slow done"
+    );
+    let exit = within("the host to exit", host.child.wait()).await.unwrap();
+    assert!(exit.success(), "{exit:?}");
+    assert!(!alive(pid), "the server was stopped with the host");
+}
+
+#[tokio::test]
+async fn an_unset_variable_stops_only_its_server_and_is_reported() {
+    let dir = ConfigDir::new("problems");
+    let mut broken = everything();
+    broken["env"] = json!({"TOKEN": "${MCP_HOST_TEST_SURELY_UNSET}"});
+    let config = dir.write(&json!({"mcpServers": {"fine": everything(), "broken": broken}}));
+    let host = RunningHost::start(&config).await;
+    let status = host.status().await;
+    assert_eq!(status["servers"].as_array().unwrap().len(), 1, "{status}");
+    assert_eq!(server(&status, "fine")["state"], "ready");
+    let problem = &status["problems"][0];
+    assert_eq!(problem["server"], "broken");
+    assert!(
+        problem["message"]
+            .as_str()
+            .unwrap()
+            .contains("MCP_HOST_TEST_SURELY_UNSET"),
+        "{problem}"
+    );
+    let table = tokio::process::Command::new(MCP)
+        .args(["host", "status", "--url", &host.base])
+        .output()
+        .await
+        .unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.contains("fine") && table.contains("ready"), "{table}");
+    assert!(table.contains("not started: broken"), "{table}");
+}
+
+#[tokio::test]
+async fn print_config_shows_the_effective_config_with_secrets_masked() {
+    let dir = ConfigDir::new("print");
+    let config = dir.write(&json!({"mcpServers": {
+        "api": {"command": "srv", "env": {"API_TOKEN": "s3cret", "REGION": "eu"}, "namespace": ""},
+        "web": {"url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer s3cret"}}
+    }}));
+    let output = tokio::process::Command::new(MCP)
+        .args(["host", "--print-config", "--config"])
+        .arg(&config)
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success());
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(!text.contains("s3cret"), "{text}");
+    let printed: Value = serde_json::from_str(&text).unwrap();
+    let api = &printed["servers"][0];
+    assert_eq!(api["namespace"], "");
+    assert_eq!(api["transport"]["env"]["API_TOKEN"], "***");
+    assert_eq!(api["transport"]["env"]["REGION"], "eu");
+    assert_eq!(
+        printed["servers"][1]["transport"]["headers"]["Authorization"],
+        "***"
+    );
+}

@@ -1,0 +1,370 @@
+//! The host between real servers on loopback HTTP and clients of both eras:
+//! names routed across namespaces, progress and cancellation across the
+//! hop, list changes fanned out, a dead upstream contained, hot reload.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use mcp_client::{Client, EraChoice, RequestOptions};
+use mcp_host::config::{HostConfig, ServerConfig};
+use mcp_host::{Gateway, Host, HostOptions, SupervisorOptions, UpstreamState};
+use mcp_schema::ProtocolVersion;
+use mcp_server::{Context, HandlerError, NoArguments, Server, ToolDef};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+const LEGACY: EraChoice = EraChoice::Pinned(ProtocolVersion::V2025_11_25);
+const MODERN: EraChoice = EraChoice::Pinned(ProtocolVersion::V2026_07_28);
+
+/// Serves `server` over Streamable HTTP on a free loopback port.
+async fn on_http(server: Server) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let endpoint = mcp_http::McpEndpoint::new(
+        Arc::new(server.clone()),
+        server.session_config(),
+        mcp_http::HttpConfig::loopback(port),
+    );
+    tokio::spawn(mcp_http::serve(listener, endpoint, std::future::pending()));
+    format!("http://127.0.0.1:{port}/mcp")
+}
+
+/// Reports "cancelled" when the call it lives in ends: a cancelled call is
+/// told (its context's token) or dropped.
+struct Ended(mpsc::UnboundedSender<&'static str>);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        let _ = self.0.send("cancelled");
+    }
+}
+
+/// A server whose `wait` tool reports on `events` when it starts and when
+/// it is cancelled. While it waits it reports progress (when asked): a
+/// 2026-07-28 request over HTTP is cancelled by closing its response, which
+/// the server notices when it next writes to it.
+fn probe(events: mpsc::UnboundedSender<&'static str>) -> Server {
+    Server::builder("probe", "1.0")
+        .tool(ToolDef::new(
+            "wait",
+            "Waits until cancelled",
+            move |_: NoArguments, ctx: Context| {
+                let events = events.clone();
+                async move {
+                    let _ = events.send("started");
+                    let _ended = Ended(events);
+                    let mut step = 0.0;
+                    loop {
+                        tokio::select! {
+                            _ = ctx.cancelled() => break,
+                            _ = tokio::time::sleep(Duration::from_millis(50)) => {
+                                step += 1.0;
+                                ctx.progress(step, None, None).await;
+                            }
+                        }
+                    }
+                    Err::<String, _>(HandlerError::failed("cancelled"))
+                }
+            },
+        ))
+        .tool(ToolDef::new(
+            "echo",
+            "Echoes",
+            |args: serde_json::Map<String, Value>, _ctx: Context| async move {
+                Ok::<_, HandlerError>(format!("probe: {}", args["text"].as_str().unwrap_or("")))
+            },
+        ))
+        .build()
+}
+
+fn quick() -> HostOptions {
+    let mut options = HostOptions::default();
+    options.supervisor = quick_supervisor();
+    options
+}
+
+fn quick_supervisor() -> SupervisorOptions {
+    let mut supervisor = SupervisorOptions::default();
+    supervisor.connect_timeout = Duration::from_secs(10);
+    supervisor.backoff_initial = Duration::from_millis(50);
+    supervisor.backoff_max = Duration::from_millis(200);
+    supervisor
+}
+
+async fn start(servers: Vec<ServerConfig>) -> Host {
+    let host = Host::start(
+        HostConfig {
+            servers,
+            problems: Vec::new(),
+        },
+        quick(),
+    );
+    host.wait_started(Duration::from_secs(20)).await;
+    host
+}
+
+/// A client of `era` connected to the host's gateway over an in-memory
+/// transport; every notification it gets is counted by method.
+async fn client(
+    host: &Host,
+    era: EraChoice,
+    seen: Option<mpsc::UnboundedSender<String>>,
+) -> Client {
+    let gateway = Gateway::new(host.clone(), "test-host", "1.0");
+    let (server_side, client_side) = mcp_core::Transport::pair();
+    let _session = mcp_core::serve(
+        server_side,
+        Arc::new(gateway.clone()),
+        gateway.session_config(),
+    );
+    let mut builder = Client::builder("gateway-tests", "1.0")
+        .era(era)
+        .on_sampling(|_| async {
+            Ok(mcp_schema::CreateMessageResult::assistant_text(
+                "m", "Paris",
+            ))
+        });
+    if let Some(seen) = seen {
+        builder = builder.on_notification(move |n| {
+            let _ = seen.send(n.method.clone());
+        });
+    }
+    within("connect", builder.connect(client_side))
+        .await
+        .expect("connect")
+}
+
+async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), fut)
+        .await
+        .unwrap_or_else(|_| panic!("{what} took more than 20 s"))
+}
+
+fn text(result: &mcp_schema::CallToolResult) -> String {
+    serde_json::to_value(&result.content).unwrap()[0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn calls_are_routed_by_namespace_in_both_eras() {
+    let (events, _) = mpsc::unbounded_channel();
+    let probe_url = on_http(probe(events)).await;
+    let everything_url = on_http(mcp_servers::everything::server()).await;
+    let host = start(vec![
+        ServerConfig::remote("probe", &probe_url),
+        ServerConfig::remote("everything", &everything_url).namespace(""),
+    ])
+    .await;
+    let status = host.status();
+    assert!(
+        status
+            .servers
+            .iter()
+            .all(|s| s.state == UpstreamState::Ready),
+        "{status:?}"
+    );
+    for era in [LEGACY, MODERN] {
+        let client = client(&host, era, None).await;
+        let names: Vec<String> = client
+            .list_all_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert!(names.contains(&"probe__echo".to_owned()), "{names:?}");
+        assert!(names.contains(&"echo".to_owned()), "unprefixed: {names:?}");
+        assert!(!names.contains(&"probe__probe__echo".to_owned()));
+        let probe = client
+            .call_tool("probe__echo", json!({"text": "a"}))
+            .await
+            .unwrap();
+        assert_eq!(text(&probe), "probe: a");
+        let everything = client
+            .call_tool("echo", json!({"text": "b"}))
+            .await
+            .unwrap();
+        assert_eq!(text(&everything), "b");
+        let unknown = client.call_tool("nope__echo", json!({})).await.unwrap_err();
+        assert!(
+            unknown.to_string().contains("unknown tool: nope__echo"),
+            "{unknown}"
+        );
+        // A resource and a prompt of the unprefixed server.
+        let prompts = client.list_all_prompts().await.unwrap();
+        assert!(!prompts.is_empty());
+        let resources = client.list_all_resources().await.unwrap();
+        let read = client.read_resource(&resources[0].uri).await.unwrap();
+        assert!(!read.contents.is_empty());
+    }
+    host.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn progress_comes_back_across_the_hop() {
+    let everything_url = on_http(mcp_servers::everything::server()).await;
+    let host = start(vec![ServerConfig::remote("e", &everything_url)]).await;
+    for era in [LEGACY, MODERN] {
+        let client = client(&host, era, None).await;
+        let count = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::clone(&count);
+        let options = RequestOptions::new().on_progress(move |_| {
+            seen.fetch_add(1, Ordering::SeqCst);
+        });
+        let result: Value = client
+            .request(
+                "tools/call",
+                &json!({"name": "e__test_tool_with_progress", "arguments": {}}),
+                options,
+            )
+            .await
+            .unwrap();
+        assert_ne!(result["isError"], json!(true), "{result}");
+        assert_eq!(count.load(Ordering::SeqCst), 3, "0, 50 and 100 in {era:?}");
+    }
+    host.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_client_that_goes_away_mid_call_cancels_the_upstream_call() {
+    let (events, mut seen) = mpsc::unbounded_channel();
+    let probe_url = on_http(probe(events)).await;
+    let host = start(vec![ServerConfig::remote("probe", &probe_url)]).await;
+    for era in [LEGACY, MODERN] {
+        let client = client(&host, era, None).await;
+        let call = {
+            let client = client.clone();
+            let progress = RequestOptions::new().on_progress(|_| {});
+            tokio::spawn(async move {
+                client
+                    .request::<_, Value>(
+                        "tools/call",
+                        &json!({"name": "probe__wait", "arguments": {}}),
+                        progress,
+                    )
+                    .await
+            })
+        };
+        assert_eq!(
+            within("the call to start", seen.recv()).await,
+            Some("started")
+        );
+        call.abort();
+        client.close().await;
+        assert_eq!(
+            within("the upstream call to be cancelled", seen.recv()).await,
+            Some("cancelled"),
+            "{era:?}"
+        );
+    }
+    host.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_change_upstream_reaches_clients_as_list_changed() {
+    let everything_url = on_http(mcp_servers::everything::server()).await;
+    let host = start(vec![ServerConfig::remote("e", &everything_url)]).await;
+    let (tx, mut notifications) = mpsc::unbounded_channel();
+    let client = client(&host, LEGACY, Some(tx)).await;
+    let before = client.list_all_tools().await.unwrap().len();
+    client
+        .call_tool("e__test_trigger_tool_change", json!({}))
+        .await
+        .unwrap();
+    within("tools/list_changed", async {
+        while let Some(method) = notifications.recv().await {
+            if method == "notifications/tools/list_changed" {
+                return;
+            }
+        }
+    })
+    .await;
+    let after = client.list_all_tools().await.unwrap();
+    assert_eq!(after.len(), before + 1);
+    assert!(after.iter().any(|t| t.name == "e__test_dynamic_tool"));
+    host.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_dead_upstream_is_contained_and_named() {
+    // A port that was free a moment ago: nothing listens there.
+    let dead = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let everything_url = on_http(mcp_servers::everything::server()).await;
+    let host = start(vec![
+        ServerConfig::remote("dead", format!("http://127.0.0.1:{dead}/mcp")),
+        ServerConfig::remote("alive", &everything_url),
+    ])
+    .await;
+    let status = host.status();
+    let dead_status = &status.servers[0];
+    assert_eq!(dead_status.state, UpstreamState::Restarting, "{status:?}");
+    assert!(
+        dead_status
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains(&dead.to_string())),
+        "{dead_status:?}"
+    );
+    assert_eq!(status.servers[1].state, UpstreamState::Ready);
+    let client = client(&host, MODERN, None).await;
+    let result = client
+        .call_tool("alive__echo", json!({"text": "still here"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "still here");
+    host.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn reload_starts_stops_and_restarts_only_what_changed() {
+    let (events, _) = mpsc::unbounded_channel();
+    let probe_url = on_http(probe(events)).await;
+    let everything_url = on_http(mcp_servers::everything::server()).await;
+    let keep = ServerConfig::remote("keep", &everything_url);
+    let host = start(vec![
+        keep.clone(),
+        ServerConfig::remote("gone", &everything_url),
+    ])
+    .await;
+    let kept = Arc::clone(&host.upstreams()[0]);
+    let mut events = host.events();
+    host.reload(HostConfig {
+        servers: vec![keep, ServerConfig::remote("added", &probe_url)],
+        problems: Vec::new(),
+    });
+    within("the added server", async {
+        loop {
+            let names: Vec<String> = host
+                .upstreams()
+                .iter()
+                .map(|u| u.name().to_owned())
+                .collect();
+            let ready = host
+                .status()
+                .servers
+                .iter()
+                .all(|s| s.state == UpstreamState::Ready);
+            if names == ["keep", "added"] && ready && host.catalog().tool("added__echo").is_some() {
+                return;
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(100), events.recv()).await;
+        }
+    })
+    .await;
+    let catalog = host.catalog();
+    assert!(catalog.tool("gone__echo").is_none());
+    assert!(catalog.tool("keep__echo").is_some());
+    assert!(
+        Arc::ptr_eq(&kept, &host.upstreams()[0]),
+        "the unchanged server kept its connection"
+    );
+    assert_eq!(kept.status().restarts, 0);
+    assert_eq!(kept.status().state, UpstreamState::Ready);
+    host.shutdown(Duration::from_secs(5)).await;
+}

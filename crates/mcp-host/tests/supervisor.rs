@@ -1,0 +1,84 @@
+//! The supervisor with real child processes: a server that never starts
+//! is restarted with backoff, again and again, and leaves no process
+//! behind, not even one its child started itself.
+
+#![cfg(target_os = "linux")]
+
+use std::time::Duration;
+
+use mcp_host::config::{HostConfig, ServerConfig};
+use mcp_host::{Host, HostOptions, SupervisorOptions, UpstreamState};
+
+/// Processes whose command line contains `marker` (zombies, which have
+/// none, are not counted).
+fn running(marker: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .chars()
+                .all(|c| c.is_ascii_digit())
+        })
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .filter(|cmdline| String::from_utf8_lossy(cmdline).contains(marker))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_process_is_left_after_a_hundred_restarts() {
+    // A child that never speaks MCP, and starts a grandchild of its own.
+    let marker = format!("86400.{}", std::process::id());
+    let script = format!("sleep {marker} & exec sleep {marker}");
+    let server = ServerConfig::stdio("mute", "sh", vec!["-c".into(), script]);
+    let mut supervisor = SupervisorOptions::default();
+    supervisor.connect_timeout = Duration::from_millis(60);
+    supervisor.backoff_initial = Duration::from_millis(1);
+    supervisor.backoff_max = Duration::from_millis(4);
+    supervisor.shutdown_grace = Duration::from_millis(20);
+    let mut options = HostOptions::default();
+    options.supervisor = supervisor;
+    let host = Host::start(
+        HostConfig {
+            servers: vec![server],
+            problems: Vec::new(),
+        },
+        options,
+    );
+    let mut most = 0;
+    let reached = tokio::time::timeout(Duration::from_secs(120), async {
+        loop {
+            most = most.max(running(&marker));
+            let status = host.status().servers.remove(0);
+            if status.restarts >= 100 {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("a hundred restarts within two minutes");
+    assert_eq!(reached.state, UpstreamState::Restarting);
+    assert!(
+        reached
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("did not start within")),
+        "{reached:?}"
+    );
+    assert!(
+        most <= 2,
+        "at most one attempt's child and grandchild at a time, saw {most}"
+    );
+    host.shutdown(Duration::from_secs(5)).await;
+    let left = tokio::time::timeout(Duration::from_secs(5), async {
+        while running(&marker) > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(left.is_ok(), "{} processes left behind", running(&marker));
+}
