@@ -10,11 +10,11 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context as _, Result, bail};
 use axum::routing::get;
 use mcp_host::config::{HostConfig, InputProvider, InputSpec, ServerConfig, Variables};
-use mcp_host::{Gateway, Host, HostOptions, UpstreamState};
+use mcp_host::{Gateway, Host, HostSettings, UpstreamState};
 use serde_json::Value;
 
 use crate::oauth::OAuthArgs;
-use crate::serve::{Extra, bind, serve_service, shutdown_signal};
+use crate::serve::{Extra, Limits, bind, serve_service, shutdown_signal};
 use crate::stdout::{print_json, print_out};
 
 /// The flags of `mcp host`.
@@ -39,6 +39,10 @@ pub struct HostArgs {
     /// loopback ones; `*` accepts any (only behind a trusted proxy).
     #[arg(long, value_name = "HOST_OR_ORIGIN")]
     pub allow: Vec<String>,
+    /// The host's own settings (TOML: listen address, timeouts, limits;
+    /// see `mcp host --print-config` for every key). Flags win over it.
+    #[arg(long, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
     /// `${workspaceFolder}` in config files (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
@@ -57,13 +61,28 @@ const DEFAULT_ADDR: &str = "127.0.0.1:8080";
 
 /// Runs `mcp host`.
 pub async fn run(args: &HostArgs) -> Result<()> {
-    if args.oauth.enabled() && args.stdio {
+    let settings = match &args.settings {
+        Some(path) => HostSettings::load(path)?,
+        None => HostSettings::default(),
+    };
+    let options = settings.options().map_err(anyhow::Error::msg)?;
+    // Flags win over the settings file.
+    let stdio = args.stdio || (settings.serve.stdio && args.http.is_none());
+    let http = args.http.or(settings.serve.http);
+    let allow = if args.allow.is_empty() {
+        settings.serve.allow.clone()
+    } else {
+        args.allow.clone()
+    };
+    if args.oauth.enabled() && stdio {
         bail!("--oauth protects the HTTP endpoint; it cannot be used with --stdio");
     }
     let vars = variables(args);
     let config = load(args, &vars)?;
     if args.print_config {
-        return print_json(&masked(&config));
+        let mut effective = masked(&config);
+        effective["settings"] = serde_json::to_value(&settings)?;
+        return print_json(&effective);
     }
     if config.servers.is_empty() && config.problems.is_empty() {
         eprintln!("warning: the configuration lists no servers");
@@ -72,12 +91,12 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         .ok()
         .filter(|d| !d.is_zero())
         .context("--start-timeout must be a positive number of seconds")?;
-    let host = Host::start(config, HostOptions::default());
+    let host = Host::start(config, options);
     host.wait_started(start_timeout).await;
     report_start(&host);
     let reloading = tokio::spawn(watch_config(host.clone(), args.config.clone(), vars));
     let gateway = Gateway::new(host.clone(), "mcp-host", env!("CARGO_PKG_VERSION"));
-    let served = if args.stdio {
+    let served = if stdio {
         let session = mcp_core::serve(
             mcp_core::stdio::stdio(),
             Arc::new(gateway.clone()),
@@ -89,19 +108,27 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         }
         Ok(())
     } else {
-        let addr = match args.http {
+        let addr = match http {
             Some(addr) => addr,
             None => DEFAULT_ADDR.parse()?,
         };
         let listener = bind(addr).await?;
         let config = gateway.session_config();
+        let limits = Limits {
+            max_sessions: settings.serve.max_sessions,
+            session_idle_timeout: settings
+                .serve
+                .session_idle_timeout
+                .map(Duration::from_secs_f64),
+        };
         serve_service(
             Arc::new(gateway),
             config,
             listener,
-            &args.allow,
+            &allow,
             &args.oauth,
             status_routes(&host),
+            limits,
         )
         .await
     };
@@ -373,16 +400,17 @@ pub async fn status(args: &StatusArgs) -> Result<()> {
     ));
     for server in status["servers"].as_array().into_iter().flatten() {
         let text = |key: &str| server[key].as_str().unwrap_or("-").to_owned();
+        let count = |key: &str| server[key].as_u64().unwrap_or_default();
         out.push_str(&format!(
             "{:<20} {:<11} {:<16} {:<11} {:>5} {:>9} {:>7} {:>8}  {}\n",
             text("name"),
             text("state"),
             text("transport"),
             text("revision"),
-            server["tools"],
-            server["resources"],
-            server["prompts"],
-            server["restarts"],
+            count("tools"),
+            count("resources"),
+            count("prompts"),
+            count("restarts"),
             text("lastError"),
         ));
     }

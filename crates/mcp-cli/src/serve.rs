@@ -20,8 +20,18 @@ pub async fn serve_http(
         allow,
         oauth,
         Extra::default(),
+        Limits::default(),
     )
     .await
+}
+
+/// Limits of the HTTP endpoint beyond its defaults.
+#[derive(Default)]
+pub struct Limits {
+    /// Legacy sessions open at once.
+    pub max_sessions: Option<usize>,
+    /// How long an idle legacy session lives.
+    pub session_idle_timeout: Option<std::time::Duration>,
 }
 
 /// Binds the listener of `--http`.
@@ -52,6 +62,7 @@ pub async fn serve_service(
     allow: &[String],
     oauth: &crate::oauth::OAuthArgs,
     extra: Extra,
+    limits: Limits,
 ) -> Result<()> {
     let local = listener.local_addr()?;
     let mut policy = mcp_http::OriginPolicy::loopback(local.port());
@@ -65,7 +76,13 @@ pub async fn serve_service(
         };
     }
     let policy = std::sync::Arc::new(policy);
-    let config = mcp_http::HttpConfig::loopback(local.port()).origin_policy((*policy).clone());
+    let mut config = mcp_http::HttpConfig::loopback(local.port()).origin_policy((*policy).clone());
+    if let Some(max) = limits.max_sessions {
+        config = config.max_sessions(max);
+    }
+    if let Some(idle) = limits.session_idle_timeout {
+        config = config.session_idle_timeout(idle);
+    }
     let endpoint = mcp_http::McpEndpoint::new(service, session_config, config);
     let origin = format!("http://{local}");
     let resource = format!("{origin}/mcp");

@@ -353,4 +353,41 @@ async fn print_config_shows_the_effective_config_with_secrets_masked() {
         printed["servers"][1]["transport"]["headers"]["Authorization"],
         "***"
     );
+
+    // The settings file is shown with them; a mistake in it names the key.
+    let settings = dir.0.join("host.toml");
+    std::fs::write(
+        &settings,
+        "[servers]\nrequest_timeout = 12.5\nmax_in_flight = 9\n",
+    )
+    .unwrap();
+    let output = tokio::process::Command::new(MCP)
+        .args(["host", "--print-config", "--config"])
+        .arg(&config)
+        .arg("--settings")
+        .arg(&settings)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(printed["settings"]["servers"]["request_timeout"], 12.5);
+    assert_eq!(printed["settings"]["servers"]["max_in_flight"], 9);
+    std::fs::write(&settings, "[servers]\nrequest_timout = 3\n").unwrap();
+    let output = tokio::process::Command::new(MCP)
+        .args(["host", "--print-config", "--settings"])
+        .arg(&settings)
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("request_timout") && stderr.contains("host.toml"),
+        "{stderr}"
+    );
 }

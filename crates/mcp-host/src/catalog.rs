@@ -49,7 +49,11 @@ pub struct Source {
 /// A template's route: its literal prefix decides which URIs it may serve.
 #[derive(Debug, Clone)]
 struct TemplateRoute {
+    /// The literal start of the template as shown.
     prefix: String,
+    /// The literal start of the template at its server, when it is shown
+    /// rewritten.
+    rewritten_from: Option<String>,
     upstream: usize,
 }
 
@@ -192,12 +196,14 @@ impl Catalog {
                 } else {
                     template.to_owned()
                 };
-                let prefix = exposed.split('{').next().unwrap_or_default().to_owned();
+                let prefix = literal_start(&exposed);
+                let rewritten_from = (exposed != template).then(|| literal_start(template));
                 let mut shown = item.clone();
                 shown.insert("uriTemplate".into(), Value::String(exposed));
                 self.templates.push(shown);
                 self.template_routes.push(TemplateRoute {
                     prefix,
+                    rewritten_from,
                     upstream: source.index,
                 });
             }
@@ -250,6 +256,14 @@ impl Catalog {
                 original: uri.to_owned(),
             });
         }
+        // A URI at its server's own form, under a template shown rewritten
+        // (two servers have it): routed when only one server's fits.
+        if let [only] = self.owners_by_original_template(uri).as_slice() {
+            return Some(Route {
+                upstream: *only,
+                original: uri.to_owned(),
+            });
+        }
         match self.resource_servers.as_slice() {
             [only] => Some(Route {
                 upstream: *only,
@@ -258,6 +272,77 @@ impl Catalog {
             _ => None,
         }
     }
+}
+
+impl Catalog {
+    /// The servers whose rewritten templates, at their own form, fit `uri`.
+    fn owners_by_original_template(&self, uri: &str) -> Vec<usize> {
+        let mut owners: Vec<usize> = self
+            .template_routes
+            .iter()
+            .filter(|t| {
+                t.rewritten_from
+                    .as_deref()
+                    .is_some_and(|p| !p.is_empty() && uri.starts_with(p))
+            })
+            .map(|t| t.upstream)
+            .collect();
+        owners.dedup();
+        owners
+    }
+
+    /// For a URI more than one server may serve: the forms that name one
+    /// of them, to offer the client instead.
+    pub fn ambiguous(&self, uri: &str) -> Vec<String> {
+        let owners = self.owners_by_original_template(uri);
+        if owners.len() < 2 {
+            return Vec::new();
+        }
+        owners
+            .iter()
+            .filter_map(|index| self.namespace_of(*index))
+            .map(|ns| format!("{REWRITE_SCHEME}{ns}/{uri}"))
+            .collect()
+    }
+
+    fn namespace_of(&self, index: usize) -> Option<&str> {
+        self.namespaces
+            .iter()
+            .find(|(_, i)| **i == index)
+            .map(|(ns, _)| ns.as_str())
+    }
+
+    /// Whether some URI of upstream `index` is shown rewritten.
+    pub fn rewrites(&self, index: usize) -> bool {
+        self.rewritten.keys().any(|(i, _)| *i == index)
+            || self
+                .template_routes
+                .iter()
+                .any(|t| t.upstream == index && t.rewritten_from.is_some())
+    }
+
+    /// How a URI that upstream `index` hands out (in a resource link, an
+    /// embedded resource) is shown, when it is shown rewritten.
+    pub fn rewritten_link(&self, index: usize, uri: &str) -> Option<String> {
+        if let Some(exposed) = self.rewritten.get(&(index, uri.to_owned())) {
+            return Some(exposed.clone());
+        }
+        let under_rewritten = self.template_routes.iter().any(|t| {
+            t.upstream == index
+                && t.rewritten_from
+                    .as_deref()
+                    .is_some_and(|p| !p.is_empty() && uri.starts_with(p))
+        });
+        under_rewritten
+            .then(|| self.namespace_of(index))
+            .flatten()
+            .map(|ns| format!("{REWRITE_SCHEME}{ns}/{uri}"))
+    }
+}
+
+/// The literal start of a URI template, before its first expression.
+fn literal_start(template: &str) -> String {
+    template.split('{').next().unwrap_or_default().to_owned()
 }
 
 /// The namespace used in rewritten URIs: the entry's own, or its name
@@ -441,6 +526,44 @@ mod tests {
         );
         // Two servers with resources, no template: nobody to guess.
         assert_eq!(catalog.resource("other://x"), None);
+        assert!(catalog.rewrites(0) && catalog.rewrites(1));
+        assert_eq!(
+            catalog.rewritten_link(1, "file:///same").as_deref(),
+            Some("mcp-host:b/file:///same")
+        );
+        assert_eq!(catalog.rewritten_link(0, "memo://only-a"), None);
+    }
+
+    #[test]
+    fn a_uri_under_a_template_two_servers_have_is_ambiguous() {
+        let listing = || Listing {
+            templates: vec![item(
+                json!({"uriTemplate": "demo://blob/{id}", "name": "t"}),
+            )],
+            capabilities: serde_json::from_value(json!({"resources": {}})).unwrap(),
+            ..Default::default()
+        };
+        let catalog = Catalog::build(&[
+            source(0, "a", "a", listing()),
+            source(1, "b", "b", listing()),
+        ]);
+        assert_eq!(catalog.resource("demo://blob/1"), None);
+        assert_eq!(
+            catalog.ambiguous("demo://blob/1"),
+            ["mcp-host:a/demo://blob/1", "mcp-host:b/demo://blob/1"]
+        );
+        assert_eq!(
+            catalog.resource("mcp-host:b/demo://blob/1"),
+            Some(Route {
+                upstream: 1,
+                original: "demo://blob/1".into()
+            })
+        );
+        assert_eq!(
+            catalog.rewritten_link(0, "demo://blob/7").as_deref(),
+            Some("mcp-host:a/demo://blob/7")
+        );
+        assert!(!catalog.rewrites(2));
     }
 
     #[test]

@@ -108,15 +108,29 @@ impl Gateway {
                 let upstream = route.upstream;
                 let result = self.forward(route, "name", method, params, &ctx).await?;
                 self.host.inner.tasks.record(&result, upstream);
-                Ok(result)
+                Ok(self.links_as_shown(result, upstream))
             }
             methods::PROMPTS_GET => {
                 let route = self.by_name(&params, "prompt", |c, n| c.prompt(n).cloned())?;
-                self.forward(route, "name", method, params, &ctx).await
+                let upstream = route.upstream;
+                let result = self.forward(route, "name", method, params, &ctx).await?;
+                Ok(self.links_as_shown(result, upstream))
             }
             methods::RESOURCES_READ => {
                 let route = self.by_uri(&params, &ctx)?;
-                self.forward(route, "uri", method, params, &ctx).await
+                let asked = params
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let original = route.original.clone();
+                let result = self.forward(route, "uri", method, params, &ctx).await?;
+                // Read under a rewritten URI: the contents say that URI.
+                Ok(if asked == original {
+                    result
+                } else {
+                    rewrite_uris(result, |uri| (uri == original).then(|| asked.clone()))
+                })
             }
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
                 self.subscription(method, params, &ctx).await
@@ -225,13 +239,36 @@ impl Gateway {
             .get("uri")
             .and_then(Value::as_str)
             .ok_or_else(|| ErrorObject::invalid_params("\"uri\" must be a string"))?;
-        self.host.catalog().resource(uri).ok_or_else(|| {
+        let catalog = self.host.catalog();
+        catalog.resource(uri).ok_or_else(|| {
+            let candidates = catalog.ambiguous(uri);
+            if candidates.is_empty() {
+                return ErrorObject::new(
+                    ctx.revision.resource_not_found_code(),
+                    format!("Resource not found: {uri}"),
+                )
+                .with_data(json!({ "uri": uri }));
+            }
             ErrorObject::new(
                 ctx.revision.resource_not_found_code(),
-                format!("Resource not found: {uri}"),
+                format!(
+                    "Resource not found: {uri} is served by more than one server; read one of {}",
+                    candidates.join(", ")
+                ),
             )
-            .with_data(json!({ "uri": uri }))
+            .with_data(json!({ "uri": uri, "candidates": candidates }))
         })
+    }
+
+    /// A result of upstream `index` with the resource URIs it hands out
+    /// (links, embedded resources) as the catalog shows them, where that
+    /// upstream's URIs are shown rewritten.
+    fn links_as_shown(&self, result: Box<RawValue>, index: usize) -> Box<RawValue> {
+        let catalog = self.host.catalog();
+        if !catalog.rewrites(index) {
+            return result;
+        }
+        rewrite_uris(result, |uri| catalog.rewritten_link(index, uri))
     }
 
     /// Forwards a request to the route's upstream, with `key` (the name
@@ -785,6 +822,42 @@ fn adapt_result(raw: Box<RawValue>, legacy_client: bool) -> Box<RawValue> {
     }
     out.push('}');
     RawValue::from_string(out).unwrap_or(raw)
+}
+
+/// `result` with every `uri` member, at any depth, that `rewrite` maps
+/// replaced by what it maps to; untouched when nothing is mapped.
+fn rewrite_uris(result: Box<RawValue>, rewrite: impl Fn(&str) -> Option<String>) -> Box<RawValue> {
+    fn walk(value: &mut Value, rewrite: &dyn Fn(&str) -> Option<String>) -> bool {
+        let mut changed = false;
+        match value {
+            Value::Object(members) => {
+                for (key, member) in members.iter_mut() {
+                    if key == "uri"
+                        && let Some(new) = member.as_str().and_then(rewrite)
+                    {
+                        *member = Value::String(new);
+                        changed = true;
+                    } else {
+                        changed |= walk(member, rewrite);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                for item in items {
+                    changed |= walk(item, rewrite);
+                }
+            }
+            _ => {}
+        }
+        changed
+    }
+    let Ok(mut value) = serde_json::from_str::<Value>(result.get()) else {
+        return result;
+    };
+    if !walk(&mut value, &rewrite) {
+        return result;
+    }
+    jsonrpc::to_raw(&value).unwrap_or(result)
 }
 
 type Member<'a> = (std::borrow::Cow<'a, str>, &'a RawValue);

@@ -88,6 +88,7 @@ pub(crate) struct Inner {
     signals: mpsc::Sender<(usize, Signal)>,
     events: broadcast::Sender<HostEvent>,
     options: HostOptions,
+    starting: Arc<tokio::sync::Semaphore>,
     supervisors: Mutex<JoinSet<()>>,
 }
 
@@ -122,6 +123,9 @@ impl Host {
                 tasks: Default::default(),
                 signals,
                 events,
+                starting: Arc::new(tokio::sync::Semaphore::new(
+                    options.supervisor.start_concurrency.max(1),
+                )),
                 options,
                 supervisors: Mutex::new(JoinSet::new()),
             }),
@@ -148,6 +152,7 @@ impl Host {
             self.inner.options.supervisor.clone(),
             index,
             self.inner.signals.clone(),
+            Arc::clone(&self.inner.starting),
         );
         upstreams.push(Some(Arc::clone(&upstream)));
         lock(&self.inner.supervisors).spawn(upstream.supervise());

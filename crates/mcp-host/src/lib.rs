@@ -34,6 +34,7 @@ mod downstream;
 mod gateway;
 mod host;
 pub mod names;
+pub mod settings;
 mod tasks;
 pub mod upstream;
 
@@ -41,4 +42,5 @@ pub use catalog::Catalog;
 pub use downstream::ListKind;
 pub use gateway::Gateway;
 pub use host::{Host, HostEvent, HostOptions, HostStatus};
+pub use settings::HostSettings;
 pub use upstream::{SupervisorOptions, UpstreamState, UpstreamStatus};

@@ -99,6 +99,9 @@ pub struct SupervisorOptions {
     pub shutdown_grace: Duration,
     /// Calls in flight to one server at most; more wait.
     pub max_in_flight: usize,
+    /// Servers starting (connecting, handshaking, listing) at once, at
+    /// most: many slow servers do not hold the others up.
+    pub start_concurrency: usize,
 }
 
 impl Default for SupervisorOptions {
@@ -111,6 +114,7 @@ impl Default for SupervisorOptions {
             backoff_max: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(2),
             max_in_flight: 256,
+            start_concurrency: 8,
         }
     }
 }
@@ -142,6 +146,8 @@ pub struct Upstream {
     signals: mpsc::Sender<(usize, Signal)>,
     index: usize,
     permits: Semaphore,
+    /// Shared by every upstream of a host: starts at once.
+    starting: Arc<Semaphore>,
     callers: Mutex<(u64, Vec<Caller>)>,
 }
 
@@ -179,6 +185,7 @@ impl Upstream {
         options: SupervisorOptions,
         index: usize,
         signals: mpsc::Sender<(usize, Signal)>,
+        starting: Arc<Semaphore>,
     ) -> Arc<Upstream> {
         let status = UpstreamStatus {
             name: config.name.clone(),
@@ -197,6 +204,7 @@ impl Upstream {
         };
         Arc::new(Upstream {
             permits: Semaphore::new(options.max_in_flight.max(1)),
+            starting,
             config,
             options,
             live: Mutex::new(Live {
@@ -322,11 +330,18 @@ impl Upstream {
     pub(crate) async fn supervise(self: Arc<Self>) {
         let mut failures: u32 = 0;
         loop {
+            // The wait for a turn to start does not count against the
+            // connect timeout.
+            let turn = tokio::select! {
+                turn = Arc::clone(&self.starting).acquire_owned() => turn.ok(),
+                _ = self.stop.cancelled() => break,
+            };
             let started = Instant::now();
             let connected = tokio::select! {
                 c = tokio::time::timeout(self.options.connect_timeout, self.connect()) => c,
                 _ = self.stop.cancelled() => break,
             };
+            drop(turn);
             let (connection, notifications) = match connected {
                 Ok(Ok(connected)) => connected,
                 Ok(Err(e)) => {
@@ -504,13 +519,16 @@ impl Upstream {
         declares: impl Fn(&Negotiated) -> bool,
     ) -> Result<R, ErrorObject> {
         let Some(peer) = self.caller_for(declares) else {
+            let modern_caller = lock(&self.callers).1.iter().any(|c| !c.legacy);
+            let why = if modern_caller {
+                "the client whose call is in flight speaks 2026-07-28, which this host cannot \
+                 yet ask in the middle of a call to a server of an earlier revision"
+            } else {
+                "no client with a call in flight on this server declared that it can answer it"
+            };
             return Err(ErrorObject::new(
                 mcp_schema::error_codes::INTERNAL_ERROR,
-                format!(
-                    "{method} from server {:?}: no client with a call in flight on this server \
-                     can answer it",
-                    self.config.name
-                ),
+                format!("{method} from server {:?}: {why}", self.config.name),
             ));
         };
         peer.request(method, params, RequestOptions::new())

@@ -1,0 +1,252 @@
+//! The host's own settings, in a TOML file of this host's design (the
+//! server lists stay in the files users already have). Every key is
+//! optional; an unknown key is an error, so a typo is not silently
+//! ignored.
+//!
+//! ```toml
+//! [serve]
+//! http = "127.0.0.1:8080"    # or: stdio = true
+//! allow = ["mcp.example.com"] # Host names and Origins beyond loopback
+//! max_sessions = 10000        # legacy HTTP sessions at once
+//! session_idle_timeout = 1800 # seconds
+//!
+//! [servers]                   # how every upstream is supervised
+//! connect_timeout = 30        # seconds to start, handshake and list
+//! request_timeout = 60        # seconds per request (an entry's "timeout" wins)
+//! health_interval = 30        # seconds between pings
+//! backoff_initial = 0.5       # seconds before the first restart
+//! backoff_max = 30            # the longest wait between restarts
+//! shutdown_grace = 2          # seconds per step of stopping a child
+//! max_in_flight = 256         # calls in flight per server; more wait
+//! start_concurrency = 8       # servers starting at once
+//! ```
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::HostOptions;
+use crate::upstream::SupervisorOptions;
+
+/// Everything a settings file may say.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct HostSettings {
+    /// How the host serves its clients.
+    #[serde(default)]
+    pub serve: ServeSettings,
+    /// How upstreams are supervised.
+    #[serde(default)]
+    pub servers: ServerSettings,
+}
+
+/// `[serve]`: how the host serves its clients.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ServeSettings {
+    /// Streamable HTTP (with HTTP+SSE and WebSocket) on this address.
+    pub http: Option<SocketAddr>,
+    /// Serve on stdin and stdout instead.
+    #[serde(default)]
+    pub stdio: bool,
+    /// Host names and Origins accepted beyond the loopback ones.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Legacy HTTP sessions open at once, at most.
+    pub max_sessions: Option<usize>,
+    /// Seconds after which an idle legacy HTTP session ends.
+    pub session_idle_timeout: Option<f64>,
+}
+
+/// `[servers]`: how upstreams are supervised; unset keys keep the
+/// defaults of [`SupervisorOptions`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ServerSettings {
+    /// Seconds to start, handshake and list.
+    pub connect_timeout: Option<f64>,
+    /// Seconds per request.
+    pub request_timeout: Option<f64>,
+    /// Seconds between pings.
+    pub health_interval: Option<f64>,
+    /// Seconds before the first restart.
+    pub backoff_initial: Option<f64>,
+    /// The longest wait between restarts, in seconds.
+    pub backoff_max: Option<f64>,
+    /// Seconds per step of stopping a child.
+    pub shutdown_grace: Option<f64>,
+    /// Calls in flight per server.
+    pub max_in_flight: Option<usize>,
+    /// Servers starting at once.
+    pub start_concurrency: Option<usize>,
+}
+
+/// A settings file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct SettingsError {
+    /// The file.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Seconds as a duration: positive, at most a day.
+pub fn seconds(value: f64, key: &str) -> Result<Duration, String> {
+    if value.is_finite() && value > 0.0 && value <= 86_400.0 {
+        Ok(Duration::from_secs_f64(value))
+    } else {
+        Err(format!("{key} must be seconds in (0, 86400], not {value}"))
+    }
+}
+
+impl HostSettings {
+    /// Reads a settings file.
+    pub fn load(path: &Path) -> Result<HostSettings, SettingsError> {
+        let error = |message: String| SettingsError {
+            path: path.display().to_string(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
+        let settings: HostSettings = toml::from_str(&text).map_err(|e| error(e.to_string()))?;
+        settings.options().map_err(error)?;
+        Ok(settings)
+    }
+
+    /// The host options these settings give.
+    pub fn options(&self) -> Result<HostOptions, String> {
+        let mut supervisor = SupervisorOptions::default();
+        let s = &self.servers;
+        let durations = [
+            (
+                s.connect_timeout,
+                "servers.connect_timeout",
+                &mut supervisor.connect_timeout,
+            ),
+            (
+                s.request_timeout,
+                "servers.request_timeout",
+                &mut supervisor.request_timeout,
+            ),
+            (
+                s.health_interval,
+                "servers.health_interval",
+                &mut supervisor.health_interval,
+            ),
+            (
+                s.backoff_initial,
+                "servers.backoff_initial",
+                &mut supervisor.backoff_initial,
+            ),
+            (
+                s.backoff_max,
+                "servers.backoff_max",
+                &mut supervisor.backoff_max,
+            ),
+            (
+                s.shutdown_grace,
+                "servers.shutdown_grace",
+                &mut supervisor.shutdown_grace,
+            ),
+        ];
+        for (value, key, slot) in durations {
+            if let Some(value) = value {
+                *slot = seconds(value, key)?;
+            }
+        }
+        for (value, key, slot) in [
+            (
+                s.max_in_flight,
+                "servers.max_in_flight",
+                &mut supervisor.max_in_flight,
+            ),
+            (
+                s.start_concurrency,
+                "servers.start_concurrency",
+                &mut supervisor.start_concurrency,
+            ),
+        ] {
+            match value {
+                Some(0) => return Err(format!("{key} must be at least 1")),
+                Some(n) => *slot = n,
+                None => {}
+            }
+        }
+        if self.serve.max_sessions == Some(0) {
+            return Err("serve.max_sessions must be at least 1".into());
+        }
+        if let Some(idle) = self.serve.session_idle_timeout {
+            seconds(idle, "serve.session_idle_timeout")?;
+        }
+        if self.serve.stdio && self.serve.http.is_some() {
+            return Err("serve.http and serve.stdio exclude each other".into());
+        }
+        Ok(HostOptions { supervisor })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<HostOptions, String> {
+        let settings: HostSettings = toml::from_str(text).map_err(|e| e.to_string())?;
+        settings.options()
+    }
+
+    #[test]
+    fn every_key_reaches_the_options() {
+        let options = parse(
+            r#"
+            [serve]
+            http = "127.0.0.1:9000"
+            allow = ["a.example"]
+            max_sessions = 5
+            session_idle_timeout = 60
+            [servers]
+            connect_timeout = 3
+            request_timeout = 4.5
+            health_interval = 7
+            backoff_initial = 0.25
+            backoff_max = 9
+            shutdown_grace = 1
+            max_in_flight = 32
+            start_concurrency = 2
+            "#,
+        )
+        .unwrap();
+        let s = options.supervisor;
+        assert_eq!(s.connect_timeout, Duration::from_secs(3));
+        assert_eq!(s.request_timeout, Duration::from_millis(4500));
+        assert_eq!(s.health_interval, Duration::from_secs(7));
+        assert_eq!(s.backoff_initial, Duration::from_millis(250));
+        assert_eq!(s.backoff_max, Duration::from_secs(9));
+        assert_eq!(s.shutdown_grace, Duration::from_secs(1));
+        assert_eq!(s.max_in_flight, 32);
+        assert_eq!(s.start_concurrency, 2);
+        assert_eq!(
+            parse("").unwrap().supervisor.max_in_flight,
+            SupervisorOptions::default().max_in_flight
+        );
+    }
+
+    #[test]
+    fn mistakes_are_errors_that_name_the_key() {
+        for (text, want) in [
+            ("[servers]\nrequest_timout = 3", "request_timout"),
+            ("[server]\nrequest_timeout = 3", "server"),
+            ("[servers]\nrequest_timeout = -1", "servers.request_timeout"),
+            ("[servers]\nmax_in_flight = 0", "servers.max_in_flight"),
+            ("[serve]\nhttp = \"not an address\"", "http"),
+            ("[serve]\nhttp = \"127.0.0.1:1\"\nstdio = true", "exclude"),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+}
