@@ -30,20 +30,7 @@ pub struct ServerArgs {
 
 /// Reads `--era`.
 pub fn parse_era(text: &str) -> Result<EraChoice, String> {
-    match text {
-        "auto" => Ok(EraChoice::Auto),
-        "legacy" => Ok(EraChoice::Pinned(ProtocolVersion::LATEST_LEGACY)),
-        "modern" => Ok(EraChoice::Pinned(ProtocolVersion::LATEST)),
-        revision => revision
-            .parse::<ProtocolVersion>()
-            .map(EraChoice::Pinned)
-            .map_err(|_| {
-                format!(
-                    "unknown era {revision:?}: auto, legacy, modern or one of {}",
-                    ProtocolVersion::supported_strings().join(", ")
-                )
-            }),
-    }
+    text.parse()
 }
 
 impl ServerArgs {

@@ -42,6 +42,29 @@ pub enum EraChoice {
     Pinned(ProtocolVersion),
 }
 
+impl std::str::FromStr for EraChoice {
+    type Err = String;
+
+    /// `auto`, `legacy` (the latest legacy revision), `modern` (the latest
+    /// revision), or a revision such as `2025-06-18`.
+    fn from_str(text: &str) -> Result<EraChoice, String> {
+        match text {
+            "auto" => Ok(EraChoice::Auto),
+            "legacy" => Ok(EraChoice::Pinned(ProtocolVersion::LATEST_LEGACY)),
+            "modern" => Ok(EraChoice::Pinned(ProtocolVersion::LATEST)),
+            revision => revision
+                .parse::<ProtocolVersion>()
+                .map(EraChoice::Pinned)
+                .map_err(|_| {
+                    format!(
+                        "unknown era {revision:?}: auto, legacy, modern or one of {}",
+                        ProtocolVersion::supported_strings().join(", ")
+                    )
+                }),
+        }
+    }
+}
+
 /// How many `input_required` rounds a request may take by default.
 const DEFAULT_MAX_ROUNDS: usize = 8;
 

@@ -36,7 +36,8 @@ use tokio::sync::mpsc;
 use crate::catalog::Route;
 use crate::downstream::{LogLevel, Subscriptions, subscription_meta};
 use crate::host::Host;
-use crate::upstream::{Item, Upstream};
+use crate::rounds::{HeldCall, HeldCalls};
+use crate::upstream::{Asked, Item, Upstream};
 
 /// How many `input_required` rounds the host answers for a legacy client.
 const MAX_ROUNDS: usize = 8;
@@ -283,7 +284,7 @@ impl Gateway {
     ) -> HandlerResult {
         params.insert(key.to_owned(), Value::String(route.original));
         let upstream = self.host.upstream(route.upstream)?;
-        forward(&upstream, method, params, ctx).await
+        forward(&upstream, method, params, ctx, &self.host.inner.held).await
     }
 
     async fn subscription(
@@ -314,7 +315,14 @@ impl Gateway {
             if client.revision().is_legacy() && subscribes {
                 let mut upstream_params = params.clone();
                 upstream_params.insert("uri".into(), Value::String(route.original));
-                forward(&upstream, method, upstream_params, ctx).await?;
+                forward(
+                    &upstream,
+                    method,
+                    upstream_params,
+                    ctx,
+                    &self.host.inner.held,
+                )
+                .await?;
             }
         }
         let subscriptions = ctx
@@ -381,7 +389,14 @@ impl Gateway {
             // Nothing to suggest: an empty completion, not an error.
             return to_result(&json!({"completion": {"values": [], "hasMore": false}}));
         }
-        forward(&upstream, methods::COMPLETION_COMPLETE, params, ctx).await
+        forward(
+            &upstream,
+            methods::COMPLETION_COMPLETE,
+            params,
+            ctx,
+            &self.host.inner.held,
+        )
+        .await
     }
 
     /// A request about one task, sent to the upstream that runs it.
@@ -423,7 +438,7 @@ impl Gateway {
             .owner(id)
             .ok_or_else(|| ErrorObject::invalid_params(format!("unknown task: {id}")))?;
         let upstream = self.host.upstream(owner)?;
-        forward(&upstream, method, params, ctx).await
+        forward(&upstream, method, params, ctx, &self.host.inner.held).await
     }
 
     /// `tasks/list`: every upstream's tasks that this client may see, one
@@ -442,7 +457,14 @@ impl Gateway {
             if !lists {
                 continue;
             }
-            let raw = forward(&upstream, methods::TASKS_LIST, Map::new(), ctx).await?;
+            let raw = forward(
+                &upstream,
+                methods::TASKS_LIST,
+                Map::new(),
+                ctx,
+                &self.host.inner.held,
+            )
+            .await?;
             let mut page: Map<String, Value> =
                 serde_json::from_str(raw.get()).map_err(ErrorObject::internal)?;
             if let Some(Value::Array(items)) = page.remove("tasks") {
@@ -670,16 +692,28 @@ async fn forward(
     method: &str,
     mut params: Map<String, Value>,
     ctx: &RequestContext,
+    held: &HeldCalls,
 ) -> HandlerResult {
     let client = upstream.client()?;
-    let _permit = upstream.permit().await;
-    let _caller = upstream.register_caller(&ctx.peer, &ctx.negotiated, ctx.revision.is_legacy());
     let upstream_modern = !client.revision().is_legacy();
+    if !upstream_modern && !ctx.revision.is_legacy() {
+        return forward_in_rounds(upstream, client, method, params, ctx, held).await;
+    }
+    let _permit = upstream.permit().await;
+    let _caller = upstream.register_caller(&ctx.peer, &ctx.negotiated, Asked::Request);
     strip_meta(&mut params, upstream_modern);
     let mut rounds = 0;
     loop {
         let wire = upstream_params(&client, &params, ctx)?;
-        let raw = send(upstream, &client, method, wire, ctx).await?;
+        let raw = send(
+            upstream,
+            &client,
+            method,
+            wire,
+            ctx,
+            Some(&ctx.cancellation),
+        )
+        .await?;
         let needs_answers =
             upstream_modern && ctx.revision.is_legacy() && raw.get().contains("\"input_required\"");
         if !needs_answers {
@@ -714,13 +748,47 @@ async fn forward(
     }
 }
 
-/// One request to the upstream, with its progress passed back.
+/// A 2026-07-28 client's request to a server of an earlier revision: run
+/// as a call the host can hold, so that what the server asks mid-call
+/// becomes `input_required` rounds (see [`crate::rounds`]); a retry that
+/// names a held call resumes it.
+async fn forward_in_rounds(
+    upstream: &Arc<Upstream>,
+    client: mcp_client::Client,
+    method: &str,
+    mut params: Map<String, Value>,
+    ctx: &RequestContext,
+    held: &HeldCalls,
+) -> HandlerResult {
+    if let Some(resumed) = held.resume(&params) {
+        return held.drive(resumed?, &ctx.cancellation).await;
+    }
+    strip_meta(&mut params, false);
+    let (questions, asked) = mpsc::unbounded_channel();
+    let caller = upstream.register_caller(&ctx.peer, &ctx.negotiated, Asked::Round(questions));
+    let (upstream, request, method) = (Arc::clone(upstream), ctx.clone(), method.to_owned());
+    // Owned, so it can outlive this request while the client answers; the
+    // held call is cancelled upstream by dropping it.
+    let call = Box::pin(async move {
+        let _caller = caller;
+        let _permit = upstream.permit().await;
+        let wire = upstream_params(&client, &params, &request)?;
+        send(&upstream, &client, &method, wire, &request, None).await
+    });
+    held.drive(HeldCall::new(call, asked), &ctx.cancellation)
+        .await
+}
+
+/// One request to the upstream, with its progress passed back; given the
+/// client's cancellation, it ends (and is cancelled upstream) when that
+/// fires.
 async fn send(
     upstream: &Upstream,
     client: &mcp_client::Client,
     method: &str,
     wire: Option<Box<RawValue>>,
     ctx: &RequestContext,
+    cancellation: Option<&tokio_util::sync::CancellationToken>,
 ) -> HandlerResult {
     let timeout = upstream.request_timeout();
     let mut options = RequestOptions::new().timeout(timeout);
@@ -734,7 +802,7 @@ async fn send(
     }
     // The client's cancellation (or its going away) drops the upstream
     // request, which cancels it there too.
-    let cancelled = ctx.cancellation.clone();
+    let cancelled = cancellation.cloned().unwrap_or_default();
     let call = async move {
         tokio::select! {
             outcome = client.peer().request_raw(method, wire, options) => outcome,

@@ -85,6 +85,7 @@ pub(crate) struct Inner {
     problems: Mutex<Vec<ConfigProblem>>,
     pub(crate) downstream: Downstream,
     pub(crate) tasks: crate::tasks::TaskRoutes,
+    pub(crate) held: crate::rounds::HeldCalls,
     signals: mpsc::Sender<(usize, Signal)>,
     events: broadcast::Sender<HostEvent>,
     options: HostOptions,
@@ -121,6 +122,7 @@ impl Host {
                 problems: Mutex::new(config.problems.clone()),
                 downstream: Downstream::default(),
                 tasks: Default::default(),
+                held: Default::default(),
                 signals,
                 events,
                 starting: Arc::new(tokio::sync::Semaphore::new(

@@ -34,6 +34,7 @@ mod downstream;
 mod gateway;
 mod host;
 pub mod names;
+mod rounds;
 pub mod settings;
 mod tasks;
 pub mod upstream;

@@ -264,6 +264,54 @@ async fn a_client_that_goes_away_mid_call_cancels_the_upstream_call() {
 }
 
 #[tokio::test]
+async fn a_legacy_servers_question_mid_call_reaches_clients_of_both_eras() {
+    // The upstream speaks 2025-11-25: it asks the host for sampling in the
+    // middle of the call. A legacy client is asked with a request; a
+    // 2026-07-28 client gets an input_required round, and its retry
+    // resumes the same upstream call.
+    let everything_url = on_http(mcp_servers::everything::server()).await;
+    let upstream = ServerConfig::remote("old", &everything_url)
+        .era("2025-11-25")
+        .unwrap();
+    let host = start(vec![upstream]).await;
+    assert_eq!(
+        host.status().servers[0].revision.as_deref(),
+        Some("2025-11-25")
+    );
+    for era in [LEGACY, MODERN] {
+        let client = client(&host, era, None).await;
+        let result = client
+            .call_tool(
+                "old__test_sampling",
+                json!({"prompt": "Capital of France?"}),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{era:?}: {e}"));
+        assert_eq!(text(&result), "LLM response: Paris", "{era:?}");
+    }
+    // A retry naming no held call is refused clearly.
+    let client = client(&host, MODERN, None).await;
+    let stale = client
+        .request::<_, Value>(
+            "tools/call",
+            &json!({
+                "name": "old__test_sampling",
+                "arguments": {"prompt": "x"},
+                "requestState": "mcp-host/held:0",
+                "inputResponses": {}
+            }),
+            RequestOptions::new(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        stale.to_string().contains("names no call in progress"),
+        "{stale}"
+    );
+    host.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
 async fn a_change_upstream_reaches_clients_as_list_changed() {
     let everything_url = on_http(mcp_servers::everything::server()).await;
     let host = start(vec![ServerConfig::remote("e", &everything_url)]).await;

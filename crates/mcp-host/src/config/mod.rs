@@ -81,6 +81,9 @@ pub struct ServerConfig {
     /// How long one request to it may take.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "seconds")]
     pub timeout: Option<Duration>,
+    /// The protocol era to speak to it (`auto`, `legacy`, `modern` or a
+    /// revision); `auto` finds out.
+    pub era: String,
     /// Approval-like keys of other hosts (`autoApprove`, `alwaysAllow`):
     /// shown to the user as hints, never granted.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -111,9 +114,17 @@ impl ServerConfig {
             },
             disabled: false,
             timeout: None,
+            era: "auto".to_owned(),
             hints: Vec::new(),
             source: PathBuf::new(),
         }
+    }
+
+    /// Sets the era to speak to the server (see [`ServerConfig::era`]).
+    pub fn era(mut self, era: &str) -> Result<Self, String> {
+        era.parse::<mcp_client::EraChoice>()?;
+        self.era = era.to_owned();
+        Ok(self)
     }
 
     /// A remote server at `url` (Streamable HTTP, falling back to
@@ -469,6 +480,14 @@ impl EntryReader<'_> {
                 ));
             }
         };
+        let era = match entry.get("era") {
+            None | Some(Value::Null) => "auto".to_owned(),
+            Some(Value::String(era)) => {
+                era.parse::<mcp_client::EraChoice>()?;
+                era.clone()
+            }
+            Some(other) => return Err(format!("\"era\" must be a string, not {other}")),
+        };
         let hints = ["autoApprove", "alwaysAllow"]
             .iter()
             .filter_map(|key| {
@@ -498,6 +517,7 @@ impl EntryReader<'_> {
             transport,
             disabled,
             timeout,
+            era,
             hints,
             source: PathBuf::new(),
         })

@@ -27,7 +27,7 @@ fn claude_desktop_mcp_servers() {
             "remote": {"url": "http://127.0.0.1:${PORT}/mcp", "headers": {"Authorization": "Bearer ${env:GITHUB_TOKEN}"}},
             "legacy": {"type": "sse", "url": "http://127.0.0.1:9001/sse"},
             "socket": {"url": "ws://127.0.0.1:9002/ws"},
-            "Weird Name!": {"command": "x", "namespace": "", "timeout": 2.5, "disabled": true}
+            "Weird Name!": {"command": "x", "namespace": "", "timeout": 2.5, "disabled": true, "era": "legacy"}
           }
         }"#,
     );
@@ -80,6 +80,8 @@ fn claude_desktop_mcp_servers() {
     assert_eq!(weird.namespace, "");
     assert!(weird.disabled);
     assert_eq!(weird.timeout, Some(Duration::from_millis(2500)));
+    assert_eq!(weird.era, "legacy");
+    assert_eq!(fs.era, "auto");
     assert_eq!(config.enabled().count(), 4);
 }
 
@@ -249,6 +251,7 @@ fn bad_entries_say_what_is_wrong() {
         (r#"{"command": "a", "timeout": -1}"#, "timeout"),
         (r#"{"command": "a", "namespace": 7}"#, "namespace"),
         (r#"{"command": ""}"#, "empty"),
+        (r#"{"command": "a", "era": "2020-01-01"}"#, "unknown era"),
     ];
     for (entry, want) in cases {
         let text = format!(r#"{{"mcpServers": {{"s": {entry}}}}}"#);

@@ -134,7 +134,29 @@ struct Caller {
     key: u64,
     peer: Peer,
     negotiated: Arc<Negotiated>,
-    legacy: bool,
+    /// How this client is asked what the server asks.
+    asked: Asked,
+}
+
+/// How a downstream client is asked what a server asks it mid-call.
+#[derive(Clone)]
+pub(crate) enum Asked {
+    /// A legacy client: by a request on its session.
+    Request,
+    /// A 2026-07-28 client: in an `input_required` round of its call; the
+    /// question goes to the call's handling, which answers it later.
+    Round(mpsc::UnboundedSender<Question>),
+}
+
+/// A server's request to a 2026-07-28 client, waiting for its answer.
+#[derive(Debug)]
+pub(crate) struct Question {
+    /// `sampling/createMessage`, `elicitation/create` or `roots/list`.
+    pub(crate) method: String,
+    /// Its params.
+    pub(crate) params: serde_json::Value,
+    /// Where the client's answer goes.
+    pub(crate) answer: tokio::sync::oneshot::Sender<Result<serde_json::Value, ErrorObject>>,
 }
 
 /// One configured server and its supervisor's shared state.
@@ -279,7 +301,7 @@ impl Upstream {
         self: &Arc<Self>,
         peer: &Peer,
         negotiated: &Arc<Negotiated>,
-        legacy: bool,
+        asked: Asked,
     ) -> CallerGuard {
         let mut callers = lock(&self.callers);
         callers.0 += 1;
@@ -288,7 +310,7 @@ impl Upstream {
             key,
             peer: peer.clone(),
             negotiated: Arc::clone(negotiated),
-            legacy,
+            asked,
         });
         CallerGuard {
             upstream: Arc::clone(self),
@@ -296,15 +318,21 @@ impl Upstream {
         }
     }
 
-    /// The newest caller in flight whose client can answer requests and
-    /// declared what `declares` looks for.
-    fn caller_for(&self, declares: impl Fn(&Negotiated) -> bool) -> Option<Peer> {
+    /// The newest caller in flight whose client can be asked and declared
+    /// what `declares` looks for.
+    fn caller_for(&self, declares: impl Fn(&Negotiated) -> bool) -> Option<(Peer, Asked)> {
         lock(&self.callers)
             .1
             .iter()
             .rev()
-            .find(|c| c.legacy && !c.peer.is_closed() && declares(&c.negotiated))
-            .map(|c| c.peer.clone())
+            .find(|c| {
+                let reachable = match &c.asked {
+                    Asked::Request => !c.peer.is_closed(),
+                    Asked::Round(questions) => !questions.is_closed(),
+                };
+                reachable && declares(&c.negotiated)
+            })
+            .map(|c| (c.peer.clone(), c.asked.clone()))
     }
 
     /// The peers of the downstream requests in flight on this server.
@@ -475,7 +503,7 @@ impl Upstream {
         let sampling = weak.clone();
         let elicitation = weak;
         Client::builder("mcp-host", env!("CARGO_PKG_VERSION"))
-            .era(EraChoice::Auto)
+            .era(self.config.era.parse().unwrap_or(EraChoice::Auto))
             .request_timeout(self.request_timeout())
             .on_sampling(move |params: CreateMessageRequestParams| {
                 let upstream = sampling.upgrade();
@@ -518,22 +546,39 @@ impl Upstream {
         params: &P,
         declares: impl Fn(&Negotiated) -> bool,
     ) -> Result<R, ErrorObject> {
-        let Some(peer) = self.caller_for(declares) else {
-            let modern_caller = lock(&self.callers).1.iter().any(|c| !c.legacy);
-            let why = if modern_caller {
-                "the client whose call is in flight speaks 2026-07-28, which this host cannot \
-                 yet ask in the middle of a call to a server of an earlier revision"
-            } else {
-                "no client with a call in flight on this server declared that it can answer it"
-            };
+        let Some((peer, asked)) = self.caller_for(declares) else {
             return Err(ErrorObject::new(
                 mcp_schema::error_codes::INTERNAL_ERROR,
-                format!("{method} from server {:?}: {why}", self.config.name),
+                format!(
+                    "{method} from server {:?}: no client with a call in flight on this server \
+                     declared that it can answer it",
+                    self.config.name
+                ),
             ));
         };
-        peer.request(method, params, RequestOptions::new())
-            .await
-            .map_err(ErrorObject::from)
+        match asked {
+            Asked::Request => peer
+                .request(method, params, RequestOptions::new())
+                .await
+                .map_err(ErrorObject::from),
+            Asked::Round(questions) => {
+                let (answer, answered) = tokio::sync::oneshot::channel();
+                let question = Question {
+                    method: method.to_owned(),
+                    params: serde_json::to_value(params).map_err(ErrorObject::internal)?,
+                    answer,
+                };
+                questions
+                    .send(question)
+                    .map_err(|_| ErrorObject::internal("the client's call has ended"))?;
+                let answer = answered.await.map_err(|_| {
+                    ErrorObject::internal("the client did not answer before its call ended")
+                })??;
+                serde_json::from_value(answer).map_err(|e| {
+                    ErrorObject::invalid_params(format!("the client's answer to {method}: {e}"))
+                })
+            }
+        }
     }
 
     /// Serves a connection until it ends: passes notifications on,
