@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use mcp_client::{ClientError, EraChoice, RequestOptions};
-use mcp_schema::{CallToolResult, ProtocolVersion, Tool};
+use mcp_schema::{CallToolResult, Tool};
 use serde_json::{Map, Value};
 
 use crate::stdout::{print_json, print_out};
@@ -295,7 +295,7 @@ mod tests {
         assert_eq!(parse_era("auto"), Ok(EraChoice::Auto));
         assert_eq!(
             parse_era("2025-06-18"),
-            Ok(EraChoice::Pinned(ProtocolVersion::V2025_06_18))
+            Ok(EraChoice::Pinned(mcp_schema::ProtocolVersion::V2025_06_18))
         );
         assert!(parse_era("1999-01-01").is_err());
     }
