@@ -145,6 +145,9 @@ impl Gateway {
                     .ok_or_else(|| ErrorObject::invalid_params("\"level\" must be a log level"))?;
                 let stored = ctx.peer.extensions().get_or_insert_with(LogLevel::default);
                 *stored.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(level);
+                for upstream in self.host.upstreams() {
+                    upstream.want_log_level(level);
+                }
                 to_result(&json!({}))
             }
             methods::SUBSCRIPTIONS_LISTEN => self.listen(params, ctx).await,

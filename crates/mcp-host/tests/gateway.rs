@@ -19,6 +19,11 @@ const MODERN: EraChoice = EraChoice::Pinned(ProtocolVersion::V2026_07_28);
 
 /// Serves `server` over Streamable HTTP on a free loopback port.
 async fn on_http(server: Server) -> String {
+    on_http_endpoint(server).await.0
+}
+
+/// The same, with the endpoint (to end its sessions).
+async fn on_http_endpoint(server: Server) -> (String, Arc<mcp_http::McpEndpoint>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let endpoint = mcp_http::McpEndpoint::new(
@@ -26,8 +31,12 @@ async fn on_http(server: Server) -> String {
         server.session_config(),
         mcp_http::HttpConfig::loopback(port),
     );
-    tokio::spawn(mcp_http::serve(listener, endpoint, std::future::pending()));
-    format!("http://127.0.0.1:{port}/mcp")
+    tokio::spawn(mcp_http::serve(
+        listener,
+        Arc::clone(&endpoint),
+        std::future::pending(),
+    ));
+    (format!("http://127.0.0.1:{port}/mcp"), endpoint)
 }
 
 /// Reports "cancelled" when the call it lives in ends: a cancelled call is
@@ -309,6 +318,73 @@ async fn a_legacy_servers_question_mid_call_reaches_clients_of_both_eras() {
         "{stale}"
     );
     host.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_legacy_session_the_server_forgot_is_started_again_unseen() {
+    // The server loses its sessions (a restart behind the same address):
+    // its 404 makes the host's client initialize again, and the call that
+    // met it goes through.
+    let (url, endpoint) = on_http_endpoint(mcp_servers::everything::server()).await;
+    let host = start(vec![ServerConfig::remote("s", &url).era("legacy").unwrap()]).await;
+    let client = client(&host, MODERN, None).await;
+    let first = client
+        .call_tool("s__echo", json!({"text": "one"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&first), "one");
+    assert_eq!(endpoint.session_count(), 1);
+    endpoint.close_sessions();
+    assert_eq!(endpoint.session_count(), 0);
+    let second = client
+        .call_tool("s__echo", json!({"text": "two"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&second), "two");
+    assert_eq!(endpoint.session_count(), 1, "a new session");
+    assert_eq!(host.status().servers[0].state, UpstreamState::Ready);
+    assert_eq!(
+        host.status().servers[0].restarts,
+        0,
+        "no restart was needed"
+    );
+    host.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn log_messages_reach_the_caller_at_the_level_it_chose() {
+    let everything_url = on_http(mcp_servers::everything::server()).await;
+    for upstream_era in ["legacy", "modern"] {
+        let host = start(vec![
+            ServerConfig::remote("s", &everything_url)
+                .era(upstream_era)
+                .unwrap(),
+        ])
+        .await;
+        let (tx, mut seen) = mpsc::unbounded_channel();
+        let client = client(&host, LEGACY, Some(tx)).await;
+        client
+            .set_logging_level(mcp_schema::LoggingLevel::Warning)
+            .await
+            .unwrap();
+        client
+            .call_tool("s__test_logging_tool", json!({}))
+            .await
+            .unwrap();
+        let mut messages = 0;
+        while let Ok(Some(method)) =
+            tokio::time::timeout(Duration::from_millis(300), seen.recv()).await
+        {
+            if method == "notifications/message" {
+                messages += 1;
+            }
+        }
+        assert_eq!(
+            messages, 2,
+            "warning and error, from a {upstream_era} server"
+        );
+        host.shutdown(Duration::from_secs(5)).await;
+    }
 }
 
 #[tokio::test]

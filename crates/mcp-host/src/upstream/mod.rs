@@ -171,6 +171,10 @@ pub struct Upstream {
     /// Shared by every upstream of a host: starts at once.
     starting: Arc<Semaphore>,
     callers: Mutex<(u64, Vec<Caller>)>,
+    /// The most detailed log level a client asked for: a legacy server is
+    /// told it (and told again after a restart); the host filters what
+    /// each client gets.
+    log_level: Mutex<Option<mcp_schema::LoggingLevel>>,
 }
 
 struct Live {
@@ -238,6 +242,7 @@ impl Upstream {
             signals,
             index,
             callers: Mutex::default(),
+            log_level: Mutex::default(),
         })
     }
 
@@ -342,6 +347,21 @@ impl Upstream {
             .iter()
             .map(|c| c.peer.clone())
             .collect()
+    }
+
+    /// A client asked for log messages from `level` up: a legacy server
+    /// that logs is told, unless it was told a more detailed level.
+    pub(crate) fn want_log_level(self: &Arc<Self>, level: mcp_schema::LoggingLevel) {
+        {
+            let mut wanted = lock(&self.log_level);
+            if wanted.is_some_and(|current| current <= level) {
+                return;
+            }
+            *wanted = Some(level);
+        }
+        if let Ok(client) = self.client() {
+            tokio::spawn(tell_log_level(client, level));
+        }
     }
 
     /// Stops the supervisor (and the connection) for good.
@@ -492,6 +512,10 @@ impl Upstream {
             live.client = Some(client);
         });
         tracing::info!(server = %self.config.name, "ready");
+        let wanted = *lock(&self.log_level);
+        if let Some(level) = wanted {
+            tell_log_level(connection.client.clone(), level).await;
+        }
         Ok((connection, notify_rx))
     }
 
@@ -710,6 +734,19 @@ impl Upstream {
         for n in others {
             let _ = self.signals.try_send((self.index, Signal::Notification(n)));
         }
+    }
+}
+
+/// Tells a legacy server that logs which level to send from; bounded,
+/// and a refusal only logged.
+async fn tell_log_level(client: Client, level: mcp_schema::LoggingLevel) {
+    if !client.revision().is_legacy() || client.server_capabilities().logging.is_none() {
+        return;
+    }
+    match tokio::time::timeout(Duration::from_secs(10), client.set_logging_level(level)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::debug!("logging/setLevel: {e}"),
+        Err(_) => tracing::debug!("logging/setLevel timed out"),
     }
 }
 
