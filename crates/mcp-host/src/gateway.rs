@@ -24,8 +24,8 @@ use mcp_schema::header_params::HeaderParam;
 use mcp_schema::jsonrpc::{self, Notification};
 use mcp_schema::{
     ErrorObject, Implementation, LoggingLevel, META_CLIENT_CAPABILITIES, META_CLIENT_INFO,
-    META_LOG_LEVEL, META_PROGRESS_TOKEN, META_PROTOCOL_VERSION, META_SERVER_INFO,
-    ServerCapabilities, SubscriptionFilter, error_codes, methods,
+    META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, ServerCapabilities,
+    SubscriptionFilter, error_codes, methods,
 };
 use serde::Serialize;
 use serde::ser::SerializeMap;
@@ -98,7 +98,11 @@ impl Gateway {
 
     async fn dispatch(self, request: IncomingRequest, ctx: RequestContext) -> HandlerResult {
         let method = request.method.as_str();
-        let params = read_params(request.params.as_deref())?;
+        // The engine has read `_meta` into the context: the params are read
+        // without it (a 2026-07-28 client's is large, and repeated each
+        // time), and what of it goes on is taken from the context.
+        let mut params = read_params(request.params_past_meta().as_deref())?;
+        params.remove("_meta");
         match method {
             methods::TOOLS_LIST => self.page(ListOf::Tools, &params, &ctx),
             methods::PROMPTS_LIST => self.page(ListOf::Prompts, &params, &ctx),
@@ -581,10 +585,10 @@ fn decode_cursor(list: ListOf, cursor: &str) -> Result<usize, ErrorObject> {
         .ok_or_else(|| ErrorObject::invalid_params(format!("invalid cursor for {}", list.key())))
 }
 
-fn read_params(params: Option<&RawValue>) -> Result<Map<String, Value>, ErrorObject> {
+fn read_params(params: Option<&str>) -> Result<Map<String, Value>, ErrorObject> {
     match params {
         None => Ok(Map::new()),
-        Some(raw) => serde_json::from_str(raw.get())
+        Some(text) => serde_json::from_str(text)
             .map_err(|e| ErrorObject::invalid_params(format!("params must be an object: {e}"))),
     }
 }
@@ -593,74 +597,36 @@ fn to_result<T: Serialize + ?Sized>(value: &T) -> HandlerResult {
     jsonrpc::to_raw(value).map_err(ErrorObject::internal)
 }
 
-/// The downstream's `_meta` as the upstream should see it: the protocol's
-/// own members (revision, client, capabilities, progress token) are set
-/// for the upstream hop by [`upstream_params`]; the log level the client
-/// asked for stays for a 2026-07-28 upstream; the rest passes on.
-fn strip_meta(params: &mut Map<String, Value>, keep_log_level: bool) {
-    let Some(Value::Object(meta)) = params.get_mut("_meta") else {
-        params.remove("_meta");
-        return;
-    };
-    meta.retain(|k, _| {
-        (keep_log_level && k == META_LOG_LEVEL)
-            || (k != META_PROGRESS_TOKEN && !k.starts_with("io.modelcontextprotocol/"))
-    });
-    if meta.is_empty() {
-        params.remove("_meta");
-    }
-}
-
-/// The params of a request to the upstream. To a 2026-07-28 upstream the
-/// request says the upstream's revision, the host's identity, and the
-/// downstream client's own capabilities (so the upstream asks only what
-/// that client can answer); a legacy upstream settled all that at
-/// `initialize`.
+/// The params of a request to the upstream, `_meta` first. The client's
+/// own `_meta` members go on, but not the protocol's: those of the upstream
+/// hop are the host's to set. To a 2026-07-28 upstream the request says the
+/// upstream's revision, the host's identity, the downstream client's own
+/// capabilities (so the upstream asks only what that client can answer)
+/// and the log level it chose; a legacy upstream settled all that at
+/// `initialize`. Written in one pass, without copying the params.
 fn upstream_params(
     client: &mcp_client::Client,
     params: &Map<String, Value>,
     ctx: &RequestContext,
 ) -> Result<Option<Box<RawValue>>, ErrorObject> {
-    if client.revision().is_legacy() {
-        return if params.is_empty() {
-            Ok(None)
-        } else {
-            jsonrpc::to_raw(params)
-                .map(Some)
-                .map_err(ErrorObject::internal)
-        };
+    let modern = (!client.revision().is_legacy()).then(|| ModernMeta {
+        revision: client.revision().as_str(),
+        capabilities: ctx.client_capabilities(),
+        log_level: ctx.meta.log_level.or_else(|| {
+            ctx.peer
+                .extensions()
+                .get::<LogLevel>()
+                .and_then(|l| *l.0.lock().unwrap_or_else(|p| p.into_inner()))
+        }),
+    });
+    let own = &ctx.meta.other;
+    let passes = |key: &String| !key.starts_with(PROTOCOL_META_PREFIX);
+    if modern.is_none() && params.is_empty() && !own.keys().any(passes) {
+        return Ok(None);
     }
-    let mut meta = match params.get("_meta") {
-        Some(Value::Object(meta)) => meta.clone(),
-        _ => Map::new(),
-    };
-    meta.insert(
-        META_PROTOCOL_VERSION.into(),
-        Value::from(client.revision().as_str()),
-    );
-    meta.insert(
-        META_CLIENT_INFO.into(),
-        json!({"name": "mcp-host", "version": env!("CARGO_PKG_VERSION")}),
-    );
-    meta.insert(
-        META_CLIENT_CAPABILITIES.into(),
-        serde_json::to_value(ctx.client_capabilities()).map_err(ErrorObject::internal)?,
-    );
-    if ctx.revision.is_legacy() && !meta.contains_key(META_LOG_LEVEL) {
-        let chosen = ctx
-            .peer
-            .extensions()
-            .get::<LogLevel>()
-            .and_then(|l| *l.0.lock().unwrap_or_else(|p| p.into_inner()));
-        if let Some(level) = chosen {
-            meta.insert(
-                META_LOG_LEVEL.into(),
-                serde_json::to_value(level).unwrap_or_default(),
-            );
-        }
-    }
-    let body = WithMeta {
-        meta: &meta,
+    let body = UpstreamParams {
+        modern,
+        own,
         params,
     };
     jsonrpc::to_raw(&body)
@@ -668,16 +634,61 @@ fn upstream_params(
         .map_err(ErrorObject::internal)
 }
 
-/// Params with `_meta` first, the other members after it as they are.
-struct WithMeta<'a> {
-    meta: &'a Map<String, Value>,
+/// The prefix of the `_meta` members the protocol itself defines.
+const PROTOCOL_META_PREFIX: &str = "io.modelcontextprotocol/";
+
+/// What a 2026-07-28 request says about its client.
+struct ModernMeta<'a> {
+    revision: &'a str,
+    capabilities: &'a mcp_schema::ClientCapabilities,
+    log_level: Option<LoggingLevel>,
+}
+
+/// See [`upstream_params`].
+struct UpstreamParams<'a> {
+    modern: Option<ModernMeta<'a>>,
+    own: &'a Map<String, Value>,
     params: &'a Map<String, Value>,
 }
 
-impl Serialize for WithMeta<'_> {
+/// The `_meta` of [`UpstreamParams`].
+struct UpstreamMeta<'a>(&'a UpstreamParams<'a>);
+
+/// The host as a client of its upstreams.
+const HOST_INFO: (&str, &str) = ("mcp-host", env!("CARGO_PKG_VERSION"));
+
+impl Serialize for UpstreamMeta<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(None)?;
-        map.serialize_entry("_meta", self.meta)?;
+        if let Some(modern) = &self.0.modern {
+            map.serialize_entry(META_PROTOCOL_VERSION, modern.revision)?;
+            let info: std::collections::BTreeMap<&str, &str> =
+                [("name", HOST_INFO.0), ("version", HOST_INFO.1)].into();
+            map.serialize_entry(META_CLIENT_INFO, &info)?;
+            map.serialize_entry(META_CLIENT_CAPABILITIES, modern.capabilities)?;
+            if let Some(level) = modern.log_level {
+                map.serialize_entry(META_LOG_LEVEL, &level)?;
+            }
+        }
+        for (key, value) in self.0.own {
+            if !key.starts_with(PROTOCOL_META_PREFIX) {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl Serialize for UpstreamParams<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        let has_own = self
+            .own
+            .keys()
+            .any(|k| !k.starts_with(PROTOCOL_META_PREFIX));
+        if self.modern.is_some() || has_own {
+            map.serialize_entry("_meta", &UpstreamMeta(self))?;
+        }
         for (key, value) in self.params {
             if key != "_meta" {
                 map.serialize_entry(key, value)?;
@@ -704,7 +715,6 @@ async fn forward(
     }
     let _permit = upstream.permit().await;
     let _caller = upstream.register_caller(&ctx.peer, &ctx.negotiated, Asked::Request);
-    strip_meta(&mut params, upstream_modern);
     let mut rounds = 0;
     loop {
         let wire = upstream_params(&client, &params, ctx)?;
@@ -759,14 +769,13 @@ async fn forward_in_rounds(
     upstream: &Arc<Upstream>,
     client: mcp_client::Client,
     method: &str,
-    mut params: Map<String, Value>,
+    params: Map<String, Value>,
     ctx: &RequestContext,
     held: &HeldCalls,
 ) -> HandlerResult {
     if let Some(resumed) = held.resume(&params) {
         return held.drive(resumed?, &ctx.cancellation).await;
     }
-    strip_meta(&mut params, false);
     let (questions, asked) = mpsc::unbounded_channel();
     let caller = upstream.register_caller(&ctx.peer, &ctx.negotiated, Asked::Round(questions));
     let (upstream, request, method) = (Arc::clone(upstream), ctx.clone(), method.to_owned());
@@ -1046,34 +1055,52 @@ mod tests {
 
     #[test]
     fn the_protocols_meta_stays_on_its_hop() {
-        let mut params: Map<String, Value> = serde_json::from_value(json!({
-            "name": "t",
-            "_meta": {
-                "progressToken": 5,
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "com.example/trace": "abc"
-            }
+        let own: Map<String, Value> = serde_json::from_value(json!({
+            "io.modelcontextprotocol/related-task": {"taskId": "t"},
+            "com.example/trace": "abc"
         }))
         .unwrap();
-        let mut modern = params.clone();
-        strip_meta(&mut params, false);
+        let params: Map<String, Value> =
+            serde_json::from_value(json!({"name": "t", "arguments": {"a": 1}})).unwrap();
+        let capabilities: mcp_schema::ClientCapabilities =
+            serde_json::from_value(json!({"sampling": {}})).unwrap();
+        let legacy = UpstreamParams {
+            modern: None,
+            own: &own,
+            params: &params,
+        };
         assert_eq!(
-            Value::Object(params.clone()),
-            json!({"name": "t", "_meta": {"com.example/trace": "abc"}})
+            serde_json::to_value(&legacy).unwrap(),
+            json!({"_meta": {"com.example/trace": "abc"}, "name": "t", "arguments": {"a": 1}})
         );
-        params.insert("_meta".into(), json!({"progressToken": 1}));
-        strip_meta(&mut params, false);
-        assert_eq!(Value::Object(params), json!({"name": "t"}));
-        // A 2026-07-28 upstream keeps the log level the client asked for.
-        modern.insert(
-            "_meta".into(),
-            json!({"progressToken": 1, "io.modelcontextprotocol/logLevel": "info"}),
+        let modern = UpstreamParams {
+            modern: Some(ModernMeta {
+                revision: "2026-07-28",
+                capabilities: &capabilities,
+                log_level: Some(LoggingLevel::Info),
+            }),
+            own: &own,
+            params: &params,
+        };
+        let text = serde_json::to_string(&modern).unwrap();
+        assert!(
+            text.starts_with(
+                r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","#
+            ),
+            "{text}"
         );
-        strip_meta(&mut modern, true);
+        let value: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(
-            Value::Object(modern),
-            json!({"name": "t", "_meta": {"io.modelcontextprotocol/logLevel": "info"}})
+            value["_meta"],
+            json!({
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "mcp-host", "version": env!("CARGO_PKG_VERSION")},
+                "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+                "io.modelcontextprotocol/logLevel": "info",
+                "com.example/trace": "abc"
+            })
         );
+        assert_eq!(value["arguments"], json!({"a": 1}));
     }
 
     fn raw(text: &str) -> Box<RawValue> {
