@@ -391,3 +391,39 @@ async fn print_config_shows_the_effective_config_with_secrets_masked() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn the_host_serves_its_servers_on_stdio_in_both_eras() {
+    let dir = ConfigDir::new("stdio");
+    let config = dir.write(&json!({"mcpServers": {"e": everything()}}));
+    for era in [
+        EraChoice::Pinned(mcp_schema::ProtocolVersion::V2024_11_05),
+        EraChoice::Pinned(mcp_schema::ProtocolVersion::V2026_07_28),
+    ] {
+        let mut command = tokio::process::Command::new(MCP);
+        command.args(["host", "--stdio", "--config"]).arg(&config);
+        let (child, transport) = mcp_core::child::ChildProcess::spawn(command).unwrap();
+        let client = within(
+            "connect over stdio",
+            Client::builder("stdio-test", "1.0")
+                .era(era)
+                .connect(transport),
+        )
+        .await
+        .expect("connect");
+        assert!(tool_names(&client).await.contains(&"e__echo".to_owned()));
+        let echoed = client
+            .call_tool("e__echo", json!({"text": "over stdio"}))
+            .await
+            .unwrap();
+        assert_eq!(
+            serde_json::to_value(&echoed.content).unwrap()[0]["text"],
+            "over stdio"
+        );
+        client.close().await;
+        let status = within("the host to exit at EOF", child.shutdown())
+            .await
+            .unwrap();
+        assert!(status.success(), "{status:?}");
+    }
+}
