@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context as _, Result, bail};
 use axum::routing::get;
 use mcp_host::config::{HostConfig, InputProvider, InputSpec, ServerConfig, Variables};
-use mcp_host::{Gateway, Host, HostSettings, UpstreamState};
+use mcp_host::{AuthorizerFactory, Gateway, Host, HostSettings, UpstreamState};
 use serde_json::Value;
 
 use crate::oauth::OAuthArgs;
@@ -65,7 +65,16 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         Some(path) => HostSettings::load(path)?,
         None => HostSettings::default(),
     };
-    let options = settings.options().map_err(anyhow::Error::msg)?;
+    let mut options = settings.options().map_err(anyhow::Error::msg)?;
+    // Remote servers that ask for OAuth use the credentials `mcp call` and
+    // `mcp tools` keep (and sign in as they do when there are none).
+    options.supervisor.authorizer = Some(AuthorizerFactory(Arc::new(|url: String| {
+        Box::pin(async move {
+            crate::target::login(&url)
+                .await
+                .map_err(|e| format!("{e:#}"))
+        })
+    })));
     // Flags win over the settings file.
     let stdio = args.stdio || (settings.serve.stdio && args.http.is_none());
     let http = args.http.or(settings.serve.http);

@@ -165,7 +165,7 @@ fn show_sign_in(url: &url::Url) {
 /// The OAuth client that signs in when `url` demands it: the browser
 /// comes back to a listener on 127.0.0.1, credentials are kept (0600) by
 /// issuer for the next run.
-async fn login(url: &str) -> Result<Arc<dyn mcp_http::client::Authorizer>> {
+pub async fn login(url: &str) -> Result<Arc<dyn mcp_http::client::Authorizer>> {
     let agent = LoopbackUserAgent::bind(show_sign_in, SIGN_IN_WAIT)
         .await
         .context("cannot listen for the sign-in redirect on 127.0.0.1")?;

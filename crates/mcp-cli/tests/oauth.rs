@@ -237,3 +237,97 @@ async fn sign_in_through_the_login_form_in_both_eras() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Starts `mcp host` with `config` and these credentials; its endpoint,
+/// and its stderr so far once started.
+async fn host(
+    config: &Path,
+    settings: &Path,
+    credentials: &Path,
+) -> (tokio::process::Child, String) {
+    let mut child = tokio::process::Command::new(MCP)
+        .args(["host", "--http", "127.0.0.1:0", "--config"])
+        .arg(config)
+        .arg("--settings")
+        .arg(settings)
+        .env("MCP_CREDENTIALS_FILE", credentials)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn mcp host");
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("the host printed its URL")
+        .unwrap()
+        .unwrap();
+    let url = line.strip_prefix("MCP endpoint: ").unwrap().to_owned();
+    (child, url)
+}
+
+#[tokio::test]
+async fn the_host_reaches_a_protected_server_with_the_stored_credentials() {
+    let dir = std::env::temp_dir().join(format!("mcp-oauth-host-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (db, store) = (dir.join("server.sqlite"), dir.join("client.json"));
+    let (_server, url) = serve(&db, "127.0.0.1:0").await;
+    let config = dir.join("servers.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"safe": {"url": url}}}).to_string(),
+    )
+    .unwrap();
+    let settings = dir.join("host.toml");
+    std::fs::write(&settings, "[servers]\nconnect_timeout = 3\n").unwrap();
+
+    // No credentials yet: the host asks for a sign-in (on its stderr), and
+    // the server stays down rather than holding the others.
+    let (mut unsigned, host_url) = host(&config, &settings, &dir.join("none.json")).await;
+    let status: serde_json::Value = reqwest::get(host_url.replace("/mcp", "/status"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(status["servers"][0]["state"], "restarting", "{status}");
+    unsigned.kill().await.unwrap();
+    let mut stderr = String::new();
+    tokio::io::AsyncReadExt::read_to_string(unsigned.stderr.as_mut().unwrap(), &mut stderr)
+        .await
+        .unwrap();
+    assert!(stderr.contains("sign in"), "{stderr}");
+
+    // Signed in once (as `mcp call` would), the host uses those credentials.
+    let alice = FormLogin::new("wonderland");
+    let client = tokio::time::timeout(
+        Duration::from_secs(20),
+        connect(&url, Arc::clone(&alice), &store, EraChoice::Auto),
+    )
+    .await
+    .unwrap()
+    .expect("signed in");
+    client.close().await;
+    let (_host, host_url) = host(&config, &settings, &store).await;
+    let transport = mcp_http::client::connect(mcp_http::HttpClientConfig::new(&host_url))
+        .await
+        .unwrap()
+        .into_transport();
+    let through = Client::builder("oauth-host-test", "1.0.0")
+        .connect(transport)
+        .await
+        .unwrap();
+    let echo = through
+        .call_tool("safe__echo", json!({"text": "through the host"}))
+        .await
+        .unwrap();
+    assert_eq!(echo.content[0].as_text(), Some("through the host"));
+    assert_eq!(
+        alice.sign_ins.load(Ordering::SeqCst),
+        1,
+        "no second sign-in"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -44,4 +44,4 @@ pub use downstream::ListKind;
 pub use gateway::Gateway;
 pub use host::{Host, HostEvent, HostOptions, HostStatus};
 pub use settings::HostSettings;
-pub use upstream::{SupervisorOptions, UpstreamState, UpstreamStatus};
+pub use upstream::{AuthorizerFactory, SupervisorOptions, UpstreamState, UpstreamStatus};

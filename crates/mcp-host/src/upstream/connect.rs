@@ -45,10 +45,12 @@ pub(crate) struct Opened {
     pub(crate) kind: &'static str,
 }
 
-/// Opens the transport `spec` describes.
+/// Opens the transport `spec` describes; a remote server whose entry sets
+/// no `Authorization` header gets the credential hook `authorizer` makes.
 pub(crate) async fn open(
     spec: &TransportSpec,
     connect_timeout: Duration,
+    authorizer: Option<&super::AuthorizerFactory>,
 ) -> Result<Opened, String> {
     match spec {
         TransportSpec::Stdio {
@@ -102,6 +104,12 @@ pub(crate) async fn open(
                     HttpKind::Sse => HttpTransportKind::LegacySse,
                 });
             config = add_headers(config, headers)?;
+            let authorized = headers
+                .keys()
+                .any(|name| name.eq_ignore_ascii_case("authorization"));
+            if let (Some(factory), false) = (authorizer, authorized) {
+                config = config.authorizer((factory.0)(url.clone()).await?);
+            }
             let transport = mcp_http::client::connect(config)
                 .await
                 .map_err(|e| format!("cannot connect to {url}: {e}"))?;

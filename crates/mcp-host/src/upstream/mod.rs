@@ -81,6 +81,25 @@ pub struct UpstreamStatus {
     pub pid: Option<u32>,
 }
 
+/// Makes the credential hook for a remote server at a URL (an OAuth client
+/// with stored tokens, say); used for remote servers whose entry sets no
+/// `Authorization` header.
+#[derive(Clone)]
+pub struct AuthorizerFactory(pub Arc<MakeAuthorizer>);
+
+/// The function inside an [`AuthorizerFactory`].
+pub type MakeAuthorizer = dyn Fn(
+        String,
+    ) -> mcp_core::BoxFuture<'static, Result<Arc<dyn mcp_http::client::Authorizer>, String>>
+    + Send
+    + Sync;
+
+impl std::fmt::Debug for AuthorizerFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AuthorizerFactory")
+    }
+}
+
 /// How upstreams are supervised.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -102,6 +121,8 @@ pub struct SupervisorOptions {
     /// Servers starting (connecting, handshaking, listing) at once, at
     /// most: many slow servers do not hold the others up.
     pub start_concurrency: usize,
+    /// Credentials for remote servers that ask for them (OAuth).
+    pub authorizer: Option<AuthorizerFactory>,
 }
 
 impl Default for SupervisorOptions {
@@ -115,6 +136,7 @@ impl Default for SupervisorOptions {
             shutdown_grace: Duration::from_secs(2),
             max_in_flight: 256,
             start_concurrency: 8,
+            authorizer: None,
         }
     }
 }
@@ -472,7 +494,12 @@ impl Upstream {
     async fn connect(
         self: &Arc<Self>,
     ) -> Result<(Connection, mpsc::Receiver<Notification>), String> {
-        let opened = connect::open(&self.config.transport, self.options.connect_timeout).await?;
+        let opened = connect::open(
+            &self.config.transport,
+            self.options.connect_timeout,
+            self.options.authorizer.as_ref(),
+        )
+        .await?;
         let pid = opened.child.as_ref().and_then(|c| c.id());
         // Dropped on any early return (or when this future is dropped at a
         // timeout): the child's whole process group goes with it.
