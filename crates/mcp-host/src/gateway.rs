@@ -319,7 +319,9 @@ impl Gateway {
                 .as_ref()
                 .and_then(|r| r.subscribe)
                 == Some(true);
-            if client.revision().is_legacy() && subscribes {
+            if !client.revision().is_legacy() {
+                upstream.subscribe(&route.original);
+            } else if subscribes {
                 let mut upstream_params = params.clone();
                 upstream_params.insert("uri".into(), Value::String(route.original));
                 forward(

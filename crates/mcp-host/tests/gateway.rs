@@ -388,6 +388,50 @@ async fn log_messages_reach_the_caller_at_the_level_it_chose() {
 }
 
 #[tokio::test]
+async fn resource_updates_reach_only_subscribers_from_servers_of_both_eras() {
+    let everything_url = on_http(mcp_servers::everything::server()).await;
+    for upstream_era in ["legacy", "modern"] {
+        let host = start(vec![
+            ServerConfig::remote("s", &everything_url)
+                .era(upstream_era)
+                .unwrap(),
+        ])
+        .await;
+        let (tx, mut subscriber_seen) = mpsc::unbounded_channel();
+        let subscriber = client(&host, LEGACY, Some(tx)).await;
+        let (tx, mut other_seen) = mpsc::unbounded_channel();
+        let other = client(&host, LEGACY, Some(tx)).await;
+        subscriber
+            .subscribe_resource("test://watched-resource")
+            .await
+            .unwrap();
+        // A 2026-07-28 server is asked on a stream of its own: give it a
+        // moment to open.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        other
+            .call_tool("s__update_watched_resource", json!({}))
+            .await
+            .unwrap();
+        within("the update", async {
+            while let Some(method) = subscriber_seen.recv().await {
+                if method == "notifications/resources/updated" {
+                    return;
+                }
+            }
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        while let Ok(method) = other_seen.try_recv() {
+            assert_ne!(
+                method, "notifications/resources/updated",
+                "only the subscriber is told ({upstream_era} server)"
+            );
+        }
+        host.shutdown(Duration::from_secs(5)).await;
+    }
+}
+
+#[tokio::test]
 async fn a_change_upstream_reaches_clients_as_list_changed() {
     let everything_url = on_http(mcp_servers::everything::server()).await;
     let host = start(vec![ServerConfig::remote("e", &everything_url)]).await;

@@ -197,6 +197,12 @@ pub struct Upstream {
     /// told it (and told again after a restart); the host filters what
     /// each client gets.
     log_level: Mutex<Option<mcp_schema::LoggingLevel>>,
+    /// The resources some client subscribed to, at this server's URIs:
+    /// a 2026-07-28 server is asked for their updates on a
+    /// `subscriptions/listen` stream of their own, opened again when the
+    /// set grows.
+    subscriptions: Mutex<std::collections::BTreeSet<String>>,
+    resubscribe: tokio::sync::Notify,
 }
 
 struct Live {
@@ -265,6 +271,8 @@ impl Upstream {
             index,
             callers: Mutex::default(),
             log_level: Mutex::default(),
+            subscriptions: Mutex::default(),
+            resubscribe: tokio::sync::Notify::new(),
         })
     }
 
@@ -383,6 +391,15 @@ impl Upstream {
         }
         if let Ok(client) = self.client() {
             tokio::spawn(tell_log_level(client, level));
+        }
+    }
+
+    /// A client subscribed to this server's resource `uri`: a 2026-07-28
+    /// server is asked for its updates (a legacy one is sent
+    /// `resources/subscribe` by the gateway).
+    pub(crate) fn subscribe(&self, uri: &str) {
+        if lock(&self.subscriptions).insert(uri.to_owned()) {
+            self.resubscribe.notify_one();
         }
     }
 
@@ -642,6 +659,8 @@ impl Upstream {
         let client = &connection.client;
         let listen = self.listen_for_changes(client);
         tokio::pin!(listen);
+        let updates = self.listen_for_updates(client);
+        tokio::pin!(updates);
         let mut health = tokio::time::interval(self.options.health_interval);
         health.reset();
         let mut failed_checks = 0;
@@ -650,6 +669,10 @@ impl Upstream {
                 _ = self.stop.cancelled() => return Ended::Stopped,
                 _ = client.peer().closed() => return Ended::Lost("the connection closed".into()),
                 _ = &mut listen => {}
+                _ = &mut updates => {}
+                _ = self.resubscribe.notified() => {
+                    updates.set(self.listen_for_updates(client));
+                }
                 Some(notification) = notifications.recv() => {
                     self.on_notification(client, notification, &mut notifications).await;
                 }
@@ -719,6 +742,30 @@ impl Upstream {
         // without it) leaves the lists as read at start.
         if let Err(e) = client.listen(filter).await {
             tracing::debug!(server = %self.config.name, "subscriptions/listen: {e}");
+        }
+        std::future::pending().await
+    }
+
+    /// The `subscriptions/listen` stream of a 2026-07-28 server for the
+    /// resources clients subscribed to; pending forever when there are
+    /// none, or for a legacy server.
+    async fn listen_for_updates(&self, client: &Client) {
+        let uris: Vec<String> = lock(&self.subscriptions).iter().cloned().collect();
+        let subscribes = client
+            .server_capabilities()
+            .resources
+            .as_ref()
+            .and_then(|r| r.subscribe)
+            == Some(true);
+        if client.revision().is_legacy() || uris.is_empty() || !subscribes {
+            return std::future::pending().await;
+        }
+        let filter = SubscriptionFilter {
+            resource_subscriptions: Some(uris),
+            ..Default::default()
+        };
+        if let Err(e) = client.listen(filter).await {
+            tracing::debug!(server = %self.config.name, "subscriptions/listen for updates: {e}");
         }
         std::future::pending().await
     }
