@@ -24,6 +24,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . .ci/retry.sh
+. .ci/ports.sh
 
 sdk_version="1.32.2"
 everything_version="2026.8.31"
@@ -117,21 +118,6 @@ fail() {
   exit 1
 }
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# wait_for_port PORT PID: until something listens on 127.0.0.1:PORT (30 s)
-# while PID lives.
-wait_for_port() {
-  local _
-  for _ in $(seq 1 300); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-    kill -0 "$2" 2>/dev/null || return 1
-    sleep 0.1
-  done
-  return 1
-}
 
 # The fixtures: a directory with one file, a git repo with one commit, a
 # memory file.

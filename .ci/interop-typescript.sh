@@ -15,6 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . .ci/retry.sh
+. .ci/ports.sh
 
 sdk_version="1.32.2"
 everything_version="2026.8.31"
@@ -55,20 +56,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# wait_for_port PORT: until something listens on 127.0.0.1:PORT (30 s).
-wait_for_port() {
-  local _
-  for _ in $(seq 1 300); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  echo "nothing listens on port $1" >&2
-  exit 1
-}
 
 echo "-- their client -> mcp serve everything"
 timeout 60 node "$work/ts_sdk_client.mjs" stdio "$mcp"
@@ -117,11 +104,11 @@ check_server stdio "node $everything stdio"
 port="$(free_port)"
 PORT="$port" node "$everything" streamableHttp >"$work/everything-http.log" 2>&1 &
 pids+=($!)
-wait_for_port "$port"
+wait_for_port "$port" || { echo "nothing listens on port $port" >&2; exit 1; }
 check_server "Streamable HTTP" "http://127.0.0.1:$port/mcp"
 port="$(free_port)"
 PORT="$port" node "$everything" sse >"$work/everything-sse.log" 2>&1 &
 pids+=($!)
-wait_for_port "$port"
+wait_for_port "$port" || { echo "nothing listens on port $port" >&2; exit 1; }
 check_server "HTTP+SSE" "http://127.0.0.1:$port/sse"
 echo "interop with the TypeScript SDK: all checks passed"

@@ -21,7 +21,7 @@ use mcp_core::{
     Role, ServerIdentity, Service, SessionConfig, box_future,
 };
 use mcp_schema::header_params::HeaderParam;
-use mcp_schema::jsonrpc::{self, Notification};
+use mcp_schema::jsonrpc;
 use mcp_schema::{
     ErrorObject, Implementation, LoggingLevel, META_CLIENT_CAPABILITIES, META_CLIENT_INFO,
     META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, ServerCapabilities,
@@ -313,15 +313,9 @@ impl Gateway {
         // still want it.
         if method == methods::RESOURCES_SUBSCRIBE {
             let client = upstream.client()?;
-            let subscribes = client
-                .server_capabilities()
-                .resources
-                .as_ref()
-                .and_then(|r| r.subscribe)
-                == Some(true);
             if !client.revision().is_legacy() {
                 upstream.subscribe(&route.original);
-            } else if subscribes {
+            } else if crate::upstream::subscribes(&client) {
                 let mut upstream_params = params.clone();
                 upstream_params.insert("uri".into(), Value::String(route.original));
                 forward(
@@ -1012,15 +1006,6 @@ impl Service for Gateway {
     ) -> BoxFuture<'static, HandlerResult> {
         let gateway = self.clone();
         box_future(move || gateway.dispatch(request, ctx))
-    }
-
-    fn handle_notification(
-        &self,
-        notification: Notification,
-        peer: Peer,
-    ) -> BoxFuture<'static, ()> {
-        let _ = (notification, peer);
-        Box::pin(async {})
     }
 
     fn session_ready(&self, peer: &Peer) {

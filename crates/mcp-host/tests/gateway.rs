@@ -101,6 +101,11 @@ fn quick_supervisor() -> SupervisorOptions {
     supervisor
 }
 
+/// A remote server entry spoken to in `era`.
+fn server_of_era(name: &str, url: &str, era: &str) -> ServerConfig {
+    ServerConfig::remote(name, url).era(era).unwrap()
+}
+
 async fn start(servers: Vec<ServerConfig>) -> Host {
     let host = Host::start(
         HostConfig {
@@ -279,10 +284,7 @@ async fn a_legacy_servers_question_mid_call_reaches_clients_of_both_eras() {
     // 2026-07-28 client gets an input_required round, and its retry
     // resumes the same upstream call.
     let everything_url = on_http(mcp_servers::everything::server()).await;
-    let upstream = ServerConfig::remote("old", &everything_url)
-        .era("2025-11-25")
-        .unwrap();
-    let host = start(vec![upstream]).await;
+    let host = start(vec![server_of_era("old", &everything_url, "2025-11-25")]).await;
     assert_eq!(
         host.status().servers[0].revision.as_deref(),
         Some("2025-11-25")
@@ -326,7 +328,7 @@ async fn a_legacy_session_the_server_forgot_is_started_again_unseen() {
     // its 404 makes the host's client initialize again, and the call that
     // met it goes through.
     let (url, endpoint) = on_http_endpoint(mcp_servers::everything::server()).await;
-    let host = start(vec![ServerConfig::remote("s", &url).era("legacy").unwrap()]).await;
+    let host = start(vec![server_of_era("s", &url, "legacy")]).await;
     let client = client(&host, MODERN, None).await;
     let first = client
         .call_tool("s__echo", json!({"text": "one"}))
@@ -355,12 +357,7 @@ async fn a_legacy_session_the_server_forgot_is_started_again_unseen() {
 async fn log_messages_reach_the_caller_at_the_level_it_chose() {
     let everything_url = on_http(mcp_servers::everything::server()).await;
     for upstream_era in ["legacy", "modern"] {
-        let host = start(vec![
-            ServerConfig::remote("s", &everything_url)
-                .era(upstream_era)
-                .unwrap(),
-        ])
-        .await;
+        let host = start(vec![server_of_era("s", &everything_url, upstream_era)]).await;
         let (tx, mut seen) = mpsc::unbounded_channel();
         let client = client(&host, LEGACY, Some(tx)).await;
         client
@@ -391,12 +388,7 @@ async fn log_messages_reach_the_caller_at_the_level_it_chose() {
 async fn resource_updates_reach_only_subscribers_from_servers_of_both_eras() {
     let everything_url = on_http(mcp_servers::everything::server()).await;
     for upstream_era in ["legacy", "modern"] {
-        let host = start(vec![
-            ServerConfig::remote("s", &everything_url)
-                .era(upstream_era)
-                .unwrap(),
-        ])
-        .await;
+        let host = start(vec![server_of_era("s", &everything_url, upstream_era)]).await;
         let (tx, mut subscriber_seen) = mpsc::unbounded_channel();
         let subscriber = client(&host, LEGACY, Some(tx)).await;
         let (tx, mut other_seen) = mpsc::unbounded_channel();

@@ -751,13 +751,7 @@ impl Upstream {
     /// none, or for a legacy server.
     async fn listen_for_updates(&self, client: &Client) {
         let uris: Vec<String> = lock(&self.subscriptions).iter().cloned().collect();
-        let subscribes = client
-            .server_capabilities()
-            .resources
-            .as_ref()
-            .and_then(|r| r.subscribe)
-            == Some(true);
-        if client.revision().is_legacy() || uris.is_empty() || !subscribes {
+        if client.revision().is_legacy() || uris.is_empty() || !subscribes(client) {
             return std::future::pending().await;
         }
         let filter = SubscriptionFilter {
@@ -809,6 +803,16 @@ impl Upstream {
             let _ = self.signals.try_send((self.index, Signal::Notification(n)));
         }
     }
+}
+
+/// Whether a server takes resource subscriptions.
+pub(crate) fn subscribes(client: &Client) -> bool {
+    client
+        .server_capabilities()
+        .resources
+        .as_ref()
+        .and_then(|r| r.subscribe)
+        == Some(true)
 }
 
 /// Tells a legacy server that logs which level to send from; bounded,
