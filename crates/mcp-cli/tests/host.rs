@@ -277,10 +277,11 @@ async fn shutdown_lets_a_call_in_flight_finish_then_stops_the_servers() {
         .await;
     let call = tokio::spawn(async move {
         client
-            .call_tool("e__test_tool_slow", json!({"durationMs": 1500}))
+            .call_tool("e__test_tool_slow", json!({"durationMs": 3000}))
             .await
     });
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Well inside the call's 3 s, and long after it reached the server.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
     let host_pid = host.child.id().unwrap() as i32;
     // SAFETY: kill(2) on the host this test started.
     unsafe {

@@ -397,16 +397,23 @@ async fn resource_updates_reach_only_subscribers_from_servers_of_both_eras() {
             .subscribe_resource("test://watched-resource")
             .await
             .unwrap();
-        // A 2026-07-28 server is asked on a stream of its own: give it a
-        // moment to open.
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        other
-            .call_tool("s__update_watched_resource", json!({}))
-            .await
-            .unwrap();
+        // A 2026-07-28 server is asked on a stream of its own, which opens
+        // a moment later: the resource is changed until the update comes.
         within("the update", async {
-            while let Some(method) = subscriber_seen.recv().await {
-                if method == "notifications/resources/updated" {
+            loop {
+                other
+                    .call_tool("s__update_watched_resource", json!({}))
+                    .await
+                    .unwrap();
+                let waited = tokio::time::timeout(Duration::from_millis(500), async {
+                    while let Some(method) = subscriber_seen.recv().await {
+                        if method == "notifications/resources/updated" {
+                            return;
+                        }
+                    }
+                })
+                .await;
+                if waited.is_ok() {
                     return;
                 }
             }
