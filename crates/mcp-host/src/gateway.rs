@@ -42,6 +42,9 @@ use crate::upstream::{Asked, Item, Upstream};
 /// How many `input_required` rounds the host answers for a legacy client.
 const MAX_ROUNDS: usize = 8;
 
+/// Progress updates of one call waiting to be passed on, at most.
+const PROGRESS_QUEUE: usize = 64;
+
 /// Items per page of the host's lists.
 const PAGE_SIZE: usize = 100;
 
@@ -802,9 +805,12 @@ async fn send(
     let mut options = RequestOptions::new().timeout(timeout);
     let mut progress_rx = None;
     if ctx.progress.is_enabled() {
-        let (tx, rx) = mpsc::unbounded_channel();
+        // Bounded: a server that floods progress while the client reads
+        // slowly loses updates (each says where the work is; the next one
+        // supersedes it), never memory.
+        let (tx, rx) = mpsc::channel(PROGRESS_QUEUE);
         options = options.on_progress(move |p| {
-            let _ = tx.send(p);
+            let _ = tx.try_send(p);
         });
         progress_rx = Some(rx);
     }
