@@ -12,7 +12,9 @@
 //!   each of them as `mcp-host:<namespace>/<original>`, which the host
 //!   undoes when it is read.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use foldhash::{HashMap, HashMapExt as _};
 use std::sync::Arc;
 
 use mcp_schema::header_params::{HeaderParam, header_params};
