@@ -1,0 +1,383 @@
+//! Sending a client's request on to its upstream: the params of the
+//! upstream hop, progress back, cancellation on, and the rounds of input
+//! either era needs across the hop.
+
+use std::sync::Arc;
+
+use mcp_core::{HandlerResult, Peer, RequestContext, RequestError, RequestOptions};
+use mcp_schema::jsonrpc;
+use mcp_schema::{
+    ErrorObject, LoggingLevel, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL,
+    META_PROTOCOL_VERSION, error_codes,
+};
+use serde::Serialize;
+use serde::ser::SerializeMap;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+use super::results::adapt_result;
+use crate::downstream::LogLevel;
+use crate::rounds::{HeldCall, HeldCalls};
+use crate::upstream::{Asked, Upstream};
+
+/// How many `input_required` rounds the host answers for a legacy client.
+const MAX_ROUNDS: usize = 8;
+
+/// Progress updates of one call waiting to be passed on, at most.
+const PROGRESS_QUEUE: usize = 64;
+
+/// The params of a request to the upstream, `_meta` first. The client's
+/// own `_meta` members go on, but not the protocol's: those of the upstream
+/// hop are the host's to set. To a 2026-07-28 upstream the request says the
+/// upstream's revision, the host's identity, the downstream client's own
+/// capabilities (so the upstream asks only what that client can answer)
+/// and the log level it chose; a legacy upstream settled all that at
+/// `initialize`. Written in one pass, without copying the params.
+fn upstream_params(
+    client: &mcp_client::Client,
+    params: &Map<String, Value>,
+    ctx: &RequestContext,
+) -> Result<Option<Box<RawValue>>, ErrorObject> {
+    let modern = (!client.revision().is_legacy()).then(|| ModernMeta {
+        revision: client.revision().as_str(),
+        capabilities: ctx.client_capabilities(),
+        log_level: ctx.meta.log_level.or_else(|| {
+            ctx.peer
+                .extensions()
+                .get::<LogLevel>()
+                .and_then(|l| *l.0.lock().unwrap_or_else(|p| p.into_inner()))
+        }),
+    });
+    let own = &ctx.meta.other;
+    let passes = |key: &String| !key.starts_with(PROTOCOL_META_PREFIX);
+    if modern.is_none() && params.is_empty() && !own.keys().any(passes) {
+        return Ok(None);
+    }
+    let body = UpstreamParams {
+        modern,
+        own,
+        params,
+    };
+    jsonrpc::to_raw(&body)
+        .map(Some)
+        .map_err(ErrorObject::internal)
+}
+
+/// The prefix of the `_meta` members the protocol itself defines.
+const PROTOCOL_META_PREFIX: &str = "io.modelcontextprotocol/";
+
+/// What a 2026-07-28 request says about its client.
+struct ModernMeta<'a> {
+    revision: &'a str,
+    capabilities: &'a mcp_schema::ClientCapabilities,
+    log_level: Option<LoggingLevel>,
+}
+
+/// See [`upstream_params`].
+struct UpstreamParams<'a> {
+    modern: Option<ModernMeta<'a>>,
+    own: &'a Map<String, Value>,
+    params: &'a Map<String, Value>,
+}
+
+/// The `_meta` of [`UpstreamParams`].
+struct UpstreamMeta<'a>(&'a UpstreamParams<'a>);
+
+/// The host as a client of its upstreams.
+const HOST_INFO: (&str, &str) = ("mcp-host", env!("CARGO_PKG_VERSION"));
+
+impl Serialize for UpstreamMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        if let Some(modern) = &self.0.modern {
+            map.serialize_entry(META_PROTOCOL_VERSION, modern.revision)?;
+            let info: std::collections::BTreeMap<&str, &str> =
+                [("name", HOST_INFO.0), ("version", HOST_INFO.1)].into();
+            map.serialize_entry(META_CLIENT_INFO, &info)?;
+            map.serialize_entry(META_CLIENT_CAPABILITIES, modern.capabilities)?;
+            if let Some(level) = modern.log_level {
+                map.serialize_entry(META_LOG_LEVEL, &level)?;
+            }
+        }
+        for (key, value) in self.0.own {
+            if !key.starts_with(PROTOCOL_META_PREFIX) {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl Serialize for UpstreamParams<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        let has_own = self
+            .own
+            .keys()
+            .any(|k| !k.starts_with(PROTOCOL_META_PREFIX));
+        if self.modern.is_some() || has_own {
+            map.serialize_entry("_meta", &UpstreamMeta(self))?;
+        }
+        for (key, value) in self.params {
+            if key != "_meta" {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// Sends `method` to `upstream` for the downstream request `ctx`: progress
+/// back, cancellation on (by drop), rounds of input answered for a legacy
+/// client, errors passed back as the upstream gave them.
+pub(super) async fn forward(
+    upstream: &Arc<Upstream>,
+    method: &str,
+    mut params: Map<String, Value>,
+    ctx: &RequestContext,
+    held: &HeldCalls,
+) -> HandlerResult {
+    let client = upstream.client()?;
+    let upstream_modern = !client.revision().is_legacy();
+    if !upstream_modern && !ctx.revision.is_legacy() {
+        return forward_in_rounds(upstream, client, method, params, ctx, held).await;
+    }
+    let _permit = upstream.permit().await;
+    let _caller = upstream.register_caller(&ctx.peer, &ctx.negotiated, Asked::Request);
+    let mut rounds = 0;
+    loop {
+        let wire = upstream_params(&client, &params, ctx)?;
+        let raw = send(
+            upstream,
+            &client,
+            method,
+            wire,
+            ctx,
+            Some(&ctx.cancellation),
+        )
+        .await?;
+        let needs_answers =
+            upstream_modern && ctx.revision.is_legacy() && raw.get().contains("\"input_required\"");
+        if !needs_answers {
+            return Ok(if upstream_modern {
+                adapt_result(raw, ctx.revision.is_legacy())
+            } else {
+                raw
+            });
+        }
+        let mut result: Map<String, Value> = serde_json::from_str(raw.get())
+            .map_err(|e| ErrorObject::internal(format!("{method}: {e}")))?;
+        if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+            return Ok(adapt_result(raw, true));
+        }
+        rounds += 1;
+        if rounds > MAX_ROUNDS {
+            return Err(ErrorObject::internal(format!(
+                "server {:?} asked for input more than {MAX_ROUNDS} times",
+                upstream.name()
+            )));
+        }
+        let questions = match result.remove("inputRequests") {
+            Some(Value::Object(questions)) => questions,
+            _ => Map::new(),
+        };
+        let answers = answer_for_legacy_client(&ctx.peer, questions).await?;
+        params.insert("inputResponses".into(), Value::Object(answers));
+        match result.remove("requestState") {
+            Some(state) => params.insert("requestState".into(), state),
+            None => params.remove("requestState"),
+        };
+    }
+}
+
+/// A 2026-07-28 client's request to a server of an earlier revision: run
+/// as a call the host can hold, so that what the server asks mid-call
+/// becomes `input_required` rounds (see [`crate::rounds`]); a retry that
+/// names a held call resumes it.
+async fn forward_in_rounds(
+    upstream: &Arc<Upstream>,
+    client: mcp_client::Client,
+    method: &str,
+    params: Map<String, Value>,
+    ctx: &RequestContext,
+    held: &HeldCalls,
+) -> HandlerResult {
+    if let Some(resumed) = held.resume(&params) {
+        return held.drive(resumed?, &ctx.cancellation).await;
+    }
+    let (questions, asked) = mpsc::unbounded_channel();
+    let caller = upstream.register_caller(&ctx.peer, &ctx.negotiated, Asked::Round(questions));
+    let (upstream, request, method) = (Arc::clone(upstream), ctx.clone(), method.to_owned());
+    // Owned, so it can outlive this request while the client answers; the
+    // held call is cancelled upstream by dropping it.
+    let call = Box::pin(async move {
+        let _caller = caller;
+        let _permit = upstream.permit().await;
+        let wire = upstream_params(&client, &params, &request)?;
+        send(&upstream, &client, &method, wire, &request, None).await
+    });
+    held.drive(HeldCall::new(call, asked), &ctx.cancellation)
+        .await
+}
+
+/// One request to the upstream, with its progress passed back; given the
+/// client's cancellation, it ends (and is cancelled upstream) when that
+/// fires.
+async fn send(
+    upstream: &Upstream,
+    client: &mcp_client::Client,
+    method: &str,
+    wire: Option<Box<RawValue>>,
+    ctx: &RequestContext,
+    cancellation: Option<&tokio_util::sync::CancellationToken>,
+) -> HandlerResult {
+    let timeout = upstream.request_timeout();
+    let mut options = RequestOptions::new().timeout(timeout);
+    let mut progress_rx = None;
+    if ctx.progress.is_enabled() {
+        // Bounded: a server that floods progress while the client reads
+        // slowly loses updates (each says where the work is; the next one
+        // supersedes it), never memory.
+        let (tx, rx) = mpsc::channel(PROGRESS_QUEUE);
+        options = options.on_progress(move |p| {
+            let _ = tx.try_send(p);
+        });
+        progress_rx = Some(rx);
+    }
+    // The client's cancellation (or its going away) drops the upstream
+    // request, which cancels it there too.
+    let cancelled = cancellation.cloned().unwrap_or_default();
+    let call = async move {
+        tokio::select! {
+            outcome = client.peer().request_raw(method, wire, options) => outcome,
+            _ = cancelled.cancelled() => Err(RequestError::Rpc(ErrorObject::new(
+                error_codes::REQUEST_CANCELLED,
+                "the client cancelled the request",
+            ))),
+        }
+    };
+    let outcome = match progress_rx.as_mut() {
+        None => call.await,
+        Some(rx) => {
+            tokio::pin!(call);
+            let outcome = loop {
+                tokio::select! {
+                    outcome = &mut call => break outcome,
+                    Some(p) = rx.recv() => {
+                        ctx.progress.report(p.progress, p.total, p.message.as_deref()).await;
+                    }
+                }
+            };
+            while let Ok(p) = rx.try_recv() {
+                ctx.progress
+                    .report(p.progress, p.total, p.message.as_deref())
+                    .await;
+            }
+            outcome
+        }
+    };
+    outcome.map_err(|e| match e {
+        RequestError::Rpc(error) => error,
+        RequestError::Timeout => ErrorObject::new(
+            error_codes::REQUEST_TIMEOUT,
+            format!(
+                "server {:?} did not answer {method} within {timeout:?}",
+                upstream.name()
+            ),
+        ),
+        RequestError::ConnectionClosed => ErrorObject::internal(format!(
+            "server {:?} closed the connection during {method}",
+            upstream.name()
+        )),
+        other => ErrorObject::internal(format!("server {:?}: {other}", upstream.name())),
+    })
+}
+
+/// Asks a legacy client each question of an `input_required` round, as
+/// the requests that revision has; the answers keyed like the questions.
+async fn answer_for_legacy_client(
+    peer: &Peer,
+    questions: Map<String, Value>,
+) -> Result<Map<String, Value>, ErrorObject> {
+    let asked = questions.into_iter().map(|(key, question)| async move {
+        let method = question
+            .get("method")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ErrorObject::internal("an input request without a method"))?
+            .to_owned();
+        let params = question
+            .get("params")
+            .map(jsonrpc::to_raw)
+            .transpose()
+            .map_err(ErrorObject::internal)?;
+        let answer = peer
+            .request_raw(&method, params, RequestOptions::new())
+            .await
+            .map_err(|e| match e {
+                RequestError::Rpc(error) => error,
+                other => ErrorObject::internal(format!("{method} to the client: {other}")),
+            })?;
+        let answer: Value = serde_json::from_str(answer.get()).map_err(ErrorObject::internal)?;
+        Ok::<_, ErrorObject>((key, answer))
+    });
+    futures::future::try_join_all(asked)
+        .await
+        .map(|answers| answers.into_iter().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_protocols_meta_stays_on_its_hop() {
+        let own: Map<String, Value> = serde_json::from_value(json!({
+            "io.modelcontextprotocol/related-task": {"taskId": "t"},
+            "com.example/trace": "abc"
+        }))
+        .unwrap();
+        let params: Map<String, Value> =
+            serde_json::from_value(json!({"name": "t", "arguments": {"a": 1}})).unwrap();
+        let capabilities: mcp_schema::ClientCapabilities =
+            serde_json::from_value(json!({"sampling": {}})).unwrap();
+        let legacy = UpstreamParams {
+            modern: None,
+            own: &own,
+            params: &params,
+        };
+        assert_eq!(
+            serde_json::to_value(&legacy).unwrap(),
+            json!({"_meta": {"com.example/trace": "abc"}, "name": "t", "arguments": {"a": 1}})
+        );
+        let modern = UpstreamParams {
+            modern: Some(ModernMeta {
+                revision: "2026-07-28",
+                capabilities: &capabilities,
+                log_level: Some(LoggingLevel::Info),
+            }),
+            own: &own,
+            params: &params,
+        };
+        let text = serde_json::to_string(&modern).unwrap();
+        assert!(
+            text.starts_with(
+                r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","#
+            ),
+            "{text}"
+        );
+        let value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            value["_meta"],
+            json!({
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "mcp-host", "version": env!("CARGO_PKG_VERSION")},
+                "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+                "io.modelcontextprotocol/logLevel": "info",
+                "com.example/trace": "abc"
+            })
+        );
+        assert_eq!(value["arguments"], json!({"a": 1}));
+    }
+}

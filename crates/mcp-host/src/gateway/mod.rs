@@ -1,0 +1,508 @@
+//! Gateway mode: the host's catalog served as one MCP server, on any
+//! transport the engine and `mcp-http` offer, to clients of either era.
+//!
+//! Each request is resolved in the catalog and forwarded to its upstream
+//! with the upstream's own name or URI; its progress comes back, its
+//! cancellation goes on (dropping the forwarded request cancels it
+//! upstream), and the upstream's result or error is passed back as it
+//! came. The two sides' eras are independent: a 2026-07-28 upstream's
+//! `input_required` result goes to a 2026-07-28 client as it is (the
+//! retry, routed by name, reaches the same upstream with `requestState`
+//! untouched), and is answered for a legacy client by asking it the same
+//! questions as requests; a legacy upstream's own requests (sampling,
+//! elicitation) go to the legacy client whose call is in flight on it.
+
+use std::sync::Arc;
+
+use mcp_core::{
+    BoxFuture, HandlerResult, IncomingRequest, Peer, RequestContext, Role, ServerIdentity, Service,
+    SessionConfig, box_future,
+};
+use mcp_schema::header_params::HeaderParam;
+use mcp_schema::jsonrpc;
+use mcp_schema::{
+    ErrorObject, Implementation, LoggingLevel, ServerCapabilities, SubscriptionFilter, methods,
+};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+mod forward;
+mod pages;
+mod results;
+
+use crate::catalog::Route;
+use crate::downstream::{LogLevel, Subscriptions, subscription_meta};
+use crate::host::Host;
+use forward::forward;
+use pages::ListOf;
+use results::rewrite_uris;
+
+/// The host's catalog as an MCP server.
+#[derive(Clone)]
+pub struct Gateway {
+    host: Host,
+    identity: Arc<ServerIdentity>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway").finish_non_exhaustive()
+    }
+}
+
+fn capabilities() -> ServerCapabilities {
+    serde_json::from_value(json!({
+        "tools": {"listChanged": true},
+        "resources": {"subscribe": true, "listChanged": true},
+        "prompts": {"listChanged": true},
+        "completions": {},
+        "logging": {},
+        "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
+        "extensions": {(mcp_schema::EXTENSION_TASKS): {}},
+    }))
+    .unwrap_or_default()
+}
+
+impl Gateway {
+    /// A gateway in front of `host`, called `name`. Its instructions are
+    /// the upstreams' as they are now (call after
+    /// [`Host::wait_started`]).
+    pub fn new(host: Host, name: &str, version: &str) -> Gateway {
+        let mut identity = ServerIdentity::new(Implementation::new(name, version), capabilities());
+        if let Some(instructions) = host.catalog().instructions.clone() {
+            identity = identity.with_instructions(instructions);
+        }
+        Gateway {
+            host,
+            identity: Arc::new(identity),
+        }
+    }
+
+    /// The engine settings for serving the gateway.
+    pub fn session_config(&self) -> SessionConfig {
+        SessionConfig::new(Role::Server(Arc::clone(&self.identity)))
+    }
+
+    /// The host behind it.
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+
+    async fn dispatch(self, request: IncomingRequest, ctx: RequestContext) -> HandlerResult {
+        let method = request.method.as_str();
+        // The engine has read `_meta` into the context: the params are read
+        // without it (a 2026-07-28 client's is large, and repeated each
+        // time), and what of it goes on is taken from the context.
+        let mut params = read_params(request.params_past_meta().as_deref())?;
+        params.remove("_meta");
+        match method {
+            methods::TOOLS_LIST => {
+                pages::page(&self.host.catalog(), ListOf::Tools, &params, ctx.revision)
+            }
+            methods::PROMPTS_LIST => {
+                pages::page(&self.host.catalog(), ListOf::Prompts, &params, ctx.revision)
+            }
+            methods::RESOURCES_LIST => pages::page(
+                &self.host.catalog(),
+                ListOf::Resources,
+                &params,
+                ctx.revision,
+            ),
+            methods::RESOURCES_TEMPLATES_LIST => pages::page(
+                &self.host.catalog(),
+                ListOf::Templates,
+                &params,
+                ctx.revision,
+            ),
+            methods::TOOLS_CALL => {
+                let route = self.by_name(&params, "tool", |c, n| c.tool(n).cloned())?;
+                let upstream = route.upstream;
+                let result = self.forward(route, "name", method, params, &ctx).await?;
+                self.host.inner.tasks.record(&result, upstream);
+                Ok(self.links_as_shown(result, upstream))
+            }
+            methods::PROMPTS_GET => {
+                let route = self.by_name(&params, "prompt", |c, n| c.prompt(n).cloned())?;
+                let upstream = route.upstream;
+                let result = self.forward(route, "name", method, params, &ctx).await?;
+                Ok(self.links_as_shown(result, upstream))
+            }
+            methods::RESOURCES_READ => {
+                let route = self.by_uri(&params, &ctx)?;
+                let asked = params
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let original = route.original.clone();
+                let result = self.forward(route, "uri", method, params, &ctx).await?;
+                // Read under a rewritten URI: the contents say that URI.
+                Ok(if asked == original {
+                    result
+                } else {
+                    rewrite_uris(result, |uri| (uri == original).then(|| asked.clone()))
+                })
+            }
+            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
+                self.subscription(method, params, &ctx).await
+            }
+            methods::COMPLETION_COMPLETE => self.complete(params, &ctx).await,
+            methods::LOGGING_SET_LEVEL => {
+                let level: LoggingLevel = params
+                    .get("level")
+                    .cloned()
+                    .and_then(|l| serde_json::from_value(l).ok())
+                    .ok_or_else(|| ErrorObject::invalid_params("\"level\" must be a log level"))?;
+                let stored = ctx.peer.extensions().get_or_insert_with(LogLevel::default);
+                *stored.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(level);
+                for upstream in self.host.upstreams() {
+                    upstream.want_log_level(level);
+                }
+                to_result(&json!({}))
+            }
+            methods::SUBSCRIPTIONS_LISTEN => self.listen(params, ctx).await,
+            methods::TASKS_GET
+            | methods::TASKS_RESULT
+            | methods::TASKS_CANCEL
+            | methods::TASKS_UPDATE => self.task_request(method, params, &ctx).await,
+            methods::TASKS_LIST => self.task_list(&ctx).await,
+            other => Err(ErrorObject::method_not_found(other)),
+        }
+    }
+
+    fn by_name(
+        &self,
+        params: &Map<String, Value>,
+        kind: &str,
+        find: impl Fn(&crate::Catalog, &str) -> Option<Route>,
+    ) -> Result<Route, ErrorObject> {
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ErrorObject::invalid_params("\"name\" must be a string"))?;
+        find(&self.host.catalog(), name).ok_or_else(|| {
+            // A name of a server that is down says so, rather than that
+            // the name is unknown.
+            self.host
+                .down_server_of(name)
+                .unwrap_or_else(|| ErrorObject::invalid_params(format!("unknown {kind}: {name}")))
+        })
+    }
+
+    fn by_uri(
+        &self,
+        params: &Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> Result<Route, ErrorObject> {
+        let uri = params
+            .get("uri")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ErrorObject::invalid_params("\"uri\" must be a string"))?;
+        let catalog = self.host.catalog();
+        catalog.resource(uri).ok_or_else(|| {
+            let candidates = catalog.ambiguous(uri);
+            if candidates.is_empty() {
+                return ErrorObject::new(
+                    ctx.revision.resource_not_found_code(),
+                    format!("Resource not found: {uri}"),
+                )
+                .with_data(json!({ "uri": uri }));
+            }
+            ErrorObject::new(
+                ctx.revision.resource_not_found_code(),
+                format!(
+                    "Resource not found: {uri} is served by more than one server; read one of {}",
+                    candidates.join(", ")
+                ),
+            )
+            .with_data(json!({ "uri": uri, "candidates": candidates }))
+        })
+    }
+
+    /// A result of upstream `index` with the resource URIs it hands out
+    /// (links, embedded resources) as the catalog shows them, where that
+    /// upstream's URIs are shown rewritten.
+    fn links_as_shown(&self, result: Box<RawValue>, index: usize) -> Box<RawValue> {
+        let catalog = self.host.catalog();
+        if !catalog.rewrites(index) {
+            return result;
+        }
+        rewrite_uris(result, |uri| catalog.rewritten_link(index, uri))
+    }
+
+    /// Forwards a request to the route's upstream, with `key` (the name
+    /// or URI) set to the upstream's own.
+    async fn forward(
+        &self,
+        route: Route,
+        key: &str,
+        method: &str,
+        mut params: Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> HandlerResult {
+        params.insert(key.to_owned(), Value::String(route.original));
+        let upstream = self.host.upstream(route.upstream)?;
+        forward(&upstream, method, params, ctx, &self.host.inner.held).await
+    }
+
+    async fn subscription(
+        &self,
+        method: &str,
+        params: Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> HandlerResult {
+        let route = self.by_uri(&params, ctx)?;
+        let exposed = params
+            .get("uri")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let upstream = self.host.upstream(route.upstream)?;
+        // The upstream's subscription is shared by every client; the host
+        // keeps each client's own and passes updates only to those that
+        // asked. It is never unsubscribed upstream while a client may
+        // still want it.
+        if method == methods::RESOURCES_SUBSCRIBE {
+            let client = upstream.client()?;
+            if !client.revision().is_legacy() {
+                upstream.subscribe(&route.original);
+            } else if crate::upstream::subscribes(&client) {
+                let mut upstream_params = params.clone();
+                upstream_params.insert("uri".into(), Value::String(route.original));
+                forward(
+                    &upstream,
+                    method,
+                    upstream_params,
+                    ctx,
+                    &self.host.inner.held,
+                )
+                .await?;
+            }
+        }
+        let subscriptions = ctx
+            .peer
+            .extensions()
+            .get_or_insert_with(Subscriptions::default);
+        let mut set = subscriptions.0.lock().unwrap_or_else(|p| p.into_inner());
+        if method == methods::RESOURCES_SUBSCRIBE {
+            set.insert(exposed);
+        } else {
+            set.remove(&exposed);
+        }
+        to_result(&json!({}))
+    }
+
+    async fn complete(
+        &self,
+        mut params: Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> HandlerResult {
+        let reference = params
+            .get("ref")
+            .and_then(Value::as_object)
+            .cloned()
+            .ok_or_else(|| ErrorObject::invalid_params("\"ref\" must be an object"))?;
+        let catalog = self.host.catalog();
+        let (route, key) = match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let name = reference
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let route = catalog.prompt(name).cloned().ok_or_else(|| {
+                    ErrorObject::invalid_params(format!("unknown prompt: {name}"))
+                })?;
+                (route, "name")
+            }
+            Some("ref/resource") => {
+                let uri = reference
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let route = catalog.resource(uri).ok_or_else(|| {
+                    ErrorObject::invalid_params(format!("unknown resource: {uri}"))
+                })?;
+                (route, "uri")
+            }
+            _ => {
+                return Err(ErrorObject::invalid_params(
+                    "\"ref.type\" must be ref/prompt or ref/resource",
+                ));
+            }
+        };
+        let mut reference = reference;
+        reference.insert(key.to_owned(), Value::String(route.original.clone()));
+        params.insert("ref".into(), Value::Object(reference));
+        let upstream = self.host.upstream(route.upstream)?;
+        let declared = upstream
+            .client()?
+            .server_capabilities()
+            .completions
+            .is_some();
+        if !declared {
+            // Nothing to suggest: an empty completion, not an error.
+            return to_result(&json!({"completion": {"values": [], "hasMore": false}}));
+        }
+        forward(
+            &upstream,
+            methods::COMPLETION_COMPLETE,
+            params,
+            ctx,
+            &self.host.inner.held,
+        )
+        .await
+    }
+
+    /// A request about one task, sent to the upstream that runs it.
+    async fn task_request(
+        &self,
+        method: &str,
+        params: Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> HandlerResult {
+        if !ctx.revision.is_legacy() {
+            let declared = ctx
+                .client_capabilities()
+                .extensions
+                .as_ref()
+                .is_some_and(|e| e.contains_key(mcp_schema::EXTENSION_TASKS));
+            if !declared {
+                let mut extensions = std::collections::BTreeMap::new();
+                extensions.insert(mcp_schema::EXTENSION_TASKS.to_owned(), Default::default());
+                return Err(mcp_schema::MissingRequiredClientCapabilityData {
+                    required_capabilities: mcp_schema::ClientCapabilities {
+                        extensions: Some(extensions),
+                        ..Default::default()
+                    },
+                }
+                .into_error(format!(
+                    "{method} needs the client capability extensions[\"{}\"]",
+                    mcp_schema::EXTENSION_TASKS
+                )));
+            }
+        }
+        let id = params
+            .get("taskId")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ErrorObject::invalid_params("\"taskId\" must be a string"))?;
+        let owner = self
+            .host
+            .inner
+            .tasks
+            .owner(id)
+            .ok_or_else(|| ErrorObject::invalid_params(format!("unknown task: {id}")))?;
+        let upstream = self.host.upstream(owner)?;
+        forward(&upstream, method, params, ctx, &self.host.inner.held).await
+    }
+
+    /// `tasks/list`: every upstream's tasks that this client may see, one
+    /// page from each.
+    async fn task_list(&self, ctx: &RequestContext) -> HandlerResult {
+        let mut tasks = Vec::new();
+        for upstream in self.host.upstreams() {
+            let Ok(client) = upstream.client() else {
+                continue;
+            };
+            let lists = client
+                .server_capabilities()
+                .tasks
+                .as_ref()
+                .is_some_and(|t| t.list.is_some());
+            if !lists {
+                continue;
+            }
+            let raw = forward(
+                &upstream,
+                methods::TASKS_LIST,
+                Map::new(),
+                ctx,
+                &self.host.inner.held,
+            )
+            .await?;
+            let mut page: Map<String, Value> =
+                serde_json::from_str(raw.get()).map_err(ErrorObject::internal)?;
+            if let Some(Value::Array(items)) = page.remove("tasks") {
+                for item in &items {
+                    if let Some(id) = item.get("taskId").and_then(Value::as_str) {
+                        self.host.inner.tasks.remember(id, upstream.index());
+                    }
+                }
+                tasks.extend(items);
+            }
+        }
+        to_result(&json!({ "tasks": tasks }))
+    }
+
+    /// A 2026-07-28 `subscriptions/listen` stream: open until the client
+    /// cancels it or goes away.
+    async fn listen(self, params: Map<String, Value>, ctx: RequestContext) -> HandlerResult {
+        let filter: SubscriptionFilter = params
+            .get("notifications")
+            .cloned()
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(|e| ErrorObject::invalid_params(format!("notifications: {e}")))?
+            .unwrap_or_default();
+        if filter.task_ids.is_some() {
+            return Err(ErrorObject::invalid_params(
+                "notifications about tasks are not routed through this host",
+            ));
+        }
+        let mut ack = Map::new();
+        ack.insert("_meta".into(), subscription_meta(&ctx.id));
+        ack.insert(
+            "notifications".into(),
+            serde_json::to_value(&filter).unwrap_or_default(),
+        );
+        ctx.peer
+            .notify(methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, &ack)
+            .await
+            .map_err(ErrorObject::internal)?;
+        let _registered = self
+            .host
+            .inner
+            .downstream
+            .listen(&ctx.peer, &ctx.id, filter);
+        std::future::pending::<()>().await;
+        unreachable!("a pending future never completes")
+    }
+}
+
+fn read_params(params: Option<&str>) -> Result<Map<String, Value>, ErrorObject> {
+    match params {
+        None => Ok(Map::new()),
+        Some(text) => serde_json::from_str(text)
+            .map_err(|e| ErrorObject::invalid_params(format!("params must be an object: {e}"))),
+    }
+}
+
+fn to_result<T: Serialize + ?Sized>(value: &T) -> HandlerResult {
+    jsonrpc::to_raw(value).map_err(ErrorObject::internal)
+}
+
+impl Service for Gateway {
+    fn handle_request(
+        &self,
+        request: IncomingRequest,
+        ctx: RequestContext,
+    ) -> BoxFuture<'static, HandlerResult> {
+        let gateway = self.clone();
+        box_future(move || gateway.dispatch(request, ctx))
+    }
+
+    fn session_ready(&self, peer: &Peer) {
+        self.host.inner.downstream.session_ready(peer);
+    }
+
+    fn tool_header_params(&self, name: &str) -> Option<Arc<[HeaderParam]>> {
+        self.host.catalog().header_params(name)
+    }
+
+    fn session_closed(&self, peer: &Peer) {
+        if peer.negotiated().is_none() {
+            return;
+        }
+        self.host.inner.downstream.session_closed(peer);
+    }
+}
