@@ -85,6 +85,8 @@ pub struct Catalog {
     namespaces: BTreeMap<String, usize>,
     /// Rewritten URIs by (upstream, original), to show its notifications.
     rewritten: HashMap<(usize, String), String>,
+    /// The upstreams some of whose URIs or templates are shown rewritten.
+    rewriting: std::collections::BTreeSet<usize>,
 }
 
 impl Catalog {
@@ -119,6 +121,18 @@ impl Catalog {
         }
         catalog.add_header_params();
         catalog.add_resources(sources);
+        catalog.rewriting = catalog
+            .rewritten
+            .keys()
+            .map(|(index, _)| *index)
+            .chain(
+                catalog
+                    .template_routes
+                    .iter()
+                    .filter(|t| t.rewritten_from.is_some())
+                    .map(|t| t.upstream),
+            )
+            .collect();
         catalog.instructions = merged_instructions(sources);
         catalog
     }
@@ -314,13 +328,10 @@ impl Catalog {
             .map(|(ns, _)| ns.as_str())
     }
 
-    /// Whether some URI of upstream `index` is shown rewritten.
+    /// Whether some URI of upstream `index` is shown rewritten (asked of
+    /// every tool result: read from a set made with the catalog).
     pub fn rewrites(&self, index: usize) -> bool {
-        self.rewritten.keys().any(|(i, _)| *i == index)
-            || self
-                .template_routes
-                .iter()
-                .any(|t| t.upstream == index && t.rewritten_from.is_some())
+        self.rewriting.contains(&index)
     }
 
     /// How a URI that upstream `index` hands out (in a resource link, an
