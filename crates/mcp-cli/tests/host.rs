@@ -422,9 +422,14 @@ async fn the_host_serves_its_servers_on_stdio_in_both_eras() {
             "over stdio"
         );
         client.close().await;
-        let status = within("the host to exit at EOF", child.shutdown())
-            .await
-            .unwrap();
+        // A grace longer than the wait: the host must leave on its own at
+        // EOF, before any signal would be sent.
+        let status = within(
+            "the host to exit at EOF",
+            child.with_grace(Duration::from_secs(120)).shutdown(),
+        )
+        .await
+        .unwrap();
         assert!(status.success(), "{status:?}");
     }
 }
