@@ -646,7 +646,8 @@ async fn post_to_session(
     let guard = session.stream_opened();
     // A client that disconnects does not cancel its request in this era,
     // and may resume the stream to read the response.
-    let handling = Handling::finished_if_dropped(Box::pin(session.handle(frame, extensions)));
+    let handling =
+        Handling::finished_if_dropped(Box::pin(session.handle(frame, extensions).map(|()| None)));
     respond(endpoint, receiver, Some(guard), Era::Legacy, Some(handling)).await
 }
 
@@ -683,7 +684,18 @@ async fn answer_request(
             Poll::Ready(answer) => answer,
             Poll::Pending => answering.await,
         };
+        // Nothing sent on the stream yet: the response goes back as the
+        // POST's plain reply, and is not stored, as nobody could resume
+        // a stream that has no event.
+        let answer = match answer.filter(|text| !text.is_empty()) {
+            Some(text) => match session.take_json_reply(stream, text) {
+                Ok(text) => return Some(text),
+                Err(text) => Some(text),
+            },
+            None => None,
+        };
         session.route_answer(request, answer).await;
+        None
     }));
     respond(endpoint, receiver, Some(guard), Era::Legacy, Some(handling)).await
 }
@@ -781,10 +793,11 @@ struct Handling {
 /// The future of a [`Handling`], kept in the box it was made in: a
 /// request's future is large, and each move of it is a copy.
 enum Work {
-    /// Sends everything, its response too, through the session, and goes
-    /// on when the response is dropped unfinished, as the client may
-    /// resume its stream.
-    Sending(BoxFuture<'static, ()>),
+    /// Sends everything through the session, and goes on when the
+    /// response is dropped unfinished, as the client may resume its
+    /// stream. Ends with the response's text only when nothing was sent on
+    /// the stream before it, so that it goes out as the plain reply.
+    Sending(BoxFuture<'static, Option<String>>),
     /// Ends with the response's text (empty when it has none), which goes
     /// to the sender once the response is already streaming, behind what
     /// came before it (a stateless request). Stops when the response is
@@ -810,7 +823,7 @@ impl Future for Work {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<String>> {
         match self.get_mut() {
-            Work::Sending(work) => work.as_mut().poll(cx).map(|()| None),
+            Work::Sending(work) => work.as_mut().poll(cx),
             Work::Answering(work, _) => work.as_mut().poll(cx),
         }
     }
@@ -818,7 +831,7 @@ impl Future for Work {
 
 impl Handling {
     /// Work that sends everything, its response too, through the session.
-    fn finished_if_dropped(work: BoxFuture<'static, ()>) -> Self {
+    fn finished_if_dropped(work: BoxFuture<'static, Option<String>>) -> Self {
         Handling {
             work: Some(Work::Sending(work)),
         }

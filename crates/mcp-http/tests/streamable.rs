@@ -120,6 +120,27 @@ async fn legacy_session_lifecycle() {
 
 // 2 ---------------------------------------------------------------------
 
+/// A legacy call answered later than its first poll, having sent nothing
+/// before its response, is a plain JSON reply, and stores no event: no
+/// client could resume a stream that has none.
+#[tokio::test]
+async fn a_late_plain_answer_is_not_stored() {
+    let server = TestServer::start(|c| c).await;
+    let session = server.initialize(V11).await;
+    let reply = server
+        .call(
+            &session,
+            "tools/call",
+            json!({"name": "slow_task", "arguments": {"steps": 2, "step_ms": 20}}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{reply:?}");
+    assert_eq!(reply.content_type, "application/json", "{reply:?}");
+    assert!(reply.body.get("result").is_some(), "{reply:?}");
+    let stats = server.endpoint.event_store_stats();
+    assert_eq!(stats.events, 0, "{stats:?}");
+}
+
 #[tokio::test]
 async fn idle_sessions_expire() {
     // Loading a schema takes a while in a debug build: not between pings.
