@@ -56,6 +56,6 @@ pub use session::{
     SessionConfig, request_id_in_use, serve, unsupported_version,
 };
 pub use transport::{
-    DEFAULT_CHANNEL_CAPACITY, FrameKind, FrameSink, InboundFrame, OutboundFrame, SinkClosed,
-    Transport,
+    DEFAULT_CHANNEL_CAPACITY, FrameKind, FrameSink, Inbound, InboundFrame, OutboundFrame,
+    SinkClosed, Transport,
 };

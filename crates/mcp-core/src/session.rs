@@ -28,7 +28,7 @@ use crate::request_meta::{
     meta_text, read_meta,
 };
 use crate::service::{HandlerResult, IncomingRequest, Service};
-use crate::transport::{FrameKind, FrameSink, InboundFrame, Transport};
+use crate::transport::{FrameKind, FrameSink, Inbound, InboundFrame, Transport};
 
 /// Who the server is and what it offers, as announced at `initialize` and
 /// `server/discover`. Fixed once made, so what is derived from it (the
@@ -528,7 +528,7 @@ impl Engine {
         }
     }
 
-    async fn run(self, mut inbound: tokio::sync::mpsc::Receiver<InboundFrame>) {
+    async fn run(self, mut inbound: Inbound) {
         while let Some(frame) = inbound.recv().await {
             self.on_inbound(frame, Dispatch::Spawn).await;
         }

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 #[cfg(unix)]
 use crate::read_spin::DirectPipe;
 use crate::read_spin::Spin;
-use crate::transport::{DEFAULT_CHANNEL_CAPACITY, InboundFrame, OutboundFrame, Transport};
+use crate::transport::{DEFAULT_CHANNEL_CAPACITY, Inbound, InboundFrame, OutboundFrame, Transport};
 
 /// The longest line accepted; a longer one is answered by a parse error and
 /// skipped, so one huge message cannot exhaust memory.
@@ -66,49 +66,61 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (in_tx, inbound) = mpsc::channel(DEFAULT_CHANNEL_CAPACITY);
     let (outbound, out_rx) = mpsc::channel(DEFAULT_CHANNEL_CAPACITY);
-    tokio::spawn(read_lines(reader, in_tx, spin));
     let flushed = Some(tokio::spawn(write_lines(writer, out_rx)));
     Transport {
-        inbound,
+        inbound: Inbound::lines(LineReader::new(Box::new(reader), spin)),
         outbound,
         flushed,
     }
 }
 
-async fn read_lines<R: AsyncRead + Unpin>(
-    reader: R,
-    tx: mpsc::Sender<InboundFrame>,
-    mut spin: Spin,
-) {
-    let mut reader = BufReader::with_capacity(64 * 1024, reader);
-    let mut line = Vec::with_capacity(4096);
-    loop {
-        line.clear();
-        match read_bounded_line(&mut reader, &mut line, &mut spin).await {
-            Ok(LineRead::Eof) => break,
-            Ok(LineRead::TooLong) => {
-                let reason = format!("message longer than {MAX_LINE_BYTES} bytes");
-                if tx.send(InboundFrame::Unreadable(reason)).await.is_err() {
-                    break;
+/// Reads a stream's lines as frames, in the task that asks for them.
+pub(crate) struct LineReader {
+    reader: BufReader<Box<dyn AsyncRead + Unpin + Send>>,
+    line: Vec<u8>,
+    spin: Spin,
+    ended: bool,
+}
+
+impl LineReader {
+    fn new(reader: Box<dyn AsyncRead + Unpin + Send>, spin: Spin) -> Self {
+        LineReader {
+            reader: BufReader::with_capacity(64 * 1024, reader),
+            line: Vec::with_capacity(4096),
+            spin,
+            ended: false,
+        }
+    }
+
+    /// The next line's frame: text, or why it cannot be a message (too
+    /// long, not UTF-8); `None` at the end of the stream or after a read
+    /// error. Blank lines are skipped.
+    pub(crate) async fn next_frame(&mut self) -> Option<InboundFrame> {
+        while !self.ended {
+            self.line.clear();
+            match read_bounded_line(&mut self.reader, &mut self.line, &mut self.spin).await {
+                Ok(LineRead::Eof) => self.ended = true,
+                Ok(LineRead::TooLong) => {
+                    let reason = format!("message longer than {MAX_LINE_BYTES} bytes");
+                    return Some(InboundFrame::Unreadable(reason));
                 }
-            }
-            Ok(LineRead::Line) => {
-                let frame = match String::from_utf8(std::mem::take(&mut line)) {
-                    Ok(text) if text.trim().is_empty() => continue,
-                    Ok(text) => InboundFrame::Text(text),
-                    Err(_) => InboundFrame::Unreadable("message is not valid UTF-8".into()),
-                };
-                if tx.send(frame).await.is_err() {
-                    break;
+                Ok(LineRead::Line) => {
+                    return match String::from_utf8(std::mem::take(&mut self.line)) {
+                        Ok(text) if text.trim().is_empty() => continue,
+                        Ok(text) => Some(InboundFrame::Text(text)),
+                        Err(_) => Some(InboundFrame::Unreadable(
+                            "message is not valid UTF-8".into(),
+                        )),
+                    };
                 }
-            }
-            Err(e) => {
-                tracing::debug!("stdio read ended: {e}");
-                break;
+                Err(e) => {
+                    tracing::debug!("stdio read ended: {e}");
+                    self.ended = true;
+                }
             }
         }
+        None
     }
 }
 
@@ -170,6 +182,10 @@ async fn write_lines<W: AsyncWrite + Unpin>(writer: W, mut rx: mpsc::Receiver<Ou
         if write_frame(&mut writer, &frame.text).await.is_err() {
             return;
         }
+        // Let the tasks that are ready to run queue their messages too, so
+        // that a busy stream is written (and read at the other end) in
+        // fewer, larger writes; an idle runtime comes straight back.
+        tokio::task::yield_now().await;
         // Write everything already queued before flushing once.
         while let Ok(frame) = rx.try_recv() {
             if write_frame(&mut writer, &frame.text).await.is_err() {

@@ -1,5 +1,6 @@
-//! The transport abstraction: a pair of bounded channels carrying whole
-//! frames of JSON text.
+//! The transport abstraction: whole frames of JSON text in, through a
+//! bounded channel or read by the engine itself, and out through a bounded
+//! channel.
 //!
 //! A transport turns bytes into frames and back; it knows nothing of ids or
 //! methods. Each outgoing frame says which incoming request it relates to, so
@@ -13,6 +14,7 @@ use tokio::sync::mpsc;
 
 use crate::extensions::Extensions;
 use crate::service::BoxFuture;
+use crate::stdio::LineReader;
 
 /// What an outgoing frame is, so a transport can tell when a request's
 /// exchange is over.
@@ -87,13 +89,53 @@ impl From<String> for InboundFrame {
     }
 }
 
-/// The engine's side of a transport. Closing `inbound` (the peer hung up)
-/// ends the session; dropping `outbound` tells the transport to finish
+/// Where the engine reads the peer's frames from: a channel that the
+/// transport's own tasks fill, or a stdio stream read by the engine's task
+/// itself, which saves a hand-off between tasks per message.
+pub struct Inbound(Source);
+
+enum Source {
+    Channel(mpsc::Receiver<InboundFrame>),
+    Lines(Box<LineReader>),
+}
+
+impl Inbound {
+    /// Frames read line by line from a stdio stream, in the caller's task.
+    pub(crate) fn lines(reader: LineReader) -> Self {
+        Inbound(Source::Lines(Box::new(reader)))
+    }
+
+    /// The next frame; `None` once the peer hung up.
+    pub async fn recv(&mut self) -> Option<InboundFrame> {
+        match &mut self.0 {
+            Source::Channel(receiver) => receiver.recv().await,
+            Source::Lines(reader) => reader.next_frame().await,
+        }
+    }
+}
+
+impl From<mpsc::Receiver<InboundFrame>> for Inbound {
+    fn from(receiver: mpsc::Receiver<InboundFrame>) -> Self {
+        Inbound(Source::Channel(receiver))
+    }
+}
+
+impl std::fmt::Debug for Inbound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.0 {
+            Source::Channel(_) => "Inbound::Channel",
+            Source::Lines(_) => "Inbound::Lines",
+        })
+    }
+}
+
+/// The engine's side of a transport. The end of `inbound` (the peer hung
+/// up) ends the session; dropping `outbound` tells the transport to finish
 /// writing and close.
 #[derive(Debug)]
 pub struct Transport {
     /// Frames from the peer.
-    pub inbound: mpsc::Receiver<InboundFrame>,
+    pub inbound: Inbound,
     /// Frames to the peer.
     pub outbound: mpsc::Sender<OutboundFrame>,
     /// Finishes when everything sent has been written out; the session
@@ -112,12 +154,12 @@ impl Transport {
         let (b_out, a_in_raw) = mpsc::channel::<OutboundFrame>(DEFAULT_CHANNEL_CAPACITY);
         (
             Transport {
-                inbound: forward(a_in_raw),
+                inbound: forward(a_in_raw).into(),
                 outbound: a_out,
                 flushed: None,
             },
             Transport {
-                inbound: forward(b_in_raw),
+                inbound: forward(b_in_raw).into(),
                 outbound: b_out,
                 flushed: None,
             },

@@ -204,7 +204,7 @@ impl Service for TestService {
 struct Harness {
     /// The client's outgoing half; dropping it is EOF for the server.
     outbound: Option<mpsc::Sender<OutboundFrame>>,
-    inbound: mpsc::Receiver<InboundFrame>,
+    inbound: mcp_core::Inbound,
     events: mpsc::UnboundedReceiver<String>,
     session: Option<RunningSession>,
 }
@@ -1630,7 +1630,7 @@ async fn a_frame_the_transport_parsed_is_handled_with_its_extensions() {
     let (events, _) = mpsc::unbounded_channel();
     let _session = serve(
         Transport {
-            inbound,
+            inbound: inbound.into(),
             outbound,
             flushed: None,
         },

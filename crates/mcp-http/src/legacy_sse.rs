@@ -111,7 +111,7 @@ pub(crate) async fn handle_sse(State(endpoint): State<Arc<McpEndpoint>>) -> Resp
     let (out_tx, out_rx) = mpsc::channel(mcp_core::DEFAULT_CHANNEL_CAPACITY);
     let running = mcp_core::serve(
         Transport {
-            inbound: in_rx,
+            inbound: in_rx.into(),
             outbound: out_tx,
             flushed: None,
         },

@@ -163,7 +163,7 @@ where
         sink, out_rx, close_rx, keep_alive,
     )));
     Transport {
-        inbound,
+        inbound: inbound.into(),
         outbound,
         flushed,
     }

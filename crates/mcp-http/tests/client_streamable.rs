@@ -96,7 +96,7 @@ fn tap(transport: Transport, seen: Arc<Mutex<Vec<String>>>) -> Transport {
         }
     });
     Transport {
-        inbound: rx,
+        inbound: rx.into(),
         outbound,
         flushed,
     }

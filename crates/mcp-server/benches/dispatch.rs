@@ -48,7 +48,7 @@ impl Era {
 /// The client end of an in-memory session with the `everything` server.
 struct Client {
     outbound: mpsc::Sender<OutboundFrame>,
-    inbound: mpsc::Receiver<InboundFrame>,
+    inbound: mcp_core::Inbound,
     /// Everything of a `tools/call echo` frame after its id.
     request_tail: String,
     next_id: i64,

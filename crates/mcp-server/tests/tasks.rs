@@ -125,7 +125,7 @@ fn server_with_page_size(page_size: usize) -> Server {
 
 struct Harness {
     outbound: mpsc::Sender<OutboundFrame>,
-    inbound: mpsc::Receiver<InboundFrame>,
+    inbound: mcp_core::Inbound,
     /// Notifications received while waiting for responses.
     notifications: Vec<Value>,
     _session: RunningSession,

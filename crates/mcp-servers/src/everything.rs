@@ -1015,7 +1015,7 @@ mod tests {
 
     struct Client {
         outbound: tokio::sync::mpsc::Sender<OutboundFrame>,
-        inbound: tokio::sync::mpsc::Receiver<InboundFrame>,
+        inbound: mcp_core::Inbound,
         next_id: i64,
     }
 

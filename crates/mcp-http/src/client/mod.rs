@@ -165,7 +165,7 @@ pub async fn connect(config: HttpClientConfig) -> Result<HttpClientTransport, Ht
     let driver = tokio::spawn(streamable::drive(Arc::clone(&inner), out_rx));
     Ok(HttpClientTransport {
         transport: Transport {
-            inbound: in_rx,
+            inbound: in_rx.into(),
             outbound: out_tx,
             flushed: Some(driver),
         },
