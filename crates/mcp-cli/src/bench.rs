@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::bench_http::{HttpWork, Lane};
 use crate::call::parse_era;
+use crate::stderr::print_err;
 use crate::stdout::{print_json, print_out};
 use crate::target::{Connection, Target};
 use crate::terminal::Terminal;
@@ -303,10 +304,10 @@ async fn close_all(connections: Vec<Arc<Connection>>) {
         }
     };
     if tokio::time::timeout(CLOSE_WAIT, closing).await.is_err() {
-        eprintln!(
+        print_err(&format!(
             "the sessions did not all end within {}s; the rest were dropped",
             CLOSE_WAIT.as_secs()
-        );
+        ));
     }
 }
 
@@ -344,7 +345,9 @@ async fn callers(
         match lanes(url, connections, work, pipeline).await {
             Ok(Some(lanes)) => return Ok(lanes.into_iter().map(Caller::Lane).collect()),
             Ok(None) => {}
-            Err(e) => eprintln!("sending through the MCP client: the direct lanes failed: {e:#}"),
+            Err(e) => print_err(&format!(
+                "sending through the MCP client: the direct lanes failed: {e:#}"
+            )),
         }
     }
     Ok(client_callers(connections, work, pipeline))

@@ -9,6 +9,7 @@ mod host;
 mod idle_sessions;
 mod oauth;
 mod serve;
+mod stderr;
 mod stdout;
 mod target;
 mod terminal;
@@ -119,7 +120,7 @@ fn init_logging(filter: Option<&str>) {
         .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| stderr::QuietStderr)
         .with_ansi(false)
         .init();
 }
@@ -131,7 +132,7 @@ async fn main() -> std::process::ExitCode {
     match run(cli).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("Error: {error:#}");
+            stderr::print_err(&format!("Error: {error:#}"));
             std::process::ExitCode::FAILURE
         }
     }

@@ -11,6 +11,7 @@ use mcp_client::{Client, EraChoice};
 use mcp_core::Transport;
 use mcp_core::child::ChildProcess;
 
+use crate::stderr::print_err;
 use crate::terminal::Terminal;
 
 /// A server to talk to, as the user named it.
@@ -159,7 +160,9 @@ pub fn xdg_dir(var: &str, fallback: &str) -> PathBuf {
 
 /// Tells the person where to sign in.
 fn show_sign_in(url: &url::Url) {
-    eprintln!("The server asks you to sign in. Open this address in a browser:\n\n  {url}\n");
+    print_err(&format!(
+        "The server asks you to sign in. Open this address in a browser:\n\n  {url}\n"
+    ));
 }
 
 /// The OAuth client that signs in when `url` demands it: the browser

@@ -3,7 +3,7 @@
 //! elicitation forms. Off a terminal these requests are refused with a
 //! clear error. Progress shows as a bar on stderr.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::Arc;
 
 use mcp_schema::{
@@ -13,6 +13,8 @@ use mcp_schema::{
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 use tokio::sync::Mutex;
+
+use crate::stderr::{ask_err, print_err};
 
 /// Reads answers from stdin, one question at a time.
 #[derive(Clone)]
@@ -46,8 +48,7 @@ impl Terminal {
         lines: &mut Lines<BufReader<Stdin>>,
         prompt: &str,
     ) -> Result<String, ErrorObject> {
-        eprint!("{prompt}");
-        let _ = std::io::stderr().flush();
+        ask_err(prompt);
         match lines.next_line().await {
             Ok(Some(line)) => Ok(line.trim_end().to_owned()),
             _ => Err(ErrorObject::internal("stdin closed")),
@@ -61,13 +62,13 @@ impl Terminal {
     ) -> Result<CreateMessageResult, ErrorObject> {
         self.refuse("a model reply (sampling)")?;
         let mut lines = self.lines.lock().await;
-        eprintln!("\n-- The server asks for a model reply. Its messages:");
+        print_err("\n-- The server asks for a model reply. Its messages:");
         if let Some(system) = &params.system_prompt {
-            eprintln!("[system] {system}");
+            print_err(&format!("[system] {system}"));
         }
         for message in &params.messages {
             let text = serde_json::to_string(&message.content).unwrap_or_default();
-            eprintln!("[{:?}] {text}", message.role);
+            print_err(&format!("[{:?}] {text}", message.role));
         }
         let reply = self.ask(&mut lines, "Reply (empty line refuses): ").await?;
         if reply.is_empty() {
@@ -82,7 +83,7 @@ impl Terminal {
         let mut lines = self.lines.lock().await;
         let form = match params {
             ElicitRequestParams::Url(url) => {
-                eprintln!("\n-- {}\nOpen: {}", url.message, url.url);
+                print_err(&format!("\n-- {}\nOpen: {}", url.message, url.url));
                 let answer = self
                     .ask(&mut lines, "Press Enter when done, or type `decline`: ")
                     .await?;
@@ -94,10 +95,10 @@ impl Terminal {
             }
             ElicitRequestParams::Form(form) => form,
         };
-        eprintln!(
+        print_err(&format!(
             "\n-- {}\n(type `:decline` or `:cancel` at any field)",
             form.message
-        );
+        ));
         let schema = serde_json::to_value(&form.requested_schema).unwrap_or_default();
         let required: Vec<&str> = schema["required"]
             .as_array()
@@ -118,7 +119,7 @@ impl Terminal {
                     "" if required.contains(&name.as_str())
                         && property.get("default").is_none() =>
                     {
-                        eprintln!("  {name} is required");
+                        print_err(&format!("  {name} is required"));
                         continue;
                     }
                     "" => break,
@@ -129,7 +130,7 @@ impl Terminal {
                         content.insert(name.clone(), value);
                         break;
                     }
-                    Err(why) => eprintln!("  {why}"),
+                    Err(why) => print_err(&format!("  {why}")),
                 }
             }
         }
@@ -199,8 +200,7 @@ pub fn progress_bar() -> Option<impl Fn(ProgressNotificationParams) + Send + Syn
                 }
                 None => format!("{} {message}", p.progress),
             };
-            eprint!("\r\x1b[2K{line}");
-            let _ = std::io::stderr().flush();
+            ask_err(&format!("\r\x1b[2K{line}"));
         })
 }
 
