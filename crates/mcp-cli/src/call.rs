@@ -23,7 +23,8 @@ pub struct ServerArgs {
     /// modern, or a revision such as 2025-06-18.
     #[arg(long, default_value = "auto", value_parser = parse_era)]
     pub era: EraChoice,
-    /// Seconds to wait for the answer (progress extends the wait).
+    /// Seconds to wait for the server: to take the connection and start
+    /// the MCP session, then for each answer (progress extends the wait).
     #[arg(long, default_value_t = 60.0)]
     pub timeout: f64,
 }
@@ -36,14 +37,19 @@ pub fn parse_era(text: &str) -> Result<EraChoice, String> {
 impl ServerArgs {
     async fn connect(&self, terminal: &Terminal) -> Result<Connection> {
         let target = Target::parse(&self.server)?;
-        Connection::open(&target, self.era, terminal).await
+        Connection::open_within(&target, self.era, terminal, self.wait()?).await
+    }
+
+    /// `--timeout`, checked.
+    fn wait(&self) -> Result<Duration> {
+        Duration::try_from_secs_f64(self.timeout)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .context("--timeout must be a positive number of seconds")
     }
 
     fn options(&self) -> Result<RequestOptions> {
-        if !self.timeout.is_finite() || self.timeout <= 0.0 {
-            bail!("--timeout must be a positive number of seconds");
-        }
-        let mut options = RequestOptions::new().timeout(Duration::from_secs_f64(self.timeout));
+        let mut options = RequestOptions::new().timeout(self.wait()?);
         if let Some(bar) = progress_bar() {
             options = options.on_progress(bar);
         }

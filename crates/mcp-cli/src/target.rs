@@ -3,9 +3,10 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result, anyhow, bail};
 use mcp_auth::client::{FileTokenStore, LoopbackUserAgent, OAuthClient, OAuthClientConfig};
 use mcp_client::{Client, EraChoice};
 use mcp_core::Transport;
@@ -45,6 +46,21 @@ impl Target {
     }
 }
 
+impl std::fmt::Display for Target {
+    /// The server as the user named it: its URL, or its command line
+    /// quoted.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Http(url) | Target::WebSocket(url) => f.write_str(url),
+            Target::Command(words) => {
+                let line = shlex::try_join(words.iter().map(String::as_str))
+                    .unwrap_or_else(|_| words.join(" "));
+                write!(f, "`{line}`")
+            }
+        }
+    }
+}
+
 /// A connected client, and the child process behind it if there is one.
 pub struct Connection {
     /// The client.
@@ -55,11 +71,42 @@ pub struct Connection {
 
 impl Connection {
     /// Connects to `target`; the terminal answers what the server asks.
+    /// Waits as long as the server takes.
     pub async fn open(target: &Target, era: EraChoice, terminal: &Terminal) -> Result<Connection> {
-        let (transport, child, http) = transport(target).await?;
+        Connection::open_with(target, era, terminal, None).await
+    }
+
+    /// Connects to `target`, giving up when the connection or the MCP
+    /// handshake takes longer than `wait` (`--timeout`; a sign-in in a
+    /// browser gets its own time); every request then waits `wait` for
+    /// its answer by default.
+    pub async fn open_within(
+        target: &Target,
+        era: EraChoice,
+        terminal: &Terminal,
+        wait: Duration,
+    ) -> Result<Connection> {
+        Connection::open_with(target, era, terminal, Some(wait)).await
+    }
+
+    async fn open_with(
+        target: &Target,
+        era: EraChoice,
+        terminal: &Terminal,
+        wait: Option<Duration>,
+    ) -> Result<Connection> {
+        let deadline = wait.map(|w| Instant::now() + w);
+        let seconds = || wait.map(|w| w.as_secs_f64()).unwrap_or_default();
+        let Some(opened) = within(deadline, transport(target)).await else {
+            bail!(
+                "{target} did not take the connection within {}s (--timeout)",
+                seconds()
+            );
+        };
+        let (transport, child, http) = opened?;
         let sampling = terminal.clone();
         let elicitation = terminal.clone();
-        let client = Client::builder("mcp", env!("CARGO_PKG_VERSION"))
+        let mut builder = Client::builder("mcp", env!("CARGO_PKG_VERSION"))
             .on_sampling(move |p| {
                 let terminal = sampling.clone();
                 async move { terminal.sample(p).await }
@@ -69,18 +116,32 @@ impl Connection {
                 async move { terminal.elicit(p).await }
             })
             .elicitation_url(true)
-            .era(era)
-            .connect(transport)
-            .await
-            .map_err(|e| match e.rpc() {
-                Some(rpc) => anyhow::anyhow!("cannot start the MCP session: {}", rpc.message),
-                None => anyhow::anyhow!("cannot start the MCP session: {e}"),
-            })?;
-        Ok(Connection {
-            client,
-            child,
-            http,
-        })
+            .era(era);
+        if let Some(wait) = wait {
+            builder = builder.request_timeout(wait);
+        }
+        let failure = match within(deadline, builder.connect(transport)).await {
+            Some(Ok(client)) => {
+                return Ok(Connection {
+                    client,
+                    child,
+                    http,
+                });
+            }
+            Some(Err(e)) => match e.rpc() {
+                Some(rpc) => format!("cannot start the MCP session: {}", rpc.message),
+                None => format!("cannot start the MCP session: {e}"),
+            },
+            None => {
+                format!(
+                    "{target} did not answer the MCP handshake ({}) within {}s (--timeout)",
+                    handshake(era),
+                    seconds()
+                )
+            }
+        };
+        drop(child);
+        Err(anyhow!(failure))
     }
 
     /// The HTTP transport's handle, over HTTP.
@@ -98,6 +159,36 @@ impl Connection {
         self.client.close().await;
         if let Some(child) = self.child {
             let _ = child.shutdown().await;
+        }
+    }
+}
+
+/// The requests that start a session in `era`.
+fn handshake(era: EraChoice) -> &'static str {
+    match era {
+        EraChoice::Pinned(version) if version.is_legacy() => "initialize",
+        EraChoice::Pinned(_) => "server/discover",
+        _ => "server/discover, then initialize",
+    }
+}
+
+/// Awaits `work` until `deadline` (`None`: without end); `None` when it
+/// did not finish in time. A sign-in shown in the meantime extends the
+/// deadline by the time a person has to sign in.
+async fn within<T>(deadline: Option<Instant>, work: impl Future<Output = T>) -> Option<T> {
+    let Some(mut deadline) = deadline else {
+        return Some(work.await);
+    };
+    let mut work = std::pin::pin!(work);
+    let mut extended = false;
+    loop {
+        match tokio::time::timeout_at(deadline.into(), &mut work).await {
+            Ok(done) => return Some(done),
+            Err(_) if !extended && SIGNING_IN.load(Ordering::Relaxed) => {
+                extended = true;
+                deadline = Instant::now() + SIGN_IN_WAIT;
+            }
+            Err(_) => return None,
         }
     }
 }
@@ -158,8 +249,13 @@ pub fn xdg_dir(var: &str, fallback: &str) -> PathBuf {
         .join("mcp")
 }
 
+/// Whether the person was asked to sign in (a connection's wait then
+/// allows for it).
+static SIGNING_IN: AtomicBool = AtomicBool::new(false);
+
 /// Tells the person where to sign in.
 fn show_sign_in(url: &url::Url) {
+    SIGNING_IN.store(true, Ordering::Relaxed);
     print_err(&format!(
         "The server asks you to sign in. Open this address in a browser:\n\n  {url}\n"
     ));
