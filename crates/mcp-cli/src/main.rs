@@ -5,6 +5,7 @@ mod allocator;
 mod bench;
 mod bench_http;
 mod call;
+mod child_stderr;
 mod host;
 mod idle_sessions;
 mod oauth;
@@ -113,15 +114,24 @@ enum BuiltIn {
     Everything,
 }
 
+/// The log on stderr, filtered by `--log` (or RUST_LOG, else warnings);
+/// beside it, the children's last stderr lines are kept whatever the
+/// filter (see [`child_stderr`]).
 fn init_logging(filter: Option<&str>) {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = filter
         .map(tracing_subscriber::EnvFilter::new)
         .or_else(|| tracing_subscriber::EnvFilter::try_from_default_env().ok())
         .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let log = tracing_subscriber::fmt::layer()
         .with_writer(|| stderr::QuietStderr)
         .with_ansi(false)
+        .with_filter(filter);
+    tracing_subscriber::registry()
+        .with(log)
+        .with(child_stderr::Capture.with_filter(child_stderr::Capture::filter()))
         .init();
 }
 

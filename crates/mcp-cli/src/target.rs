@@ -12,6 +12,7 @@ use mcp_client::{Client, EraChoice};
 use mcp_core::Transport;
 use mcp_core::child::ChildProcess;
 
+use crate::child_stderr;
 use crate::stderr::print_err;
 use crate::terminal::Terminal;
 
@@ -103,7 +104,7 @@ impl Connection {
                 seconds()
             );
         };
-        let (transport, child, http) = opened?;
+        let (transport, mut child, http) = opened?;
         let sampling = terminal.clone();
         let elicitation = terminal.clone();
         let mut builder = Client::builder("mcp", env!("CARGO_PKG_VERSION"))
@@ -120,6 +121,7 @@ impl Connection {
         if let Some(wait) = wait {
             builder = builder.request_timeout(wait);
         }
+        let mut timed_out = false;
         let failure = match within(deadline, builder.connect(transport)).await {
             Some(Ok(client)) => {
                 return Ok(Connection {
@@ -133,6 +135,7 @@ impl Connection {
                 None => format!("cannot start the MCP session: {e}"),
             },
             None => {
+                timed_out = true;
                 format!(
                     "{target} did not answer the MCP handshake ({}) within {}s (--timeout)",
                     handshake(era),
@@ -140,8 +143,13 @@ impl Connection {
                 )
             }
         };
-        drop(child);
-        Err(anyhow!(failure))
+        match child.take() {
+            Some(child) => {
+                let report = stopped(target, child, timed_out).await;
+                Err(anyhow!("{failure}\n{report}"))
+            }
+            None => Err(anyhow!(failure)),
+        }
     }
 
     /// The HTTP transport's handle, over HTTP.
@@ -158,7 +166,11 @@ impl Connection {
     pub async fn close(self) {
         self.client.close().await;
         if let Some(child) = self.child {
+            let pid = child.id();
             let _ = child.shutdown().await;
+            if let Some(pid) = pid {
+                child_stderr::forget(pid);
+            }
         }
     }
 }
@@ -170,6 +182,37 @@ fn handshake(era: EraChoice) -> &'static str {
         EraChoice::Pinned(_) => "server/discover",
         _ => "server/discover, then initialize",
     }
+}
+
+/// How long a child that failed to start a session gets to exit on its
+/// own before it is stopped.
+const FAILED_CHILD_GRACE: Duration = Duration::from_millis(500);
+
+/// Stops a child that failed to start a session (`timed_out`: one that
+/// was still waited for), and says how it ended and what it last wrote on
+/// stderr.
+async fn stopped(target: &Target, child: ChildProcess, timed_out: bool) -> String {
+    let pid = child.id();
+    let status = child.with_grace(FAILED_CHILD_GRACE).shutdown().await;
+    let tail = match pid {
+        Some(pid) => child_stderr::take(pid).await,
+        None => Vec::new(),
+    };
+    let mut report = match status {
+        _ if timed_out => format!("{target} was stopped"),
+        Ok(status) => format!("{target} exited ({status})"),
+        Err(e) => format!("{target} could not be waited for: {e}"),
+    };
+    if tail.is_empty() {
+        report.push_str("; it wrote nothing on stderr");
+    } else {
+        report.push_str("; its last lines on stderr:");
+        for line in tail {
+            report.push_str("\n  ");
+            report.push_str(&line);
+        }
+    }
+    report
 }
 
 /// Awaits `work` until `deadline` (`None`: without end); `None` when it

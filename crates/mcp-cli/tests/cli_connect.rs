@@ -1,5 +1,6 @@
 //! How `mcp` reaches a server, run as a real process: the wait for a
-//! server that never answers.
+//! server that never answers, and what is shown of a server that fails
+//! to start.
 
 mod support;
 
@@ -44,4 +45,48 @@ async fn the_timeout_bounds_connecting_to_a_silent_server() {
         stderr(&output)
     );
     drop(listener);
+}
+
+/// A child that fails before the session starts: its exit status and the
+/// last lines of its stderr (no more than the last twenty) are shown.
+#[tokio::test]
+async fn a_server_that_fails_to_start_shows_its_stderr_and_exit_status() {
+    let output = mcp(&["tools", "--server", "sh -c 'echo boom >&2; exit 3'"]).await;
+    assert!(!output.status.success());
+    let said = stderr(&output);
+    assert!(said.contains("exit status: 3"), "{said}");
+    assert!(said.contains("\n  boom\n"), "{said}");
+
+    let chatty = "sh -c 'for i in $(seq 1 30); do echo line $i >&2; done; exit 1'";
+    let output = mcp(&["call", "--server", chatty, "tools/list"]).await;
+    let said = stderr(&output);
+    assert!(said.contains("  line 30\n"), "{said}");
+    assert!(said.contains("  line 11\n"), "{said}");
+    assert!(!said.contains("  line 10\n"), "{said}");
+
+    // A child killed while waited for says it was stopped.
+    let output = mcp(&["tools", "--timeout", "1", "--server", "sleep 30"]).await;
+    assert!(
+        stderr(&output).contains("`sleep 30` was stopped; it wrote nothing on stderr"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// A server that works: its stderr stays in the log (shown with
+/// `--log info`), as before.
+#[tokio::test]
+async fn a_working_server_keeps_its_stderr_in_the_log() {
+    let server = format!("sh -c 'echo chatter >&2; exec {MCP} serve everything'");
+    let output = mcp(&["tool", "--server", &server, "echo", "text=hi"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "hi\n");
+    assert!(!stderr(&output).contains("chatter"), "{}", stderr(&output));
+
+    let output = mcp(&[
+        "--log", "info", "tool", "--server", &server, "echo", "text=hi",
+    ])
+    .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("chatter"), "{}", stderr(&output));
 }
