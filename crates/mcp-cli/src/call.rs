@@ -88,7 +88,8 @@ fn explain(error: ClientError) -> anyhow::Error {
     }
 }
 
-/// `mcp call`: prints the raw JSON result.
+/// `mcp call`: prints the raw JSON result; a tool's error result
+/// (`isError: true`) is printed too, and fails the command.
 pub async fn call(args: &ServerArgs, method: &str, rest: &[String]) -> Result<()> {
     let params = match (method, rest) {
         (_, []) => Value::Object(Map::new()),
@@ -112,7 +113,11 @@ pub async fn call(args: &ServerArgs, method: &str, rest: &[String]) -> Result<()
     })
     .await?;
     let value: Value = serde_json::from_str(result.get())?;
-    print_json(&value)
+    print_json(&value)?;
+    if method == "tools/call" && value.get("isError") == Some(&Value::Bool(true)) {
+        bail!("the tool reported an error (isError: true); its result is on stdout");
+    }
+    Ok(())
 }
 
 /// `mcp tools`: the server's tools as a table.

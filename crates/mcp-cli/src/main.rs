@@ -68,7 +68,8 @@ enum Command {
         args: host::HostArgs,
     },
     /// Sends one request and prints its JSON result on stdout (errors on
-    /// stderr, non-zero exit). `tools/call NAME '{...}'` is accepted too.
+    /// stderr, non-zero exit; a tool's result with `isError: true` is
+    /// printed and exits 1). `tools/call NAME '{...}'` is accepted too.
     Call {
         #[command(flatten)]
         server: ServerArgs,
