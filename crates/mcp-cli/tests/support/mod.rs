@@ -39,3 +39,29 @@ pub fn stdout(output: &Output) -> String {
 pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
+
+/// Serves `tools` over Streamable HTTP on a free loopback port, in this
+/// process, until the test ends; returns the endpoint's URL.
+pub async fn serve_tools(tools: Vec<mcp_server::ToolDef>) -> String {
+    let mut builder = mcp_server::Server::builder("test-tools", "1.0.0");
+    for tool in tools {
+        builder = builder.tool(tool);
+    }
+    let server = builder.build();
+    let config = server.session_config();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let port = listener.local_addr().expect("its address").port();
+    let endpoint = mcp_http::McpEndpoint::new(
+        std::sync::Arc::new(server),
+        config,
+        mcp_http::HttpConfig::loopback(port),
+    );
+    tokio::spawn(mcp_http::serve(
+        listener,
+        endpoint,
+        std::future::pending::<()>(),
+    ));
+    format!("http://127.0.0.1:{port}/mcp")
+}
