@@ -8,6 +8,7 @@ use mcp_client::{ClientError, EraChoice, RequestOptions};
 use mcp_schema::{CallToolResult, Tool};
 use serde_json::{Map, Value};
 
+use crate::server_log::{ServerLog, parse_server_log};
 use crate::stdout::{print_json, print_out};
 use crate::target::{Connection, Target};
 use crate::terminal::{Terminal, progress_bar};
@@ -23,6 +24,11 @@ pub struct ServerArgs {
     /// modern, or a revision such as 2025-06-18.
     #[arg(long, default_value = "auto", value_parser = parse_era)]
     pub era: EraChoice,
+    /// The server's log messages shown on stderr, from this level up:
+    /// debug, info, notice, warning, error, critical, alert, emergency,
+    /// or off. A server that declares logging is asked for this level.
+    #[arg(long, default_value = "info", value_name = "LEVEL", value_parser = parse_server_log)]
+    pub server_log: ServerLog,
     /// Seconds to wait for the server: to take the connection and start
     /// the MCP session, then for each answer (progress extends the wait).
     #[arg(long, default_value_t = 60.0)]
@@ -37,7 +43,7 @@ pub fn parse_era(text: &str) -> Result<EraChoice, String> {
 impl ServerArgs {
     async fn connect(&self, terminal: &Terminal) -> Result<Connection> {
         let target = Target::parse(&self.server)?;
-        Connection::open_within(&target, self.era, terminal, self.wait()?).await
+        Connection::open_within(&target, self.era, terminal, self.wait()?, self.server_log).await
     }
 
     /// `--timeout`, checked.

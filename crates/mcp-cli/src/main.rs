@@ -10,6 +10,7 @@ mod host;
 mod idle_sessions;
 mod oauth;
 mod serve;
+mod server_log;
 mod stderr;
 mod stdout;
 mod target;

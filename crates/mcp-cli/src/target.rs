@@ -11,8 +11,10 @@ use mcp_auth::client::{FileTokenStore, LoopbackUserAgent, OAuthClient, OAuthClie
 use mcp_client::{Client, EraChoice};
 use mcp_core::Transport;
 use mcp_core::child::ChildProcess;
+use mcp_schema::LoggingLevel;
 
 use crate::child_stderr;
+use crate::server_log::ServerLog;
 use crate::stderr::print_err;
 use crate::terminal::Terminal;
 
@@ -73,21 +75,25 @@ pub struct Connection {
 impl Connection {
     /// Connects to `target`; the terminal answers what the server asks.
     /// Waits as long as the server takes.
+    /// The server's log messages are not shown.
     pub async fn open(target: &Target, era: EraChoice, terminal: &Terminal) -> Result<Connection> {
-        Connection::open_with(target, era, terminal, None).await
+        Connection::open_with(target, era, terminal, None, None).await
     }
 
     /// Connects to `target`, giving up when the connection or the MCP
     /// handshake takes longer than `wait` (`--timeout`; a sign-in in a
     /// browser gets its own time); every request then waits `wait` for
-    /// its answer by default.
+    /// its answer by default. The server's log messages are shown as
+    /// `log` says, and a server that declares logging is asked for that
+    /// level.
     pub async fn open_within(
         target: &Target,
         era: EraChoice,
         terminal: &Terminal,
         wait: Duration,
+        log: ServerLog,
     ) -> Result<Connection> {
-        Connection::open_with(target, era, terminal, Some(wait)).await
+        Connection::open_with(target, era, terminal, Some(wait), Some(log)).await
     }
 
     async fn open_with(
@@ -95,6 +101,7 @@ impl Connection {
         era: EraChoice,
         terminal: &Terminal,
         wait: Option<Duration>,
+        log: Option<ServerLog>,
     ) -> Result<Connection> {
         let deadline = wait.map(|w| Instant::now() + w);
         let seconds = || wait.map(|w| w.as_secs_f64()).unwrap_or_default();
@@ -121,9 +128,15 @@ impl Connection {
         if let Some(wait) = wait {
             builder = builder.request_timeout(wait);
         }
+        if let Some(log) = log {
+            builder = builder.on_notification(log.handler());
+        }
         let mut timed_out = false;
         let failure = match within(deadline, builder.connect(transport)).await {
             Some(Ok(client)) => {
+                if let Some(log) = log {
+                    ask_log_level(&client, log.level()).await;
+                }
                 return Ok(Connection {
                     client,
                     child,
@@ -172,6 +185,18 @@ impl Connection {
                 child_stderr::forget(pid);
             }
         }
+    }
+}
+
+/// Asks a server that declares logging for messages from `level` up
+/// (`logging/setLevel`, or in the modern era the requests' log level); a
+/// refusal only goes to the log.
+async fn ask_log_level(client: &Client, level: LoggingLevel) {
+    if client.server_capabilities().logging.is_none() {
+        return;
+    }
+    if let Err(e) = client.set_logging_level(level).await {
+        tracing::warn!("the server did not take log level {level}: {e}");
     }
 }
 

@@ -3,8 +3,10 @@
 
 mod support;
 
-use serde_json::Value;
-use support::{everything, mcp, stderr, stdout};
+use mcp_schema::{CallToolResult, LoggingLevel, Tool};
+use mcp_server::ToolDef;
+use serde_json::{Value, json};
+use support::{everything, mcp, serve_tools, stderr, stdout};
 
 /// A tool's error result is printed like any result, and the command
 /// fails with exit status 1, as `mcp tool` does.
@@ -42,4 +44,112 @@ async fn a_tool_error_result_is_printed_and_fails_the_call() {
     ])
     .await;
     assert!(output.status.success(), "{}", stderr(&output));
+}
+
+/// The server's log messages show on stderr as `[level] logger: data`,
+/// from `--server-log` up (default info), in either era; the result stays
+/// alone on stdout.
+#[tokio::test]
+async fn server_log_messages_show_on_stderr_by_level() {
+    let server = everything();
+    for era in ["legacy", "modern"] {
+        let output = mcp(&["tool", "-s", &server, "--era", era, "test_logging_tool"]).await;
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert_eq!(stdout(&output), "Logged\n");
+        let said = stderr(&output);
+        assert!(
+            said.contains("[info] everything: a Info message\n"),
+            "{era}: {said}"
+        );
+        assert!(
+            said.contains("[warning] everything: a Warning message\n"),
+            "{era}: {said}"
+        );
+        assert!(
+            said.contains("[error] everything: a Error message\n"),
+            "{era}: {said}"
+        );
+        assert!(!said.contains("[debug]"), "{era}: {said}");
+
+        let args = [
+            "tool",
+            "-s",
+            &server,
+            "--era",
+            era,
+            "--server-log",
+            "error",
+            "test_logging_tool",
+        ];
+        let said = stderr(&mcp(&args).await);
+        assert!(
+            said.contains("[error] everything: a Error message"),
+            "{era}: {said}"
+        );
+        assert!(!said.contains("[warning]"), "{era}: {said}");
+
+        let args = [
+            "call",
+            "-s",
+            &server,
+            "--era",
+            era,
+            "--server-log",
+            "off",
+            "tools/call",
+            "test_logging_tool",
+        ];
+        let output = mcp(&args).await;
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert!(
+            !stderr(&output).contains("everything:"),
+            "{}",
+            stderr(&output)
+        );
+    }
+    let output = mcp(&["tools", "-s", &server, "--server-log", "loud"]).await;
+    assert!(!output.status.success());
+}
+
+/// A tool that says whether the server would send a debug message now.
+fn debug_probe() -> ToolDef {
+    ToolDef::from_parts(
+        Tool::new("debug_probe", json!({"type": "object"})),
+        |_, ctx| async move {
+            let sent = ctx
+                .log(LoggingLevel::Debug, Some("probe"), "a debug message")
+                .await;
+            Ok(CallToolResult::text(format!("debug sent: {sent}")))
+        },
+    )
+}
+
+/// A server that declares logging is asked for the chosen level
+/// (`logging/setLevel` in the legacy era): it sends less.
+#[tokio::test]
+async fn the_server_is_asked_for_the_level() {
+    let url = serve_tools(vec![debug_probe()]).await;
+    for era in ["legacy", "modern"] {
+        let output = mcp(&["tool", "-s", &url, "--era", era, "debug_probe"]).await;
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert_eq!(stdout(&output), "debug sent: false\n", "{era}");
+
+        let args = [
+            "tool",
+            "-s",
+            &url,
+            "--era",
+            era,
+            "--server-log",
+            "debug",
+            "debug_probe",
+        ];
+        let output = mcp(&args).await;
+        assert_eq!(stdout(&output), "debug sent: true\n", "{era}");
+        assert!(
+            stderr(&output).contains("[debug] probe: a debug message"),
+            "{}",
+            stderr(&output)
+        );
+    }
 }
