@@ -8,10 +8,11 @@ use mcp_client::{ClientError, EraChoice, RequestOptions};
 use mcp_schema::{CallToolResult, Tool};
 use serde_json::{Map, Value};
 
+use crate::progress::{self, progress_bar};
 use crate::server_log::{ServerLog, parse_server_log};
 use crate::stdout::{print_json, print_out};
 use crate::target::{Connection, Target};
-use crate::terminal::{Terminal, progress_bar};
+use crate::terminal::Terminal;
 
 /// What every client command shares: the server, the era, the timeout.
 #[derive(clap::Args, Debug, Clone)]
@@ -71,6 +72,7 @@ async fn with_connection<T>(
     let terminal = Terminal::new();
     let connection = args.connect(&terminal).await?;
     let outcome = f(&connection).await;
+    progress::clear();
     connection.close().await;
     outcome
 }

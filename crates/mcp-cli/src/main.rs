@@ -9,6 +9,7 @@ mod child_stderr;
 mod host;
 mod idle_sessions;
 mod oauth;
+mod progress;
 mod serve;
 mod server_log;
 mod stderr;

@@ -6,16 +6,21 @@ use std::io::Write as _;
 
 /// Writes `text` and a newline to stderr; a reader that went away is
 /// ignored, as is any other failure to write.
+/// A progress bar on screen is kept below the text.
 pub(crate) fn print_err(text: &str) {
-    let mut stderr = std::io::stderr().lock();
-    let _ = stderr
-        .write_all(text.as_bytes())
-        .and_then(|()| stderr.write_all(b"\n"));
+    crate::progress::above(|| {
+        let mut stderr = std::io::stderr().lock();
+        let _ = stderr
+            .write_all(text.as_bytes())
+            .and_then(|()| stderr.write_all(b"\n"));
+    });
 }
 
 /// Writes `text` to stderr as it is (a question on the same line as its
 /// answer), flushed; failures are ignored.
+/// A progress bar on screen is cleared first.
 pub(crate) fn ask_err(text: &str) {
+    crate::progress::clear();
     let mut stderr = std::io::stderr().lock();
     let _ = stderr
         .write_all(text.as_bytes())

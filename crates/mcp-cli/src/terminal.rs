@@ -1,14 +1,14 @@
 //! The person at the terminal stands in for what a server may ask of the
 //! client: they write the model's reply to a sampling request and fill in
 //! elicitation forms. Off a terminal these requests are refused with a
-//! clear error. Progress shows as a bar on stderr.
+//! clear error.
 
 use std::io::IsTerminal;
 use std::sync::Arc;
 
 use mcp_schema::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ElicitValue, ErrorObject, ProgressNotificationParams,
+    ElicitValue, ErrorObject,
 };
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
@@ -179,29 +179,6 @@ fn field_value(property: &Value, answer: &str) -> Result<ElicitValue, String> {
         return Err("pick one of the listed values".into());
     }
     serde_json::from_value(value).map_err(|e| e.to_string())
-}
-
-/// A progress callback that draws a bar on stderr when it is a terminal.
-pub fn progress_bar() -> Option<impl Fn(ProgressNotificationParams) + Send + Sync + 'static> {
-    std::io::stderr()
-        .is_terminal()
-        .then_some(|p: ProgressNotificationParams| {
-            let message = p.message.as_deref().unwrap_or("");
-            let line = match p.total.filter(|t| *t > 0.0) {
-                Some(total) => {
-                    let done = (p.progress / total).clamp(0.0, 1.0);
-                    let filled = (done * 30.0).round() as usize;
-                    format!(
-                        "[{}{}] {:>3.0}% {message}",
-                        "#".repeat(filled),
-                        " ".repeat(30 - filled),
-                        done * 100.0
-                    )
-                }
-                None => format!("{} {message}", p.progress),
-            };
-            ask_err(&format!("\r\x1b[2K{line}"));
-        })
 }
 
 #[cfg(test)]

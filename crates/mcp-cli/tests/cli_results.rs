@@ -153,3 +153,152 @@ async fn the_server_is_asked_for_the_level() {
         );
     }
 }
+
+/// What a terminal shows of `output`: lines after carriage returns,
+/// erased lines and cursor moves up (the sequences a progress bar uses;
+/// other escape sequences change nothing on screen).
+fn screen(output: &str) -> Vec<String> {
+    let mut lines: Vec<Vec<char>> = vec![Vec::new()];
+    let (mut row, mut col) = (0, 0);
+    let mut chars = output.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' => col = 0,
+            '\n' => {
+                row += 1;
+                if row == lines.len() {
+                    lines.push(Vec::new());
+                }
+            }
+            '\u{1b}' if chars.peek() == Some(&'[') => {
+                chars.next();
+                let mut arguments = String::new();
+                let mut command = ' ';
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        command = c;
+                        break;
+                    }
+                    arguments.push(c);
+                }
+                let n: usize = arguments.parse().unwrap_or(1);
+                match (command, arguments.as_str()) {
+                    ('K', "2") => lines[row].clear(),
+                    ('K', "" | "0") => lines[row].truncate(col),
+                    ('A', _) => row = row.saturating_sub(n),
+                    _ => {}
+                }
+            }
+            c => {
+                let line = &mut lines[row];
+                while line.len() < col {
+                    line.push(' ');
+                }
+                if col < line.len() {
+                    line[col] = c;
+                } else {
+                    line.push(c);
+                }
+                col += 1;
+            }
+        }
+    }
+    lines
+        .into_iter()
+        .map(|l| l.into_iter().collect::<String>().trim_end().to_owned())
+        .collect()
+}
+
+/// On a terminal the progress bar is drawn while the tool works, then
+/// cleared: the result stands alone on its line.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_progress_bar_is_cleared_before_the_result() {
+    use std::io::Read as _;
+    use std::os::fd::{FromRawFd as _, OwnedFd};
+    use std::time::{Duration, Instant};
+
+    let (mut master, mut slave) = (-1, -1);
+    let size = libc::winsize {
+        ws_row: 24,
+        ws_col: 100,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: openpty fills in two new descriptors, owned from here on.
+    let opened = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &size,
+        )
+    };
+    assert_eq!(opened, 0, "a pseudo-terminal");
+    // SAFETY: both descriptors were just opened and are owned only here.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let mut child = std::process::Command::new(support::MCP)
+        .args([
+            "tool",
+            "-s",
+            &everything(),
+            "slow_task",
+            "steps=5",
+            "step_ms=150",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(slave.try_clone().expect("a second slave end"))
+        .stderr(slave)
+        .spawn()
+        .expect("mcp ran");
+    let reader = std::thread::spawn(move || {
+        let mut terminal = std::fs::File::from(master);
+        let mut seen = Vec::new();
+        let mut buffer = [0; 4096];
+        // Reading ends with EIO once the last slave end has closed.
+        while let Ok(n @ 1..) = terminal.read(&mut buffer) {
+            seen.extend_from_slice(&buffer[..n]);
+        }
+        String::from_utf8_lossy(&seen).into_owned()
+    });
+    let deadline = Instant::now() + support::RUN_WAIT;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("mcp is waited for") {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "mcp finished in time");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let seen = reader.join().expect("the terminal was read");
+    assert!(status.success(), "{seen:?}");
+    assert!(seen.contains("step "), "a bar was drawn: {seen:?}");
+    let shown = screen(&seen);
+    assert!(
+        shown.iter().any(|l| l == "finished 5 steps"),
+        "{shown:#?}\n{seen:?}"
+    );
+    assert!(
+        !shown.iter().any(|l| l.contains("step 5 of 5")),
+        "{shown:#?}"
+    );
+}
+
+/// Off a terminal no bar is drawn: stderr has no control characters,
+/// stdout only the result.
+#[tokio::test]
+async fn without_a_terminal_progress_leaves_no_trace() {
+    let output = mcp(&[
+        "tool",
+        "-s",
+        &everything(),
+        "slow_task",
+        "steps=5",
+        "step_ms=20",
+    ])
+    .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "finished 5 steps\n");
+    let said = stderr(&output);
+    assert!(!said.contains(['\r', '\u{1b}']), "{said:?}");
+}
