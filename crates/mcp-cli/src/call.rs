@@ -13,6 +13,7 @@ use crate::server_log::{ServerLog, parse_server_log};
 use crate::stdout::{print_json, print_out};
 use crate::target::{Connection, Target};
 use crate::terminal::Terminal;
+use crate::tool_table::{terminal_width, tool_table};
 
 /// What every client command shares: the server, the era, the timeout.
 #[derive(clap::Args, Debug, Clone)]
@@ -128,79 +129,13 @@ pub async fn call(args: &ServerArgs, method: &str, rest: &[String]) -> Result<()
     Ok(())
 }
 
-/// `mcp tools`: the server's tools as a table.
+/// `mcp tools`: the server's tools as a table, fitted to the terminal.
 pub async fn tools(args: &ServerArgs) -> Result<()> {
     let tools = with_connection(args, async |c: &Connection| {
         c.client.list_all_tools().await.map_err(explain)
     })
     .await?;
-    print_out(&tool_table(&tools))
-}
-
-/// The argument names of a tool, required ones marked with `*`.
-fn argument_names(tool: &Tool) -> String {
-    let schema = &tool.input_schema;
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|p| {
-            p.keys()
-                .map(|k| {
-                    if required.contains(&k.as_str()) {
-                        format!("{k}*")
-                    } else {
-                        k.clone()
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_default()
-}
-
-fn tool_table(tools: &[Tool]) -> String {
-    let rows: Vec<(String, String, String)> = tools
-        .iter()
-        .map(|t| {
-            let description = t
-                .description
-                .as_deref()
-                .or(t.title.as_deref())
-                .unwrap_or("")
-                .lines()
-                .next()
-                .unwrap_or("");
-            (t.name.clone(), argument_names(t), shorten(description, 80))
-        })
-        .collect();
-    let width = |f: fn(&(String, String, String)) -> &String, title: &str| {
-        rows.iter()
-            .map(|r| f(r).chars().count())
-            .max()
-            .unwrap_or(0)
-            .max(title.len())
-    };
-    let (w_name, w_args) = (width(|r| &r.0, "NAME"), width(|r| &r.1, "ARGUMENTS"));
-    let mut out = format!("{:w_name$}  {:w_args$}  DESCRIPTION\n", "NAME", "ARGUMENTS");
-    for (name, arguments, description) in rows {
-        out.push_str(format!("{name:w_name$}  {arguments:w_args$}  {description}").trim_end());
-        out.push('\n');
-    }
-    out
-}
-
-fn shorten(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut short: String = text.chars().take(max - 1).collect();
-    short.push('…');
-    short
+    print_out(&tool_table(&tools, terminal_width()))
 }
 
 /// Builds a tool's arguments from `key=value` words, typed by its schema.
@@ -306,7 +241,6 @@ mod tests {
         );
         assert!(tool_arguments(&t, &["count=many".to_owned()]).is_err());
         assert!(tool_arguments(&t, &["novalue".to_owned()]).is_err());
-        assert_eq!(argument_names(&t), "count flag text*");
     }
 
     #[test]
@@ -317,14 +251,5 @@ mod tests {
             Ok(EraChoice::Pinned(mcp_schema::ProtocolVersion::V2025_06_18))
         );
         assert!(parse_era("1999-01-01").is_err());
-    }
-
-    #[test]
-    fn the_table_lines_up() {
-        let table = tool_table(&[tool(json!({"type": "object"}))]);
-        assert_eq!(
-            table,
-            "NAME  ARGUMENTS  DESCRIPTION\nt                Does things\n"
-        );
     }
 }

@@ -16,6 +16,7 @@ mod stderr;
 mod stdout;
 mod target;
 mod terminal;
+mod tool_table;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};

@@ -302,3 +302,27 @@ async fn without_a_terminal_progress_leaves_no_trace() {
     let said = stderr(&output);
     assert!(!said.contains(['\r', '\u{1b}']), "{said:?}");
 }
+
+/// Off a terminal the table of tools keeps each description's first line
+/// whole, in columns that line up.
+#[tokio::test]
+async fn the_tool_table_keeps_descriptions_whole_off_a_terminal() {
+    let output = mcp(&["tools", "-s", &everything()]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let table = stdout(&output);
+    assert!(!table.contains('…'), "{table}");
+    let confirm = table
+        .lines()
+        .find(|l| l.starts_with("confirm_delete "))
+        .expect("confirm_delete is listed");
+    assert!(
+        confirm.ends_with("(may run as a task that waits for input)"),
+        "{confirm}"
+    );
+    let header = table.lines().next().expect("a header");
+    let column = header.find("DESCRIPTION").expect("a description column");
+    assert!(
+        confirm[column..].starts_with("Asks the user"),
+        "{header}\n{confirm}"
+    );
+}
