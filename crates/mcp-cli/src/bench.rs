@@ -193,7 +193,11 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
     args.check()?;
     let target = Target::parse(&args.server)?;
     if let (Some(n), Some(pid)) = (args.sessions, args.pid) {
-        return crate::idle_sessions::run(&args.server, pid, n, args.cycles, args.json).await;
+        let url = match &target {
+            Target::Http(url) => url.as_str(),
+            _ => args.server.as_str(),
+        };
+        return crate::idle_sessions::run(url, pid, n, args.cycles, args.json).await;
     }
     let work = args.work()?;
     let setup = Duration::from_secs_f64(args.setup_timeout);

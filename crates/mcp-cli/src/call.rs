@@ -11,15 +11,16 @@ use serde_json::{Map, Value};
 use crate::progress::{self, progress_bar};
 use crate::server_log::{ServerLog, parse_server_log};
 use crate::stdout::{print_json, print_out};
-use crate::target::{Connection, Target};
+use crate::target::{Connection, Target, http_failure};
 use crate::terminal::Terminal;
 use crate::tool_table::{terminal_width, tool_table};
 
 /// What every client command shares: the server, the era, the timeout.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServerArgs {
-    /// The server: an http(s):// or ws(s):// URL, or a command line run
-    /// as a child over stdio (e.g. "mcp serve everything").
+    /// The server: an http(s):// or ws(s):// URL, HOST:PORT (meaning
+    /// http://HOST:PORT/mcp), or a command line run as a child over stdio
+    /// (e.g. "mcp serve everything").
     #[arg(long, short = 's', value_name = "URL_OR_COMMAND")]
     pub server: String,
     /// The protocol era: auto (server/discover, else initialize), legacy,
@@ -65,24 +66,40 @@ impl ServerArgs {
     }
 }
 
-/// Runs `f` with a connection, closing it whatever happens.
+/// Runs `f` with a connection whose server's questions `terminal`
+/// answers, closing it whatever happens. A failure that follows a
+/// question refused for want of a terminal is told as that refusal.
 async fn with_connection<T>(
     args: &ServerArgs,
+    terminal: &Terminal,
     f: impl AsyncFnOnce(&Connection) -> Result<T>,
 ) -> Result<T> {
-    let terminal = Terminal::new();
-    let connection = args.connect(&terminal).await?;
+    let connection = args.connect(terminal).await?;
     let outcome = f(&connection).await;
     progress::clear();
     connection.close().await;
-    outcome
+    match (outcome, terminal.refusal()) {
+        (Err(_), Some(why)) => Err(refused(&why)),
+        (outcome, _) => outcome,
+    }
+}
+
+/// The error of a request that failed because this program refused what
+/// the server asked.
+fn refused(why: &str) -> anyhow::Error {
+    anyhow!("{why}, so mcp refused it")
 }
 
 fn json_arg(text: &str, what: &str) -> Result<Value> {
     serde_json::from_str(text).with_context(|| format!("{what} is not JSON: {text}"))
 }
 
+/// A failed request told for people: the server's JSON-RPC error with its
+/// code, or an HTTP failure as such.
 fn explain(error: ClientError) -> anyhow::Error {
+    if let Some(http) = error.rpc().and_then(|rpc| http_failure(&rpc.message, None)) {
+        return anyhow!(http);
+    }
     match error.rpc() {
         Some(rpc) => anyhow!(
             "the server answered with error {}: {}{}",
@@ -114,7 +131,8 @@ pub async fn call(args: &ServerArgs, method: &str, rest: &[String]) -> Result<()
         _ => bail!("{method} takes one JSON object of params"),
     };
     let options = args.options()?;
-    let result = with_connection(args, async |c: &Connection| {
+    let terminal = Terminal::new();
+    let result = with_connection(args, &terminal, async |c: &Connection| {
         c.client
             .request_raw(method, params, options)
             .await
@@ -124,6 +142,9 @@ pub async fn call(args: &ServerArgs, method: &str, rest: &[String]) -> Result<()
     let value: Value = serde_json::from_str(result.get())?;
     print_json(&value)?;
     if method == "tools/call" && value.get("isError") == Some(&Value::Bool(true)) {
+        if let Some(why) = terminal.refusal() {
+            return Err(refused(&why));
+        }
         bail!("the tool reported an error (isError: true); its result is on stdout");
     }
     Ok(())
@@ -131,14 +152,17 @@ pub async fn call(args: &ServerArgs, method: &str, rest: &[String]) -> Result<()
 
 /// `mcp tools`: the server's tools as a table, fitted to the terminal.
 pub async fn tools(args: &ServerArgs) -> Result<()> {
-    let tools = with_connection(args, async |c: &Connection| {
+    let tools = with_connection(args, &Terminal::new(), async |c: &Connection| {
         c.client.list_all_tools().await.map_err(explain)
     })
     .await?;
     print_out(&tool_table(&tools, terminal_width()))
 }
 
-/// Builds a tool's arguments from `key=value` words, typed by its schema.
+/// Builds a tool's arguments from `key=value` words, typed by its schema:
+/// text for a string; JSON for a number, a boolean or an object; for an
+/// array, a JSON array as it is, anything else as its one item (typed by
+/// the array's items).
 fn tool_arguments(tool: &Tool, pairs: &[String]) -> Result<Value> {
     let properties = tool
         .input_schema
@@ -149,26 +173,59 @@ fn tool_arguments(tool: &Tool, pairs: &[String]) -> Result<Value> {
         let (key, text) = pair
             .split_once('=')
             .ok_or_else(|| anyhow!("{pair:?} is not key=value"))?;
-        let ty = properties
-            .and_then(|p| p.get(key))
-            .and_then(|s| s.get("type"))
-            .and_then(Value::as_str);
-        let value = match ty {
-            Some("string") => Value::String(text.to_owned()),
-            Some(_) => json_arg(text, &format!("{key} (a {})", ty.unwrap_or("value")))?,
-            // Not in the schema: JSON if it reads as JSON, else text.
-            None => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())),
+        let schema = properties.and_then(|p| p.get(key));
+        let value = match schema.and_then(type_of) {
+            Some("array") => match serde_json::from_str(text) {
+                Ok(array @ Value::Array(_)) => array,
+                _ => {
+                    let items = schema.and_then(|s| s.get("items"));
+                    Value::Array(vec![typed_value(key, items, text)?])
+                }
+            },
+            _ => typed_value(key, schema, text)?,
         };
         arguments.insert(key.to_owned(), value);
     }
     Ok(Value::Object(arguments))
 }
 
+/// The type a property's schema names (the first, of a list of types
+/// other than `null`).
+fn type_of(schema: &Value) -> Option<&str> {
+    match schema.get("type")? {
+        Value::String(ty) => Some(ty),
+        Value::Array(types) => types
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null"),
+        _ => None,
+    }
+}
+
+/// `text` as the value `schema` describes: text for a string, JSON for
+/// another type, and without a type JSON if it reads as JSON, else text.
+fn typed_value(key: &str, schema: Option<&Value>, text: &str) -> Result<Value> {
+    match schema.and_then(type_of) {
+        Some("string") => Ok(Value::String(text.to_owned())),
+        Some(ty) => json_arg(text, &format!("{key} ({} {ty})", article(ty))),
+        None => Ok(serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))),
+    }
+}
+
+/// `an` before a word said with a vowel first, else `a`.
+fn article(word: &str) -> &'static str {
+    match word.chars().next() {
+        Some('a' | 'e' | 'i' | 'o' | 'u' | 'A' | 'E' | 'I' | 'O' | 'U') => "an",
+        _ => "a",
+    }
+}
+
 /// `mcp tool`: calls one tool with `key=value` arguments and prints its
 /// text; a tool error goes to stderr with a non-zero exit.
 pub async fn tool(args: &ServerArgs, name: &str, pairs: &[String]) -> Result<()> {
     let options = args.options()?;
-    let result = with_connection(args, async |c: &Connection| {
+    let terminal = Terminal::new();
+    let result = with_connection(args, &terminal, async |c: &Connection| {
         let tools = c.client.list_all_tools().await.map_err(explain)?;
         let Some(tool) = tools.iter().find(|t| t.name == name) else {
             let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
@@ -186,6 +243,9 @@ pub async fn tool(args: &ServerArgs, name: &str, pairs: &[String]) -> Result<()>
     .await?;
     let text = result_text(&result);
     if result.is_error == Some(true) {
+        if let Some(why) = terminal.refusal() {
+            return Err(refused(&why));
+        }
         bail!("the tool failed: {text}");
     }
     print_out(&format!("{text}\n"))
@@ -239,8 +299,38 @@ mod tests {
             tool_arguments(&t, &pairs).unwrap(),
             json!({"text": "42", "count": 7, "flag": true, "extra": {"a": 1}, "other": "plain"})
         );
-        assert!(tool_arguments(&t, &["count=many".to_owned()]).is_err());
+        let error = tool_arguments(&t, &["count=many".to_owned()]).unwrap_err();
+        assert_eq!(error.to_string(), "count (an integer) is not JSON: many");
         assert!(tool_arguments(&t, &["novalue".to_owned()]).is_err());
+    }
+
+    #[test]
+    fn an_array_takes_one_item_or_a_json_array() {
+        let t = tool(json!({"type": "object", "properties": {
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "counts": {"type": ["array", "null"], "items": {"type": "integer"}},
+            "any": {"type": "array"},
+            "filter": {"type": "object"}}}));
+        let arguments = |pairs: &[&str]| {
+            tool_arguments(&t, &pairs.iter().map(|p| p.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            arguments(&["tags=a", "counts=3", "any=x"]).unwrap(),
+            json!({"tags": ["a"], "counts": [3], "any": ["x"]})
+        );
+        assert_eq!(
+            arguments(&[r#"tags=["a","b"]"#, "counts=[1,2]", "tags2=1"]).unwrap(),
+            json!({"tags": ["a", "b"], "counts": [1, 2], "tags2": 1})
+        );
+        assert_eq!(arguments(&["tags=1"]).unwrap(), json!({"tags": ["1"]}));
+        assert_eq!(
+            arguments(&["counts=x"]).unwrap_err().to_string(),
+            "counts (an integer) is not JSON: x"
+        );
+        assert_eq!(
+            arguments(&["filter=x"]).unwrap_err().to_string(),
+            "filter (an object) is not JSON: x"
+        );
     }
 
     #[test]

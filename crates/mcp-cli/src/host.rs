@@ -29,8 +29,9 @@ pub struct HostArgs {
     pub config: Vec<PathBuf>,
     /// Serve over Streamable HTTP (and HTTP+SSE and WebSocket) on this
     /// address; the endpoint is /mcp, status at /status, health at
-    /// /healthz. The default unless --stdio.
-    #[arg(long, value_name = "ADDR", conflicts_with = "stdio")]
+    /// /healthz: 127.0.0.1:8080, localhost:8080, or a port alone (on
+    /// 127.0.0.1). The default unless --stdio.
+    #[arg(long, value_name = "ADDR", conflicts_with = "stdio", value_parser = crate::serve::parse_listen_addr)]
     pub http: Option<std::net::SocketAddr>,
     /// Serve on stdin and stdout instead (one client; put `mcp host
     /// --stdio` in a client's config to give it every server).

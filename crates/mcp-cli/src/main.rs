@@ -51,8 +51,9 @@ enum Command {
         #[arg(value_enum)]
         server: BuiltIn,
         /// Serve over Streamable HTTP on this address (port 0 picks a free
-        /// one), e.g. 127.0.0.1:8080. The endpoint is /mcp.
-        #[arg(long, value_name = "ADDR")]
+        /// one): 127.0.0.1:8080, localhost:8080, or a port alone (on
+        /// 127.0.0.1). The endpoint is /mcp.
+        #[arg(long, value_name = "ADDR", value_parser = serve::parse_listen_addr)]
         http: Option<std::net::SocketAddr>,
         /// Also accept these Host names and Origins (repeatable), beyond
         /// the loopback ones; `*` accepts any (only behind a trusted proxy).

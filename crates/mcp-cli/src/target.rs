@@ -31,8 +31,13 @@ pub enum Target {
 
 impl Target {
     /// Reads `--server`: `http(s)://` and `ws(s)://` URLs pick the network
-    /// transport; anything else is a command line (split like a shell would).
+    /// transport, and so does `HOST:PORT[/PATH]` without a scheme (meaning
+    /// `http://HOST:PORT/PATH`, the path `/mcp` when none is given);
+    /// anything else is a command line (split like a shell would).
     pub fn parse(spec: &str) -> Result<Target> {
+        if let Some(url) = bare_address(spec.trim()) {
+            return Ok(Target::Http(url));
+        }
         let lower = spec.trim().to_ascii_lowercase();
         if lower.starts_with("http://") || lower.starts_with("https://") {
             return Ok(Target::Http(spec.trim().to_owned()));
@@ -47,6 +52,30 @@ impl Target {
         }
         Ok(Target::Command(words))
     }
+}
+
+/// `http://HOST:PORT/PATH` for `HOST:PORT[/PATH]` (a host name, an IPv4
+/// address or a bracketed IPv6 one, then a port number).
+fn bare_address(spec: &str) -> Option<String> {
+    if spec.contains(char::is_whitespace) || spec.contains("://") {
+        return None;
+    }
+    let (authority, path) = match spec.find('/') {
+        Some(slash) => spec.split_at(slash),
+        None => (spec, "/mcp"),
+    };
+    let (host, port) = authority.rsplit_once(':')?;
+    let host_ok = if let Some(inner) = host.strip_prefix('[') {
+        inner
+            .strip_suffix(']')
+            .is_some_and(|ip| ip.parse::<std::net::Ipv6Addr>().is_ok())
+    } else {
+        !host.is_empty()
+            && host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
+    };
+    (host_ok && port.parse::<u16>().is_ok()).then(|| format!("http://{authority}{path}"))
 }
 
 impl std::fmt::Display for Target {
@@ -143,10 +172,19 @@ impl Connection {
                     http,
                 });
             }
-            Some(Err(e)) => match e.rpc() {
-                Some(rpc) => format!("cannot start the MCP session: {}", rpc.message),
-                None => format!("cannot start the MCP session: {e}"),
-            },
+            Some(Err(e)) => {
+                let url = match target {
+                    Target::Http(url) => Some(url.as_str()),
+                    _ => None,
+                };
+                match e.rpc() {
+                    Some(rpc) => match http_failure(&rpc.message, url) {
+                        Some(http) => format!("cannot start the MCP session: {http}"),
+                        None => format!("cannot start the MCP session: {}", rpc.message),
+                    },
+                    None => format!("cannot start the MCP session: {e}"),
+                }
+            }
             None => {
                 timed_out = true;
                 format!(
@@ -198,6 +236,29 @@ async fn ask_log_level(client: &Client, level: LoggingLevel) {
     if let Err(e) = client.set_logging_level(level).await {
         tracing::warn!("the server did not take log level {level}: {e}");
     }
+}
+
+/// An HTTP failure told for people, if `message` is one (`HTTP 404 Not
+/// Found: BODY`, as the HTTP transport reports a failed exchange): the
+/// status, the URL when known, and the body if any; a 404 asks whether
+/// the path is right.
+pub fn http_failure(message: &str, url: Option<&str>) -> Option<String> {
+    let rest = message.strip_prefix("HTTP ")?;
+    let (code, rest) = rest.split_at_checked(3)?;
+    let code: u16 = code.parse().ok()?;
+    let (reason, body) = rest.split_once(':').unwrap_or((rest, ""));
+    let mut told = format!("HTTP {code}{reason}");
+    if let Some(url) = url {
+        told.push_str(&format!(" at {url}"));
+    }
+    if code == 404 {
+        told.push_str(": is the path right? MCP endpoints are usually /mcp");
+    }
+    let body = body.trim();
+    if !body.is_empty() {
+        told.push_str(&format!(" (the server said: {body})"));
+    }
+    Some(told)
 }
 
 /// The requests that start a session in `era`.
@@ -360,7 +421,38 @@ mod tests {
             Target::parse("mcp serve 'every thing'").unwrap(),
             Target::Command(vec!["mcp".into(), "serve".into(), "every thing".into()])
         );
+        assert_eq!(
+            Target::parse("127.0.0.1:8080").unwrap(),
+            Target::Http("http://127.0.0.1:8080/mcp".into())
+        );
+        assert_eq!(
+            Target::parse("localhost:9000/other").unwrap(),
+            Target::Http("http://localhost:9000/other".into())
+        );
+        assert_eq!(
+            Target::parse("[::1]:8080").unwrap(),
+            Target::Http("http://[::1]:8080/mcp".into())
+        );
+        assert_eq!(
+            Target::parse("python3 server.py:80").unwrap(),
+            Target::Command(vec!["python3".into(), "server.py:80".into()])
+        );
+        assert!(matches!(
+            Target::parse("./server:x").unwrap(),
+            Target::Command(_)
+        ));
         assert!(Target::parse("  ").is_err());
+        assert_eq!(
+            http_failure("HTTP 404 Not Found: ", Some("http://h:1/x")).as_deref(),
+            Some(
+                "HTTP 404 Not Found at http://h:1/x: is the path right? MCP endpoints are usually /mcp"
+            )
+        );
+        assert_eq!(
+            http_failure("HTTP 500 Internal Server Error: boom", None).as_deref(),
+            Some("HTTP 500 Internal Server Error (the server said: boom)")
+        );
+        assert_eq!(http_failure("Method not found", None), None);
         assert!(Target::parse("unterminated 'quote").is_err());
     }
 }

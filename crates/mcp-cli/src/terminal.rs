@@ -21,6 +21,7 @@ use crate::stderr::{ask_err, print_err};
 pub struct Terminal {
     lines: Arc<Mutex<Lines<BufReader<Stdin>>>>,
     interactive: bool,
+    refused: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl Terminal {
@@ -30,17 +31,31 @@ impl Terminal {
         Terminal {
             lines: Arc::new(Mutex::new(BufReader::new(tokio::io::stdin()).lines())),
             interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
+            refused: Arc::default(),
         }
+    }
+
+    /// What this program refused to ask of the user for the server, if
+    /// anything (the server's error that follows is this refusal).
+    pub fn refusal(&self) -> Option<String> {
+        self.refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     fn refuse(&self, what: &str) -> Result<(), ErrorObject> {
         if self.interactive {
-            Ok(())
-        } else {
-            Err(ErrorObject::internal(format!(
-                "the server asked for {what}, which needs a person at a terminal, and stdin is not one"
-            )))
+            return Ok(());
         }
+        let why = format!(
+            "the server asked for {what}, which needs a person at a terminal, and stdin is not one"
+        );
+        self.refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert_with(|| why.clone());
+        Err(ErrorObject::internal(why))
     }
 
     async fn ask(

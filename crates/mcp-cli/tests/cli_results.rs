@@ -326,3 +326,86 @@ async fn the_tool_table_keeps_descriptions_whole_off_a_terminal() {
         "{header}\n{confirm}"
     );
 }
+
+/// A tool that answers with its arguments, as JSON.
+fn echo_arguments() -> ToolDef {
+    let schema = json!({"type": "object", "properties": {
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "sizes": {"type": "array", "items": {"type": "integer"}},
+        "filter": {"type": "object"}}});
+    ToolDef::from_parts(
+        Tool::new("echo_arguments", schema),
+        |arguments, _| async move { Ok(CallToolResult::text(Value::Object(arguments).to_string())) },
+    )
+}
+
+/// `key=value` for an array-typed argument is its one item; a JSON array
+/// stays as it is; a value that does not fit is told with good grammar.
+#[tokio::test]
+async fn key_value_arguments_fill_arrays() {
+    let url = serve_tools(vec![echo_arguments()]).await;
+    let cases = [
+        (
+            vec!["tags=a", "sizes=3"],
+            json!({"tags": ["a"], "sizes": [3]}),
+        ),
+        (
+            vec![r#"tags=["a","b"]"#, "sizes=[1,2]"],
+            json!({"tags": ["a", "b"], "sizes": [1, 2]}),
+        ),
+    ];
+    for (pairs, expected) in cases {
+        let mut args = vec!["tool", "-s", &url, "echo_arguments"];
+        args.extend(pairs);
+        let output = mcp(&args).await;
+        assert!(output.status.success(), "{}", stderr(&output));
+        let got: Value = serde_json::from_str(&stdout(&output)).expect("the arguments");
+        assert_eq!(got, expected);
+    }
+    let output = mcp(&["tool", "-s", &url, "echo_arguments", "filter=x"]).await;
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("filter (an object) is not JSON: x"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// What this program refuses for want of a terminal is told as its own
+/// refusal, not as an error the server answered with, in every era.
+#[tokio::test]
+async fn refusals_are_told_as_this_programs_own() {
+    let server = everything();
+    for era in ["legacy", "modern"] {
+        for (tool, arg) in [
+            ("test_elicitation", "message=Who?"),
+            ("test_sampling", "prompt=hi"),
+        ] {
+            for command in ["tool", "call"] {
+                let mut args = vec![command, "-s", &server, "--era", era];
+                if command == "call" {
+                    args.push("tools/call");
+                }
+                args.push(tool);
+                if command == "tool" {
+                    args.push(arg);
+                } else if tool == "test_elicitation" {
+                    args.push(r#"{"message":"Who?"}"#);
+                } else {
+                    args.push(r#"{"prompt":"hi"}"#);
+                }
+                let output = mcp(&args).await;
+                let said = stderr(&output);
+                assert!(!output.status.success(), "{args:?}");
+                assert!(
+                    said.contains("which needs a person at a terminal, and stdin is not one, so mcp refused it"),
+                    "{args:?}: {said}"
+                );
+                assert!(
+                    !said.contains("the server answered with error"),
+                    "{args:?}: {said}"
+                );
+            }
+        }
+    }
+}
