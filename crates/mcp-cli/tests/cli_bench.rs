@@ -51,16 +51,20 @@ fn report(output: &std::process::Output) -> Value {
     serde_json::from_str(&stdout(output)).expect("a JSON report")
 }
 
+/// `mcp bench --json ARGS` against a fresh server of the test tools (each
+/// run counts its calls from the first).
+async fn bench(args: &[&str]) -> std::process::Output {
+    let url = serve_tools(vec![flaky(), breaking()]).await;
+    let mut all = vec!["bench", "-s", &url, "--warmup", "0"];
+    all.extend_from_slice(args);
+    mcp(&all).await
+}
+
 #[tokio::test]
 async fn tool_errors_and_json_rpc_errors_are_counted_apart() {
-    let url = serve_tools(vec![flaky(), breaking()]).await;
-    let base = ["bench", "-s", &url, "-d", "0.5", "--warmup", "0", "--json"];
-    for extra in [
-        &["--tool", "flaky", "--args", "{}"][..],
-        &["--tool", "flaky", "--args", "{}", "--via-client"],
-    ] {
-        let args = [&base[..], extra].concat();
-        let output = mcp(&args).await;
+    let flaky = ["-d", "0.5", "--json", "--tool", "flaky", "--args", "{}"];
+    for extra in [&[][..], &["--via-client"]] {
+        let output = bench(&[&flaky[..], extra].concat()).await;
         assert!(output.status.success(), "{extra:?}: {}", stderr(&output));
         let report = report(&output);
         assert!(report["requests"].as_u64().unwrap_or(0) > 0, "{report}");
@@ -75,8 +79,7 @@ async fn tool_errors_and_json_rpc_errors_are_counted_apart() {
     }
 
     // Every measured call fails: the report says so, and the run fails.
-    let args = [&base[..], &["--tool", "breaking", "--args", "{}"]].concat();
-    let output = mcp(&args).await;
+    let output = bench(&["-d", "0.5", "--json", "--tool", "breaking", "--args", "{}"]).await;
     assert!(!output.status.success(), "{}", stdout(&output));
     let report = report(&output);
     assert_eq!(report["requests"], 0, "{report}");
@@ -88,10 +91,7 @@ async fn tool_errors_and_json_rpc_errors_are_counted_apart() {
     );
 
     // In text too.
-    let text = [
-        "bench", "-s", &url, "-d", "0.3", "--warmup", "0", "--tool", "flaky", "--args", "{}",
-    ];
-    let output = mcp(&text).await;
+    let output = bench(&["-d", "0.3", "--tool", "flaky", "--args", "{}"]).await;
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(
         stdout(&output).contains("tool errors (isError)"),
