@@ -17,8 +17,9 @@ use mcp_http::ReplyKinds;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::bench_http::{HttpWork, Lane};
+use crate::bench_http::{HttpWork, Lane, Reply, ResultProbe};
 use crate::call::parse_era;
+use crate::stderr::print_err;
 use crate::stdout::{print_json, print_out};
 use crate::target::{Connection, Target};
 use crate::terminal::Terminal;
@@ -92,8 +93,18 @@ struct Report {
     pipeline: usize,
     sender: Sender,
     seconds: f64,
+    /// Calls answered with a result.
     requests: u64,
+    /// Calls answered with a JSON-RPC error.
     errors: u64,
+    /// Tool calls answered with a result marked `isError: true`.
+    tool_errors: u64,
+    /// Calls without an answer: a failed exchange, or one still waited
+    /// for long after the end.
+    failed: u64,
+    /// What the first call that did not succeed got.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    first_error: Option<String>,
     throughput: f64,
     latency_ms: Latency,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -182,7 +193,11 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
     args.check()?;
     let target = Target::parse(&args.server)?;
     if let (Some(n), Some(pid)) = (args.sessions, args.pid) {
-        return crate::idle_sessions::run(&args.server, pid, n, args.cycles, args.json).await;
+        let url = match &target {
+            Target::Http(url) => url.as_str(),
+            _ => args.server.as_str(),
+        };
+        return crate::idle_sessions::run(url, pid, n, args.cycles, args.json).await;
     }
     let work = args.work()?;
     let setup = Duration::from_secs_f64(args.setup_timeout);
@@ -209,18 +224,23 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
     for caller in callers {
         loops.spawn(closed_loop(caller, measure_from, end));
     }
-    let mut histogram = Histogram::<u64>::new(3)?;
-    let (mut requests, mut errors) = (0, 0);
+    let mut tally = Tally::new();
     let mut lane_kinds = Vec::new();
     while let Some(outcome) = loops.join_next().await {
-        let (h, n, e, caller) = outcome?;
-        histogram.add(h)?;
-        requests += n;
-        errors += e;
+        let (one, caller) = outcome?;
+        tally.add(one)?;
         if let Caller::Lane(lane) = caller {
             lane_kinds.push(lane.replies);
         }
     }
+    let Tally {
+        histogram,
+        requests,
+        errors,
+        tool_errors,
+        failed,
+        first_error,
+    } = tally;
     let seconds = args.duration;
     let after = args.pid.and_then(cpu_ticks);
     let replies = match sender {
@@ -246,6 +266,9 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         seconds,
         requests,
         errors,
+        tool_errors,
+        failed,
+        first_error,
         throughput: requests as f64 / seconds,
         latency_ms: Latency {
             p50: ms(histogram.value_at_quantile(0.5)),
@@ -258,6 +281,17 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
     };
     print_report(&report, args.json)?;
     close_all(connections).await;
+    let unsuccessful = report.errors + report.tool_errors + report.failed;
+    if report.requests == 0 && unsuccessful > 0 {
+        bail!(
+            "every call failed ({} JSON-RPC errors, {} tool errors, {} without an answer); \
+             the first got {}",
+            report.errors,
+            report.tool_errors,
+            report.failed,
+            report.first_error.as_deref().unwrap_or("nothing")
+        );
+    }
     Ok(())
 }
 
@@ -276,11 +310,17 @@ async fn prepare(
             Connection::open(target, args.era, &terminal).await?,
         ));
     }
-    connections[0]
+    let first = connections[0]
         .client
         .request_raw(&work.method, work.params.clone(), RequestOptions::new())
         .await
         .with_context(|| format!("{} failed", work.method))?;
+    if let Reply::ToolError(text) = reply_of(&work.method, &first) {
+        bail!(
+            "{} failed: the tool answered with an error (isError): {text}",
+            work.method
+        );
+    }
     let callers = if args.via_client {
         client_callers(&connections, work, args.pipeline)
     } else {
@@ -303,10 +343,10 @@ async fn close_all(connections: Vec<Arc<Connection>>) {
         }
     };
     if tokio::time::timeout(CLOSE_WAIT, closing).await.is_err() {
-        eprintln!(
+        print_err(&format!(
             "the sessions did not all end within {}s; the rest were dropped",
             CLOSE_WAIT.as_secs()
-        );
+        ));
     }
 }
 
@@ -318,18 +358,37 @@ enum Caller {
 }
 
 impl Caller {
-    async fn call(&mut self) -> Result<()> {
+    /// Sends the work request once: how the server answered, or why no
+    /// answer came.
+    async fn call(&mut self) -> Result<Reply> {
         match self {
             Caller::Client(connection, work) => {
-                connection
+                let result = connection
                     .client
                     .request_raw(&work.method, work.params.clone(), RequestOptions::new())
-                    .await?;
-                Ok(())
+                    .await;
+                match result {
+                    Ok(raw) => Ok(reply_of(&work.method, &raw)),
+                    Err(e) => match e.rpc() {
+                        Some(rpc) => Ok(Reply::Error {
+                            code: rpc.code,
+                            message: rpc.message.clone(),
+                        }),
+                        None => Err(e.into()),
+                    },
+                }
             }
             Caller::Lane(lane) => lane.call().await,
         }
     }
+}
+
+/// The reply a result of `method` makes: a tool's result may be an error.
+fn reply_of(method: &str, result: &serde_json::value::RawValue) -> Reply {
+    if method != "tools/call" {
+        return Reply::Result;
+    }
+    serde_json::from_str::<ResultProbe>(result.get()).map_or(Reply::Result, ResultProbe::reply)
 }
 
 /// `pipeline` callers per connection: lanes over plain Streamable HTTP
@@ -344,7 +403,9 @@ async fn callers(
         match lanes(url, connections, work, pipeline).await {
             Ok(Some(lanes)) => return Ok(lanes.into_iter().map(Caller::Lane).collect()),
             Ok(None) => {}
-            Err(e) => eprintln!("sending through the MCP client: the direct lanes failed: {e:#}"),
+            Err(e) => print_err(&format!(
+                "sending through the MCP client: the direct lanes failed: {e:#}"
+            )),
         }
     }
     Ok(client_callers(connections, work, pipeline))
@@ -374,7 +435,9 @@ async fn lanes(
         let prepared = Arc::new(prepared);
         for _ in 0..pipeline {
             let mut lane = Lane::open(Arc::clone(&prepared)).await?;
-            lane.call().await?;
+            if let reply @ Reply::Error { .. } = lane.call().await? {
+                bail!("the first call on a lane got {reply}");
+            }
             lane.replies = Default::default();
             lanes.push(lane);
         }
@@ -396,38 +459,91 @@ fn total(kinds: impl IntoIterator<Item = ReplyKinds>) -> Option<Replies> {
 /// How long after the end of the run a call still in flight is waited for.
 const LATE: Duration = Duration::from_secs(5);
 
-/// One request at a time until `end`; latencies (microseconds) recorded
-/// from `measure_from` on. Hands the caller back for its counts.
-async fn closed_loop(
-    mut caller: Caller,
-    measure_from: Instant,
-    end: Instant,
-) -> (Histogram<u64>, u64, u64, Caller) {
-    let mut histogram = Histogram::<u64>::new(3).expect("3 significant digits is valid");
-    let (mut requests, mut errors) = (0, 0);
+/// What callers counted: latencies (microseconds) of the calls answered
+/// with a result, and how the others ended.
+struct Tally {
+    histogram: Histogram<u64>,
+    requests: u64,
+    errors: u64,
+    tool_errors: u64,
+    failed: u64,
+    first_error: Option<String>,
+}
+
+impl Tally {
+    fn new() -> Tally {
+        Tally {
+            histogram: Histogram::<u64>::new(3).expect("3 significant digits is valid"),
+            requests: 0,
+            errors: 0,
+            tool_errors: 0,
+            failed: 0,
+            first_error: None,
+        }
+    }
+
+    /// Counts one call that took `took`.
+    fn count(&mut self, outcome: Result<Reply>, took: Duration) {
+        let why = match outcome {
+            Ok(Reply::Result) => {
+                self.requests += 1;
+                let micros = took.as_micros().min(u128::from(u64::MAX)) as u64;
+                let _ = self.histogram.record(micros.max(1));
+                return;
+            }
+            Ok(reply @ Reply::ToolError(_)) => {
+                self.tool_errors += 1;
+                reply.to_string()
+            }
+            Ok(reply @ Reply::Error { .. }) => {
+                self.errors += 1;
+                reply.to_string()
+            }
+            Err(e) => {
+                self.failed += 1;
+                format!("no answer: {e:#}")
+            }
+        };
+        self.first_error.get_or_insert(why);
+    }
+
+    /// Adds another caller's counts.
+    fn add(&mut self, other: Tally) -> Result<()> {
+        self.histogram.add(other.histogram)?;
+        self.requests += other.requests;
+        self.errors += other.errors;
+        self.tool_errors += other.tool_errors;
+        self.failed += other.failed;
+        if self.first_error.is_none() {
+            self.first_error = other.first_error;
+        }
+        Ok(())
+    }
+}
+
+/// One request at a time until `end`; calls counted from `measure_from`
+/// on. Hands the caller back for its counts.
+async fn closed_loop(mut caller: Caller, measure_from: Instant, end: Instant) -> (Tally, Caller) {
+    let mut tally = Tally::new();
     loop {
         let sent = Instant::now();
         if sent >= end {
             break;
         }
         let Ok(outcome) = tokio::time::timeout_at((end + LATE).into(), caller.call()).await else {
-            errors += 1;
+            tally.count(
+                Err(anyhow::anyhow!("still waited for {LATE:?} after the end")),
+                LATE,
+            );
             break;
         };
         let done = Instant::now();
         if sent < measure_from || done > end {
             continue;
         }
-        match outcome {
-            Ok(()) => {
-                requests += 1;
-                let micros = (done - sent).as_micros().min(u128::from(u64::MAX)) as u64;
-                let _ = histogram.record(micros.max(1));
-            }
-            Err(_) => errors += 1,
-        }
+        tally.count(outcome, done - sent);
     }
-    (histogram, requests, errors, caller)
+    (tally, caller)
 }
 
 fn print_report(report: &Report, json: bool) -> Result<()> {
@@ -454,9 +570,17 @@ fn print_report(report: &Report, json: bool) -> Result<()> {
     }
     writeln!(
         out,
-        "requests:    {} ({:.0}/s), {} errors",
-        report.requests, report.throughput, report.errors
+        "requests:    {} ({:.0}/s) answered with a result",
+        report.requests, report.throughput
     )?;
+    writeln!(
+        out,
+        "errors:      {} JSON-RPC errors, {} tool errors (isError), {} without an answer",
+        report.errors, report.tool_errors, report.failed
+    )?;
+    if let Some(first) = &report.first_error {
+        writeln!(out, "first error: {first}")?;
+    }
     let l = &report.latency_ms;
     writeln!(
         out,

@@ -19,7 +19,6 @@ use hyper_util::rt::TokioIo;
 use mcp_http::sse::SseParser;
 use mcp_http::{ReplyKinds, WireProtocol};
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -107,10 +106,10 @@ impl Lane {
         })
     }
 
-    /// Sends the request once and waits for its result; an error for a
-    /// failed exchange, an HTTP error, a JSON-RPC error or a reply without
-    /// the request's response.
-    pub async fn call(&mut self) -> Result<()> {
+    /// Sends the request once and waits for its response; an error for a
+    /// failed exchange, an HTTP error or a reply without the request's
+    /// response.
+    pub async fn call(&mut self) -> Result<Reply> {
         self.next_id += 1;
         let id = self.next_id;
         let mut text = String::with_capacity(self.work.head.len() + 24);
@@ -165,15 +164,74 @@ async fn connect(address: &str) -> Result<SendRequest<Full<Bytes>>> {
     Ok(sender)
 }
 
+/// How the server answered one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// A result.
+    Result,
+    /// A tool's result with `isError: true`.
+    ToolError(String),
+    /// A JSON-RPC error.
+    Error {
+        /// Its code.
+        code: i64,
+        /// Its message.
+        message: String,
+    },
+}
+
+impl std::fmt::Display for Reply {
+    /// The reply in a few words, for a report.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reply::Result => f.write_str("a result"),
+            Reply::ToolError(text) => write!(f, "a tool error (isError): {text}"),
+            Reply::Error { code, message } => write!(f, "error {code}: {message}"),
+        }
+    }
+}
+
 /// What a lane reads of a message.
 #[derive(Deserialize)]
 struct ReplyProbe<'a> {
     #[serde(borrow, default)]
     id: Option<&'a RawValue>,
     #[serde(default)]
-    result: Option<IgnoredAny>,
+    result: Option<ResultProbe>,
     #[serde(default)]
     error: Option<ErrorProbe>,
+}
+
+/// What a lane reads of a result: whether it is a tool's error, and then
+/// its first text.
+#[derive(Deserialize)]
+pub(crate) struct ResultProbe {
+    #[serde(rename = "isError", default)]
+    is_error: Option<bool>,
+    #[serde(default)]
+    content: Option<Vec<ContentProbe>>,
+}
+
+#[derive(Deserialize)]
+struct ContentProbe {
+    #[serde(default)]
+    text: Option<String>,
+}
+
+impl ResultProbe {
+    /// The reply this result makes.
+    pub(crate) fn reply(self) -> Reply {
+        if self.is_error != Some(true) {
+            return Reply::Result;
+        }
+        let text = self
+            .content
+            .into_iter()
+            .flatten()
+            .find_map(|c| c.text)
+            .unwrap_or_default();
+        Reply::ToolError(text)
+    }
 }
 
 #[derive(Deserialize)]
@@ -184,15 +242,18 @@ struct ErrorProbe {
     message: String,
 }
 
-/// The outcome of `text` if it is the response to request `id`.
-fn response_to(text: &str, id: u64) -> Option<Result<()>> {
+/// The reply in `text` if it is the response to request `id`.
+fn response_to(text: &str, id: u64) -> Option<Result<Reply>> {
     let probe: ReplyProbe = serde_json::from_str(text).ok()?;
     if probe.id?.get().parse::<u64>().ok()? != id {
         return None;
     }
     Some(match (probe.result, probe.error) {
-        (Some(_), None) => Ok(()),
-        (_, Some(error)) => Err(anyhow::anyhow!("error {}: {}", error.code, error.message)),
+        (Some(result), None) => Ok(result.reply()),
+        (_, Some(error)) => Ok(Reply::Error {
+            code: error.code,
+            message: error.message,
+        }),
         (None, None) => Err(anyhow::anyhow!(
             "response {id} has neither result nor error"
         )),
@@ -251,7 +312,8 @@ mod tests {
         };
         let mut lane = Lane::open(Arc::new(work)).await.unwrap();
         for _ in 0..3 {
-            lane.call().await.expect("answered on a new connection");
+            let reply = lane.call().await.expect("answered on a new connection");
+            assert_eq!(reply, Reply::Result);
         }
         assert_eq!(lane.replies.json, 3);
     }
@@ -260,13 +322,20 @@ mod tests {
     fn a_response_is_matched_by_its_id_and_read_for_its_outcome() {
         assert!(matches!(
             response_to(r#"{"jsonrpc":"2.0","id":7,"result":{}}"#, 7),
-            Some(Ok(()))
+            Some(Ok(Reply::Result))
         ));
         let error = response_to(
             r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"bad"}}"#,
             7,
         );
-        assert_eq!(error.unwrap().unwrap_err().to_string(), "error -32602: bad");
+        assert_eq!(error.unwrap().unwrap().to_string(), "error -32602: bad");
+        let failed = r#"{"jsonrpc":"2.0","id":7,"result":{"isError":true,"content":[{"type":"text","text":"no"}]}}"#;
+        assert_eq!(
+            response_to(failed, 7).unwrap().unwrap(),
+            Reply::ToolError("no".into())
+        );
+        let fine = r#"{"jsonrpc":"2.0","id":7,"result":{"isError":false,"content":[]}}"#;
+        assert_eq!(response_to(fine, 7).unwrap().unwrap(), Reply::Result);
         assert!(response_to(r#"{"jsonrpc":"2.0","id":8,"result":{}}"#, 7).is_none());
         assert!(response_to(r#"{"jsonrpc":"2.0","id":"7","result":{}}"#, 7).is_none());
         assert!(response_to(r#"{"jsonrpc":"2.0","method":"notifications/progress"}"#, 7).is_none());

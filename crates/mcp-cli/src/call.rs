@@ -8,22 +8,32 @@ use mcp_client::{ClientError, EraChoice, RequestOptions};
 use mcp_schema::{CallToolResult, Tool};
 use serde_json::{Map, Value};
 
+use crate::progress::{self, progress_bar};
+use crate::server_log::{ServerLog, parse_server_log};
 use crate::stdout::{print_json, print_out};
-use crate::target::{Connection, Target};
-use crate::terminal::{Terminal, progress_bar};
+use crate::target::{Connection, Target, http_failure};
+use crate::terminal::Terminal;
+use crate::tool_table::{terminal_width, tool_table};
 
 /// What every client command shares: the server, the era, the timeout.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServerArgs {
-    /// The server: an http(s):// or ws(s):// URL, or a command line run
-    /// as a child over stdio (e.g. "mcp serve everything").
+    /// The server: an http(s):// or ws(s):// URL, HOST:PORT (meaning
+    /// http://HOST:PORT/mcp), or a command line run as a child over stdio
+    /// (e.g. "mcp serve everything").
     #[arg(long, short = 's', value_name = "URL_OR_COMMAND")]
     pub server: String,
     /// The protocol era: auto (server/discover, else initialize), legacy,
     /// modern, or a revision such as 2025-06-18.
     #[arg(long, default_value = "auto", value_parser = parse_era)]
     pub era: EraChoice,
-    /// Seconds to wait for the answer (progress extends the wait).
+    /// The server's log messages shown on stderr, from this level up:
+    /// debug, info, notice, warning, error, critical, alert, emergency,
+    /// or off. A server that declares logging is asked for this level.
+    #[arg(long, default_value = "info", value_name = "LEVEL", value_parser = parse_server_log)]
+    pub server_log: ServerLog,
+    /// Seconds to wait for the server: to take the connection and start
+    /// the MCP session, then for each answer (progress extends the wait).
     #[arg(long, default_value_t = 60.0)]
     pub timeout: f64,
 }
@@ -36,14 +46,19 @@ pub fn parse_era(text: &str) -> Result<EraChoice, String> {
 impl ServerArgs {
     async fn connect(&self, terminal: &Terminal) -> Result<Connection> {
         let target = Target::parse(&self.server)?;
-        Connection::open(&target, self.era, terminal).await
+        Connection::open_within(&target, self.era, terminal, self.wait()?, self.server_log).await
+    }
+
+    /// `--timeout`, checked.
+    fn wait(&self) -> Result<Duration> {
+        Duration::try_from_secs_f64(self.timeout)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .context("--timeout must be a positive number of seconds")
     }
 
     fn options(&self) -> Result<RequestOptions> {
-        if !self.timeout.is_finite() || self.timeout <= 0.0 {
-            bail!("--timeout must be a positive number of seconds");
-        }
-        let mut options = RequestOptions::new().timeout(Duration::from_secs_f64(self.timeout));
+        let mut options = RequestOptions::new().timeout(self.wait()?);
         if let Some(bar) = progress_bar() {
             options = options.on_progress(bar);
         }
@@ -51,23 +66,40 @@ impl ServerArgs {
     }
 }
 
-/// Runs `f` with a connection, closing it whatever happens.
+/// Runs `f` with a connection whose server's questions `terminal`
+/// answers, closing it whatever happens. A failure that follows a
+/// question refused for want of a terminal is told as that refusal.
 async fn with_connection<T>(
     args: &ServerArgs,
+    terminal: &Terminal,
     f: impl AsyncFnOnce(&Connection) -> Result<T>,
 ) -> Result<T> {
-    let terminal = Terminal::new();
-    let connection = args.connect(&terminal).await?;
+    let connection = args.connect(terminal).await?;
     let outcome = f(&connection).await;
+    progress::clear();
     connection.close().await;
-    outcome
+    match (outcome, terminal.refusal()) {
+        (Err(_), Some(why)) => Err(refused(&why)),
+        (outcome, _) => outcome,
+    }
+}
+
+/// The error of a request that failed because this program refused what
+/// the server asked.
+fn refused(why: &str) -> anyhow::Error {
+    anyhow!("{why}, so mcp refused it")
 }
 
 fn json_arg(text: &str, what: &str) -> Result<Value> {
     serde_json::from_str(text).with_context(|| format!("{what} is not JSON: {text}"))
 }
 
+/// A failed request told for people: the server's JSON-RPC error with its
+/// code, or an HTTP failure as such.
 fn explain(error: ClientError) -> anyhow::Error {
+    if let Some(http) = error.rpc().and_then(|rpc| http_failure(&rpc.message, None)) {
+        return anyhow!(http);
+    }
     match error.rpc() {
         Some(rpc) => anyhow!(
             "the server answered with error {}: {}{}",
@@ -82,7 +114,8 @@ fn explain(error: ClientError) -> anyhow::Error {
     }
 }
 
-/// `mcp call`: prints the raw JSON result.
+/// `mcp call`: prints the raw JSON result; a tool's error result
+/// (`isError: true`) is printed too, and fails the command.
 pub async fn call(args: &ServerArgs, method: &str, rest: &[String]) -> Result<()> {
     let params = match (method, rest) {
         (_, []) => Value::Object(Map::new()),
@@ -98,7 +131,8 @@ pub async fn call(args: &ServerArgs, method: &str, rest: &[String]) -> Result<()
         _ => bail!("{method} takes one JSON object of params"),
     };
     let options = args.options()?;
-    let result = with_connection(args, async |c: &Connection| {
+    let terminal = Terminal::new();
+    let result = with_connection(args, &terminal, async |c: &Connection| {
         c.client
             .request_raw(method, params, options)
             .await
@@ -106,85 +140,29 @@ pub async fn call(args: &ServerArgs, method: &str, rest: &[String]) -> Result<()
     })
     .await?;
     let value: Value = serde_json::from_str(result.get())?;
-    print_json(&value)
+    print_json(&value)?;
+    if method == "tools/call" && value.get("isError") == Some(&Value::Bool(true)) {
+        if let Some(why) = terminal.refusal() {
+            return Err(refused(&why));
+        }
+        bail!("the tool reported an error (isError: true); its result is on stdout");
+    }
+    Ok(())
 }
 
-/// `mcp tools`: the server's tools as a table.
+/// `mcp tools`: the server's tools as a table, fitted to the terminal.
 pub async fn tools(args: &ServerArgs) -> Result<()> {
-    let tools = with_connection(args, async |c: &Connection| {
+    let tools = with_connection(args, &Terminal::new(), async |c: &Connection| {
         c.client.list_all_tools().await.map_err(explain)
     })
     .await?;
-    print_out(&tool_table(&tools))
+    print_out(&tool_table(&tools, terminal_width()))
 }
 
-/// The argument names of a tool, required ones marked with `*`.
-fn argument_names(tool: &Tool) -> String {
-    let schema = &tool.input_schema;
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|p| {
-            p.keys()
-                .map(|k| {
-                    if required.contains(&k.as_str()) {
-                        format!("{k}*")
-                    } else {
-                        k.clone()
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_default()
-}
-
-fn tool_table(tools: &[Tool]) -> String {
-    let rows: Vec<(String, String, String)> = tools
-        .iter()
-        .map(|t| {
-            let description = t
-                .description
-                .as_deref()
-                .or(t.title.as_deref())
-                .unwrap_or("")
-                .lines()
-                .next()
-                .unwrap_or("");
-            (t.name.clone(), argument_names(t), shorten(description, 80))
-        })
-        .collect();
-    let width = |f: fn(&(String, String, String)) -> &String, title: &str| {
-        rows.iter()
-            .map(|r| f(r).chars().count())
-            .max()
-            .unwrap_or(0)
-            .max(title.len())
-    };
-    let (w_name, w_args) = (width(|r| &r.0, "NAME"), width(|r| &r.1, "ARGUMENTS"));
-    let mut out = format!("{:w_name$}  {:w_args$}  DESCRIPTION\n", "NAME", "ARGUMENTS");
-    for (name, arguments, description) in rows {
-        out.push_str(format!("{name:w_name$}  {arguments:w_args$}  {description}").trim_end());
-        out.push('\n');
-    }
-    out
-}
-
-fn shorten(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut short: String = text.chars().take(max - 1).collect();
-    short.push('…');
-    short
-}
-
-/// Builds a tool's arguments from `key=value` words, typed by its schema.
+/// Builds a tool's arguments from `key=value` words, typed by its schema:
+/// text for a string; JSON for a number, a boolean or an object; for an
+/// array, a JSON array as it is, anything else as its one item (typed by
+/// the array's items).
 fn tool_arguments(tool: &Tool, pairs: &[String]) -> Result<Value> {
     let properties = tool
         .input_schema
@@ -195,26 +173,59 @@ fn tool_arguments(tool: &Tool, pairs: &[String]) -> Result<Value> {
         let (key, text) = pair
             .split_once('=')
             .ok_or_else(|| anyhow!("{pair:?} is not key=value"))?;
-        let ty = properties
-            .and_then(|p| p.get(key))
-            .and_then(|s| s.get("type"))
-            .and_then(Value::as_str);
-        let value = match ty {
-            Some("string") => Value::String(text.to_owned()),
-            Some(_) => json_arg(text, &format!("{key} (a {})", ty.unwrap_or("value")))?,
-            // Not in the schema: JSON if it reads as JSON, else text.
-            None => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())),
+        let schema = properties.and_then(|p| p.get(key));
+        let value = match schema.and_then(type_of) {
+            Some("array") => match serde_json::from_str(text) {
+                Ok(array @ Value::Array(_)) => array,
+                _ => {
+                    let items = schema.and_then(|s| s.get("items"));
+                    Value::Array(vec![typed_value(key, items, text)?])
+                }
+            },
+            _ => typed_value(key, schema, text)?,
         };
         arguments.insert(key.to_owned(), value);
     }
     Ok(Value::Object(arguments))
 }
 
+/// The type a property's schema names (the first, of a list of types
+/// other than `null`).
+fn type_of(schema: &Value) -> Option<&str> {
+    match schema.get("type")? {
+        Value::String(ty) => Some(ty),
+        Value::Array(types) => types
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null"),
+        _ => None,
+    }
+}
+
+/// `text` as the value `schema` describes: text for a string, JSON for
+/// another type, and without a type JSON if it reads as JSON, else text.
+fn typed_value(key: &str, schema: Option<&Value>, text: &str) -> Result<Value> {
+    match schema.and_then(type_of) {
+        Some("string") => Ok(Value::String(text.to_owned())),
+        Some(ty) => json_arg(text, &format!("{key} ({} {ty})", article(ty))),
+        None => Ok(serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))),
+    }
+}
+
+/// `an` before a word said with a vowel first, else `a`.
+fn article(word: &str) -> &'static str {
+    match word.chars().next() {
+        Some('a' | 'e' | 'i' | 'o' | 'u' | 'A' | 'E' | 'I' | 'O' | 'U') => "an",
+        _ => "a",
+    }
+}
+
 /// `mcp tool`: calls one tool with `key=value` arguments and prints its
 /// text; a tool error goes to stderr with a non-zero exit.
 pub async fn tool(args: &ServerArgs, name: &str, pairs: &[String]) -> Result<()> {
     let options = args.options()?;
-    let result = with_connection(args, async |c: &Connection| {
+    let terminal = Terminal::new();
+    let result = with_connection(args, &terminal, async |c: &Connection| {
         let tools = c.client.list_all_tools().await.map_err(explain)?;
         let Some(tool) = tools.iter().find(|t| t.name == name) else {
             let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
@@ -232,6 +243,9 @@ pub async fn tool(args: &ServerArgs, name: &str, pairs: &[String]) -> Result<()>
     .await?;
     let text = result_text(&result);
     if result.is_error == Some(true) {
+        if let Some(why) = terminal.refusal() {
+            return Err(refused(&why));
+        }
         bail!("the tool failed: {text}");
     }
     print_out(&format!("{text}\n"))
@@ -285,9 +299,38 @@ mod tests {
             tool_arguments(&t, &pairs).unwrap(),
             json!({"text": "42", "count": 7, "flag": true, "extra": {"a": 1}, "other": "plain"})
         );
-        assert!(tool_arguments(&t, &["count=many".to_owned()]).is_err());
+        let error = tool_arguments(&t, &["count=many".to_owned()]).unwrap_err();
+        assert_eq!(error.to_string(), "count (an integer) is not JSON: many");
         assert!(tool_arguments(&t, &["novalue".to_owned()]).is_err());
-        assert_eq!(argument_names(&t), "count flag text*");
+    }
+
+    #[test]
+    fn an_array_takes_one_item_or_a_json_array() {
+        let t = tool(json!({"type": "object", "properties": {
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "counts": {"type": ["array", "null"], "items": {"type": "integer"}},
+            "any": {"type": "array"},
+            "filter": {"type": "object"}}}));
+        let arguments = |pairs: &[&str]| {
+            tool_arguments(&t, &pairs.iter().map(|p| p.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            arguments(&["tags=a", "counts=3", "any=x"]).unwrap(),
+            json!({"tags": ["a"], "counts": [3], "any": ["x"]})
+        );
+        assert_eq!(
+            arguments(&[r#"tags=["a","b"]"#, "counts=[1,2]", "tags2=1"]).unwrap(),
+            json!({"tags": ["a", "b"], "counts": [1, 2], "tags2": 1})
+        );
+        assert_eq!(arguments(&["tags=1"]).unwrap(), json!({"tags": ["1"]}));
+        assert_eq!(
+            arguments(&["counts=x"]).unwrap_err().to_string(),
+            "counts (an integer) is not JSON: x"
+        );
+        assert_eq!(
+            arguments(&["filter=x"]).unwrap_err().to_string(),
+            "filter (an object) is not JSON: x"
+        );
     }
 
     #[test]
@@ -298,14 +341,5 @@ mod tests {
             Ok(EraChoice::Pinned(mcp_schema::ProtocolVersion::V2025_06_18))
         );
         assert!(parse_era("1999-01-01").is_err());
-    }
-
-    #[test]
-    fn the_table_lines_up() {
-        let table = tool_table(&[tool(json!({"type": "object"}))]);
-        assert_eq!(
-            table,
-            "NAME  ARGUMENTS  DESCRIPTION\nt                Does things\n"
-        );
     }
 }

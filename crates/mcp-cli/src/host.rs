@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::oauth::OAuthArgs;
 use crate::serve::{Extra, Limits, bind, serve_service, shutdown_signal};
+use crate::stderr::print_err;
 use crate::stdout::{print_json, print_out};
 
 /// The flags of `mcp host`.
@@ -28,8 +29,9 @@ pub struct HostArgs {
     pub config: Vec<PathBuf>,
     /// Serve over Streamable HTTP (and HTTP+SSE and WebSocket) on this
     /// address; the endpoint is /mcp, status at /status, health at
-    /// /healthz. The default unless --stdio.
-    #[arg(long, value_name = "ADDR", conflicts_with = "stdio")]
+    /// /healthz: 127.0.0.1:8080, localhost:8080, or a port alone (on
+    /// 127.0.0.1). The default unless --stdio.
+    #[arg(long, value_name = "ADDR", conflicts_with = "stdio", value_parser = crate::serve::parse_listen_addr)]
     pub http: Option<std::net::SocketAddr>,
     /// Serve on stdin and stdout instead (one client; put `mcp host
     /// --stdio` in a client's config to give it every server).
@@ -94,7 +96,7 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         return print_json(&effective);
     }
     if config.servers.is_empty() && config.problems.is_empty() {
-        eprintln!("warning: the configuration lists no servers");
+        print_err("warning: the configuration lists no servers");
     }
     let start_timeout = Duration::try_from_secs_f64(args.start_timeout)
         .ok()
@@ -182,7 +184,7 @@ fn report_start(host: &Host) {
     let status = host.status();
     for server in &status.servers {
         match server.state {
-            UpstreamState::Ready => eprintln!(
+            UpstreamState::Ready => print_err(&format!(
                 "{}: ready ({} tools, {} resources, {} prompts; {} over {})",
                 server.name,
                 server.tools,
@@ -190,8 +192,8 @@ fn report_start(host: &Host) {
                 server.prompts,
                 server.revision.as_deref().unwrap_or("?"),
                 server.transport.unwrap_or("?"),
-            ),
-            state => eprintln!(
+            )),
+            state => print_err(&format!(
                 "{}: {} ({})",
                 server.name,
                 serde_json::to_value(state)
@@ -199,14 +201,14 @@ fn report_start(host: &Host) {
                     .as_str()
                     .unwrap_or("?"),
                 server.last_error.as_deref().unwrap_or("no error yet")
-            ),
+            )),
         }
     }
     for problem in &status.problems {
-        eprintln!("{problem}; not started");
+        print_err(&format!("{problem}; not started"));
     }
     for collision in &status.collisions {
-        eprintln!("collision: {collision}");
+        print_err(&format!("collision: {collision}"));
     }
 }
 

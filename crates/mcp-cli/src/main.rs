@@ -5,13 +5,18 @@ mod allocator;
 mod bench;
 mod bench_http;
 mod call;
+mod child_stderr;
 mod host;
 mod idle_sessions;
 mod oauth;
+mod progress;
 mod serve;
+mod server_log;
+mod stderr;
 mod stdout;
 mod target;
 mod terminal;
+mod tool_table;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -46,8 +51,9 @@ enum Command {
         #[arg(value_enum)]
         server: BuiltIn,
         /// Serve over Streamable HTTP on this address (port 0 picks a free
-        /// one), e.g. 127.0.0.1:8080. The endpoint is /mcp.
-        #[arg(long, value_name = "ADDR")]
+        /// one): 127.0.0.1:8080, localhost:8080, or a port alone (on
+        /// 127.0.0.1). The endpoint is /mcp.
+        #[arg(long, value_name = "ADDR", value_parser = serve::parse_listen_addr)]
         http: Option<std::net::SocketAddr>,
         /// Also accept these Host names and Origins (repeatable), beyond
         /// the loopback ones; `*` accepts any (only behind a trusted proxy).
@@ -66,7 +72,8 @@ enum Command {
         args: host::HostArgs,
     },
     /// Sends one request and prints its JSON result on stdout (errors on
-    /// stderr, non-zero exit). `tools/call NAME '{...}'` is accepted too.
+    /// stderr, non-zero exit; a tool's result with `isError: true` is
+    /// printed and exits 1). `tools/call NAME '{...}'` is accepted too.
     Call {
         #[command(flatten)]
         server: ServerArgs,
@@ -112,15 +119,24 @@ enum BuiltIn {
     Everything,
 }
 
+/// The log on stderr, filtered by `--log` (or RUST_LOG, else warnings);
+/// beside it, the children's last stderr lines are kept whatever the
+/// filter (see [`child_stderr`]).
 fn init_logging(filter: Option<&str>) {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = filter
         .map(tracing_subscriber::EnvFilter::new)
         .or_else(|| tracing_subscriber::EnvFilter::try_from_default_env().ok())
         .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+    let log = tracing_subscriber::fmt::layer()
+        .with_writer(|| stderr::QuietStderr)
         .with_ansi(false)
+        .with_filter(filter);
+    tracing_subscriber::registry()
+        .with(log)
+        .with(child_stderr::Capture.with_filter(child_stderr::Capture::filter()))
         .init();
 }
 
@@ -131,7 +147,7 @@ async fn main() -> std::process::ExitCode {
     match run(cli).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("Error: {error:#}");
+            stderr::print_err(&format!("Error: {error:#}"));
             std::process::ExitCode::FAILURE
         }
     }

@@ -34,6 +34,29 @@ pub struct Limits {
     pub session_idle_timeout: Option<std::time::Duration>,
 }
 
+/// Reads `--http`: an address such as `127.0.0.1:8080` or `[::1]:8080`,
+/// `localhost:PORT`, or a bare port, meaning `127.0.0.1:PORT`.
+pub fn parse_listen_addr(text: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::{Ipv4Addr, SocketAddr};
+    let text = text.trim();
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let port = match text.split_once(':') {
+        Some((host, port)) if host.eq_ignore_ascii_case("localhost") => port,
+        Some(_) => text,
+        None => text,
+    };
+    port.parse::<u16>()
+        .map(|port| SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
+        .map_err(|_| {
+            format!(
+                "{text:?} is not an address to listen on: give an IP address and port \
+                 (127.0.0.1:8080), localhost:PORT, or a port (8080)"
+            )
+        })
+}
+
 /// Binds the listener of `--http`.
 pub async fn bind(addr: std::net::SocketAddr) -> Result<tokio::net::TcpListener> {
     use anyhow::Context as _;
@@ -141,5 +164,24 @@ pub async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = interrupt.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_addresses_ports_and_localhost() {
+        let at = |text: &str| parse_listen_addr(text).map(|a| a.to_string());
+        assert_eq!(at("127.0.0.1:8080"), Ok("127.0.0.1:8080".into()));
+        assert_eq!(at("0.0.0.0:80"), Ok("0.0.0.0:80".into()));
+        assert_eq!(at("[::1]:8080"), Ok("[::1]:8080".into()));
+        assert_eq!(at("8080"), Ok("127.0.0.1:8080".into()));
+        assert_eq!(at("localhost:8081"), Ok("127.0.0.1:8081".into()));
+        assert_eq!(at("LOCALHOST:0"), Ok("127.0.0.1:0".into()));
+        assert!(at("example.com:80").is_err());
+        assert!(at("80000").is_err());
+        assert!(at("localhost").is_err());
     }
 }

@@ -3,14 +3,19 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result, anyhow, bail};
 use mcp_auth::client::{FileTokenStore, LoopbackUserAgent, OAuthClient, OAuthClientConfig};
 use mcp_client::{Client, EraChoice};
 use mcp_core::Transport;
 use mcp_core::child::ChildProcess;
+use mcp_schema::LoggingLevel;
 
+use crate::child_stderr;
+use crate::server_log::ServerLog;
+use crate::stderr::print_err;
 use crate::terminal::Terminal;
 
 /// A server to talk to, as the user named it.
@@ -26,8 +31,13 @@ pub enum Target {
 
 impl Target {
     /// Reads `--server`: `http(s)://` and `ws(s)://` URLs pick the network
-    /// transport; anything else is a command line (split like a shell would).
+    /// transport, and so does `HOST:PORT[/PATH]` without a scheme (meaning
+    /// `http://HOST:PORT/PATH`, the path `/mcp` when none is given);
+    /// anything else is a command line (split like a shell would).
     pub fn parse(spec: &str) -> Result<Target> {
+        if let Some(url) = bare_address(spec.trim()) {
+            return Ok(Target::Http(url));
+        }
         let lower = spec.trim().to_ascii_lowercase();
         if lower.starts_with("http://") || lower.starts_with("https://") {
             return Ok(Target::Http(spec.trim().to_owned()));
@@ -44,6 +54,45 @@ impl Target {
     }
 }
 
+/// `http://HOST:PORT/PATH` for `HOST:PORT[/PATH]` (a host name, an IPv4
+/// address or a bracketed IPv6 one, then a port number).
+fn bare_address(spec: &str) -> Option<String> {
+    if spec.contains(char::is_whitespace) || spec.contains("://") {
+        return None;
+    }
+    let (authority, path) = match spec.find('/') {
+        Some(slash) => spec.split_at(slash),
+        None => (spec, "/mcp"),
+    };
+    let (host, port) = authority.rsplit_once(':')?;
+    let host_ok = if let Some(inner) = host.strip_prefix('[') {
+        inner
+            .strip_suffix(']')
+            .is_some_and(|ip| ip.parse::<std::net::Ipv6Addr>().is_ok())
+    } else {
+        !host.is_empty()
+            && host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
+    };
+    (host_ok && port.parse::<u16>().is_ok()).then(|| format!("http://{authority}{path}"))
+}
+
+impl std::fmt::Display for Target {
+    /// The server as the user named it: its URL, or its command line
+    /// quoted.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Http(url) | Target::WebSocket(url) => f.write_str(url),
+            Target::Command(words) => {
+                let line = shlex::try_join(words.iter().map(String::as_str))
+                    .unwrap_or_else(|_| words.join(" "));
+                write!(f, "`{line}`")
+            }
+        }
+    }
+}
+
 /// A connected client, and the child process behind it if there is one.
 pub struct Connection {
     /// The client.
@@ -54,11 +103,47 @@ pub struct Connection {
 
 impl Connection {
     /// Connects to `target`; the terminal answers what the server asks.
+    /// Waits as long as the server takes.
+    /// The server's log messages are not shown.
     pub async fn open(target: &Target, era: EraChoice, terminal: &Terminal) -> Result<Connection> {
-        let (transport, child, http) = transport(target).await?;
+        Connection::open_with(target, era, terminal, None, None).await
+    }
+
+    /// Connects to `target`, giving up when the connection or the MCP
+    /// handshake takes longer than `wait` (`--timeout`; a sign-in in a
+    /// browser gets its own time); every request then waits `wait` for
+    /// its answer by default. The server's log messages are shown as
+    /// `log` says, and a server that declares logging is asked for that
+    /// level.
+    pub async fn open_within(
+        target: &Target,
+        era: EraChoice,
+        terminal: &Terminal,
+        wait: Duration,
+        log: ServerLog,
+    ) -> Result<Connection> {
+        Connection::open_with(target, era, terminal, Some(wait), Some(log)).await
+    }
+
+    async fn open_with(
+        target: &Target,
+        era: EraChoice,
+        terminal: &Terminal,
+        wait: Option<Duration>,
+        log: Option<ServerLog>,
+    ) -> Result<Connection> {
+        let deadline = wait.map(|w| Instant::now() + w);
+        let seconds = || wait.map(|w| w.as_secs_f64()).unwrap_or_default();
+        let Some(opened) = within(deadline, transport(target)).await else {
+            bail!(
+                "{target} did not take the connection within {}s (--timeout)",
+                seconds()
+            );
+        };
+        let (transport, mut child, http) = opened?;
         let sampling = terminal.clone();
         let elicitation = terminal.clone();
-        let client = Client::builder("mcp", env!("CARGO_PKG_VERSION"))
+        let mut builder = Client::builder("mcp", env!("CARGO_PKG_VERSION"))
             .on_sampling(move |p| {
                 let terminal = sampling.clone();
                 async move { terminal.sample(p).await }
@@ -68,18 +153,54 @@ impl Connection {
                 async move { terminal.elicit(p).await }
             })
             .elicitation_url(true)
-            .era(era)
-            .connect(transport)
-            .await
-            .map_err(|e| match e.rpc() {
-                Some(rpc) => anyhow::anyhow!("cannot start the MCP session: {}", rpc.message),
-                None => anyhow::anyhow!("cannot start the MCP session: {e}"),
-            })?;
-        Ok(Connection {
-            client,
-            child,
-            http,
-        })
+            .era(era);
+        if let Some(wait) = wait {
+            builder = builder.request_timeout(wait);
+        }
+        if let Some(log) = log {
+            builder = builder.on_notification(log.handler());
+        }
+        let mut timed_out = false;
+        let failure = match within(deadline, builder.connect(transport)).await {
+            Some(Ok(client)) => {
+                if let Some(log) = log {
+                    ask_log_level(&client, log.level()).await;
+                }
+                return Ok(Connection {
+                    client,
+                    child,
+                    http,
+                });
+            }
+            Some(Err(e)) => {
+                let url = match target {
+                    Target::Http(url) => Some(url.as_str()),
+                    _ => None,
+                };
+                match e.rpc() {
+                    Some(rpc) => match http_failure(&rpc.message, url) {
+                        Some(http) => format!("cannot start the MCP session: {http}"),
+                        None => format!("cannot start the MCP session: {}", rpc.message),
+                    },
+                    None => format!("cannot start the MCP session: {e}"),
+                }
+            }
+            None => {
+                timed_out = true;
+                format!(
+                    "{target} did not answer the MCP handshake ({}) within {}s (--timeout)",
+                    handshake(era),
+                    seconds()
+                )
+            }
+        };
+        match child.take() {
+            Some(child) => {
+                let report = stopped(target, child, timed_out).await;
+                Err(anyhow!("{failure}\n{report}"))
+            }
+            None => Err(anyhow!(failure)),
+        }
     }
 
     /// The HTTP transport's handle, over HTTP.
@@ -96,7 +217,107 @@ impl Connection {
     pub async fn close(self) {
         self.client.close().await;
         if let Some(child) = self.child {
+            let pid = child.id();
             let _ = child.shutdown().await;
+            if let Some(pid) = pid {
+                child_stderr::forget(pid);
+            }
+        }
+    }
+}
+
+/// Asks a server that declares logging for messages from `level` up
+/// (`logging/setLevel`, or in the modern era the requests' log level); a
+/// refusal only goes to the log.
+async fn ask_log_level(client: &Client, level: LoggingLevel) {
+    if client.server_capabilities().logging.is_none() {
+        return;
+    }
+    if let Err(e) = client.set_logging_level(level).await {
+        tracing::warn!("the server did not take log level {level}: {e}");
+    }
+}
+
+/// An HTTP failure told for people, if `message` is one (`HTTP 404 Not
+/// Found: BODY`, as the HTTP transport reports a failed exchange): the
+/// status, the URL when known, and the body if any; a 404 asks whether
+/// the path is right.
+pub fn http_failure(message: &str, url: Option<&str>) -> Option<String> {
+    let rest = message.strip_prefix("HTTP ")?;
+    let (code, rest) = rest.split_at_checked(3)?;
+    let code: u16 = code.parse().ok()?;
+    let (reason, body) = rest.split_once(':').unwrap_or((rest, ""));
+    let mut told = format!("HTTP {code}{reason}");
+    if let Some(url) = url {
+        told.push_str(&format!(" at {url}"));
+    }
+    if code == 404 {
+        told.push_str(": is the path right? MCP endpoints are usually /mcp");
+    }
+    let body = body.trim();
+    if !body.is_empty() {
+        told.push_str(&format!(" (the server said: {body})"));
+    }
+    Some(told)
+}
+
+/// The requests that start a session in `era`.
+fn handshake(era: EraChoice) -> &'static str {
+    match era {
+        EraChoice::Pinned(version) if version.is_legacy() => "initialize",
+        EraChoice::Pinned(_) => "server/discover",
+        _ => "server/discover, then initialize",
+    }
+}
+
+/// How long a child that failed to start a session gets to exit on its
+/// own before it is stopped.
+const FAILED_CHILD_GRACE: Duration = Duration::from_millis(500);
+
+/// Stops a child that failed to start a session (`timed_out`: one that
+/// was still waited for), and says how it ended and what it last wrote on
+/// stderr.
+async fn stopped(target: &Target, child: ChildProcess, timed_out: bool) -> String {
+    let pid = child.id();
+    let status = child.with_grace(FAILED_CHILD_GRACE).shutdown().await;
+    let tail = match pid {
+        Some(pid) => child_stderr::take(pid).await,
+        None => Vec::new(),
+    };
+    let mut report = match status {
+        _ if timed_out => format!("{target} was stopped"),
+        Ok(status) => format!("{target} exited ({status})"),
+        Err(e) => format!("{target} could not be waited for: {e}"),
+    };
+    if tail.is_empty() {
+        report.push_str("; it wrote nothing on stderr");
+    } else {
+        report.push_str("; its last lines on stderr:");
+        for line in tail {
+            report.push_str("\n  ");
+            report.push_str(&line);
+        }
+    }
+    report
+}
+
+/// Awaits `work` until `deadline` (`None`: without end); `None` when it
+/// did not finish in time. A sign-in shown in the meantime extends the
+/// deadline by the time a person has to sign in.
+async fn within<T>(deadline: Option<Instant>, work: impl Future<Output = T>) -> Option<T> {
+    let Some(mut deadline) = deadline else {
+        return Some(work.await);
+    };
+    let mut work = std::pin::pin!(work);
+    let mut extended = false;
+    loop {
+        match tokio::time::timeout_at(deadline.into(), &mut work).await {
+            Ok(done) => return Some(done),
+            Err(_) if !extended && SIGNING_IN.load(Ordering::Relaxed) => {
+                extended = true;
+                deadline = Instant::now() + SIGN_IN_WAIT;
+            }
+            Err(_) => return None,
         }
     }
 }
@@ -157,9 +378,16 @@ pub fn xdg_dir(var: &str, fallback: &str) -> PathBuf {
         .join("mcp")
 }
 
+/// Whether the person was asked to sign in (a connection's wait then
+/// allows for it).
+static SIGNING_IN: AtomicBool = AtomicBool::new(false);
+
 /// Tells the person where to sign in.
 fn show_sign_in(url: &url::Url) {
-    eprintln!("The server asks you to sign in. Open this address in a browser:\n\n  {url}\n");
+    SIGNING_IN.store(true, Ordering::Relaxed);
+    print_err(&format!(
+        "The server asks you to sign in. Open this address in a browser:\n\n  {url}\n"
+    ));
 }
 
 /// The OAuth client that signs in when `url` demands it: the browser
@@ -193,7 +421,38 @@ mod tests {
             Target::parse("mcp serve 'every thing'").unwrap(),
             Target::Command(vec!["mcp".into(), "serve".into(), "every thing".into()])
         );
+        assert_eq!(
+            Target::parse("127.0.0.1:8080").unwrap(),
+            Target::Http("http://127.0.0.1:8080/mcp".into())
+        );
+        assert_eq!(
+            Target::parse("localhost:9000/other").unwrap(),
+            Target::Http("http://localhost:9000/other".into())
+        );
+        assert_eq!(
+            Target::parse("[::1]:8080").unwrap(),
+            Target::Http("http://[::1]:8080/mcp".into())
+        );
+        assert_eq!(
+            Target::parse("python3 server.py:80").unwrap(),
+            Target::Command(vec!["python3".into(), "server.py:80".into()])
+        );
+        assert!(matches!(
+            Target::parse("./server:x").unwrap(),
+            Target::Command(_)
+        ));
         assert!(Target::parse("  ").is_err());
+        assert_eq!(
+            http_failure("HTTP 404 Not Found: ", Some("http://h:1/x")).as_deref(),
+            Some(
+                "HTTP 404 Not Found at http://h:1/x: is the path right? MCP endpoints are usually /mcp"
+            )
+        );
+        assert_eq!(
+            http_failure("HTTP 500 Internal Server Error: boom", None).as_deref(),
+            Some("HTTP 500 Internal Server Error (the server said: boom)")
+        );
+        assert_eq!(http_failure("Method not found", None), None);
         assert!(Target::parse("unterminated 'quote").is_err());
     }
 }

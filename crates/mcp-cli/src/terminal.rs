@@ -1,24 +1,27 @@
 //! The person at the terminal stands in for what a server may ask of the
 //! client: they write the model's reply to a sampling request and fill in
 //! elicitation forms. Off a terminal these requests are refused with a
-//! clear error. Progress shows as a bar on stderr.
+//! clear error.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::Arc;
 
 use mcp_schema::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ElicitValue, ErrorObject, ProgressNotificationParams,
+    ElicitValue, ErrorObject,
 };
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 use tokio::sync::Mutex;
+
+use crate::stderr::{ask_err, print_err};
 
 /// Reads answers from stdin, one question at a time.
 #[derive(Clone)]
 pub struct Terminal {
     lines: Arc<Mutex<Lines<BufReader<Stdin>>>>,
     interactive: bool,
+    refused: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl Terminal {
@@ -28,17 +31,31 @@ impl Terminal {
         Terminal {
             lines: Arc::new(Mutex::new(BufReader::new(tokio::io::stdin()).lines())),
             interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
+            refused: Arc::default(),
         }
+    }
+
+    /// What this program refused to ask of the user for the server, if
+    /// anything (the server's error that follows is this refusal).
+    pub fn refusal(&self) -> Option<String> {
+        self.refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     fn refuse(&self, what: &str) -> Result<(), ErrorObject> {
         if self.interactive {
-            Ok(())
-        } else {
-            Err(ErrorObject::internal(format!(
-                "the server asked for {what}, which needs a person at a terminal, and stdin is not one"
-            )))
+            return Ok(());
         }
+        let why = format!(
+            "the server asked for {what}, which needs a person at a terminal, and stdin is not one"
+        );
+        self.refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert_with(|| why.clone());
+        Err(ErrorObject::internal(why))
     }
 
     async fn ask(
@@ -46,8 +63,7 @@ impl Terminal {
         lines: &mut Lines<BufReader<Stdin>>,
         prompt: &str,
     ) -> Result<String, ErrorObject> {
-        eprint!("{prompt}");
-        let _ = std::io::stderr().flush();
+        ask_err(prompt);
         match lines.next_line().await {
             Ok(Some(line)) => Ok(line.trim_end().to_owned()),
             _ => Err(ErrorObject::internal("stdin closed")),
@@ -61,13 +77,13 @@ impl Terminal {
     ) -> Result<CreateMessageResult, ErrorObject> {
         self.refuse("a model reply (sampling)")?;
         let mut lines = self.lines.lock().await;
-        eprintln!("\n-- The server asks for a model reply. Its messages:");
+        print_err("\n-- The server asks for a model reply. Its messages:");
         if let Some(system) = &params.system_prompt {
-            eprintln!("[system] {system}");
+            print_err(&format!("[system] {system}"));
         }
         for message in &params.messages {
             let text = serde_json::to_string(&message.content).unwrap_or_default();
-            eprintln!("[{:?}] {text}", message.role);
+            print_err(&format!("[{:?}] {text}", message.role));
         }
         let reply = self.ask(&mut lines, "Reply (empty line refuses): ").await?;
         if reply.is_empty() {
@@ -82,7 +98,7 @@ impl Terminal {
         let mut lines = self.lines.lock().await;
         let form = match params {
             ElicitRequestParams::Url(url) => {
-                eprintln!("\n-- {}\nOpen: {}", url.message, url.url);
+                print_err(&format!("\n-- {}\nOpen: {}", url.message, url.url));
                 let answer = self
                     .ask(&mut lines, "Press Enter when done, or type `decline`: ")
                     .await?;
@@ -94,10 +110,10 @@ impl Terminal {
             }
             ElicitRequestParams::Form(form) => form,
         };
-        eprintln!(
+        print_err(&format!(
             "\n-- {}\n(type `:decline` or `:cancel` at any field)",
             form.message
-        );
+        ));
         let schema = serde_json::to_value(&form.requested_schema).unwrap_or_default();
         let required: Vec<&str> = schema["required"]
             .as_array()
@@ -118,7 +134,7 @@ impl Terminal {
                     "" if required.contains(&name.as_str())
                         && property.get("default").is_none() =>
                     {
-                        eprintln!("  {name} is required");
+                        print_err(&format!("  {name} is required"));
                         continue;
                     }
                     "" => break,
@@ -129,7 +145,7 @@ impl Terminal {
                         content.insert(name.clone(), value);
                         break;
                     }
-                    Err(why) => eprintln!("  {why}"),
+                    Err(why) => print_err(&format!("  {why}")),
                 }
             }
         }
@@ -178,30 +194,6 @@ fn field_value(property: &Value, answer: &str) -> Result<ElicitValue, String> {
         return Err("pick one of the listed values".into());
     }
     serde_json::from_value(value).map_err(|e| e.to_string())
-}
-
-/// A progress callback that draws a bar on stderr when it is a terminal.
-pub fn progress_bar() -> Option<impl Fn(ProgressNotificationParams) + Send + Sync + 'static> {
-    std::io::stderr()
-        .is_terminal()
-        .then_some(|p: ProgressNotificationParams| {
-            let message = p.message.as_deref().unwrap_or("");
-            let line = match p.total.filter(|t| *t > 0.0) {
-                Some(total) => {
-                    let done = (p.progress / total).clamp(0.0, 1.0);
-                    let filled = (done * 30.0).round() as usize;
-                    format!(
-                        "[{}{}] {:>3.0}% {message}",
-                        "#".repeat(filled),
-                        " ".repeat(30 - filled),
-                        done * 100.0
-                    )
-                }
-                None => format!("{} {message}", p.progress),
-            };
-            eprint!("\r\x1b[2K{line}");
-            let _ = std::io::stderr().flush();
-        })
 }
 
 #[cfg(test)]

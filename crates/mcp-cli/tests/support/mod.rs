@@ -1,0 +1,67 @@
+//! What the command-line tests share: running the real `mcp` binary with
+//! a bound on its time, reading its output.
+
+#![allow(dead_code)]
+
+use std::process::Output;
+use std::time::Duration;
+
+/// The `mcp` binary under test.
+pub const MCP: &str = env!("CARGO_BIN_EXE_mcp");
+
+/// How long one run of `mcp` may take.
+pub const RUN_WAIT: Duration = Duration::from_secs(30);
+
+/// Runs `mcp ARGS` with stdin closed (not a terminal), bounded in time.
+pub async fn mcp(args: &[&str]) -> Output {
+    let child = tokio::process::Command::new(MCP)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    tokio::time::timeout(RUN_WAIT, child)
+        .await
+        .expect("mcp finished in time")
+        .expect("mcp ran")
+}
+
+/// `mcp serve everything`, as a `--server` command line.
+pub fn everything() -> String {
+    format!("{MCP} serve everything")
+}
+
+/// What the run wrote on stdout.
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// What the run wrote on stderr.
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Serves `tools` over Streamable HTTP on a free loopback port, in this
+/// process, until the test ends; returns the endpoint's URL.
+pub async fn serve_tools(tools: Vec<mcp_server::ToolDef>) -> String {
+    let mut builder = mcp_server::Server::builder("test-tools", "1.0.0");
+    for tool in tools {
+        builder = builder.tool(tool);
+    }
+    let server = builder.build();
+    let config = server.session_config();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let port = listener.local_addr().expect("its address").port();
+    let endpoint = mcp_http::McpEndpoint::new(
+        std::sync::Arc::new(server),
+        config,
+        mcp_http::HttpConfig::loopback(port),
+    );
+    tokio::spawn(mcp_http::serve(
+        listener,
+        endpoint,
+        std::future::pending::<()>(),
+    ));
+    format!("http://127.0.0.1:{port}/mcp")
+}
