@@ -140,17 +140,39 @@ fn init_logging(filter: Option<&str>) {
         .init();
 }
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     init_logging(cli.log.as_deref());
-    match run(cli).await {
+    let runtime = match runtime_for(&cli.command) {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            stderr::print_err(&format!("Error: cannot start the async runtime: {error}"));
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             stderr::print_err(&format!("Error: {error:#}"));
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// The runtime `command` runs on: tokio's multi-threaded one, with one
+/// worker per core, except for `mcp host`, which leaves half the cores to
+/// the servers it runs as children and saves its own calls the hand-offs
+/// between workers (on two cores: one worker). `TOKIO_WORKER_THREADS`
+/// overrides either.
+fn runtime_for(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all();
+    let hosting = matches!(command, Command::Host { action: None, .. });
+    if hosting && std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        builder.worker_threads((cores / 2).max(1));
+    }
+    builder.build()
 }
 
 /// Runs one command.
