@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use indexmap::IndexMap;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
@@ -346,8 +347,9 @@ pub struct ElicitationSchema {
     /// Always `"object"`.
     #[serde(rename = "type")]
     pub type_: ObjectType,
-    /// The fields, by name (sorted by name here; the wire order is not kept).
-    pub properties: BTreeMap<String, PrimitiveSchemaDefinition>,
+    /// The fields, by name, in the order the server wrote them: the order
+    /// a form asks them in.
+    pub properties: IndexMap<String, PrimitiveSchemaDefinition>,
     /// Names of the fields that must be filled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub required: Option<Vec<String>>,
@@ -430,13 +432,22 @@ pub enum ElicitRequestParams {
 impl<'de> Deserialize<'de> for ElicitRequestParams {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
-        let value = Value::deserialize(d)?;
-        if value.get("mode").and_then(Value::as_str) == Some("url") {
-            serde_json::from_value(value)
+        /// The member that tells the two apart.
+        #[derive(Deserialize)]
+        struct Mode<'a> {
+            #[serde(borrow, default)]
+            mode: Option<std::borrow::Cow<'a, str>>,
+        }
+        // Kept as text, not a `Value`, so that the form's fields keep the
+        // order the server wrote them in.
+        let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
+        let Mode { mode } = serde_json::from_str(raw.get()).map_err(D::Error::custom)?;
+        if mode.as_deref() == Some("url") {
+            serde_json::from_str(raw.get())
                 .map(Self::Url)
                 .map_err(D::Error::custom)
         } else {
-            serde_json::from_value(value)
+            serde_json::from_str(raw.get())
                 .map(Self::Form)
                 .map_err(D::Error::custom)
         }
@@ -535,4 +546,27 @@ pub struct ElicitationCompleteNotificationParams {
     pub meta: Option<Meta>,
     /// The completed URL elicitation.
     pub elicitation_id: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_forms_fields_keep_the_order_they_came_in() {
+        let text = r#"{"message": "m", "requestedSchema": {"type": "object", "properties": {
+            "zeta": {"type": "string"}, "alpha": {"type": "integer"}, "mid": {"type": "boolean"}}}}"#;
+        let ElicitRequestParams::Form(form) = serde_json::from_str(text).expect("a form") else {
+            panic!("not read as a form");
+        };
+        let names: Vec<&str> = form
+            .requested_schema
+            .properties
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(names, ["zeta", "alpha", "mid"]);
+        let again = serde_json::to_string(&form.requested_schema).expect("written");
+        assert!(again.find("zeta") < again.find("alpha"), "{again}");
+    }
 }

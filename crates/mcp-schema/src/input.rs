@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
+use serde_json::value::{RawValue, to_raw_value};
 
 use crate::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
@@ -48,10 +49,12 @@ fn none<T>() -> Option<T> {
 
 impl Serialize for InputRequest {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // As text rather than `Value`, which would sort the members: a
+        // form's fields go out in the order they were written.
         let params = match self {
-            InputRequest::CreateMessage(p) => serde_json::to_value(p).map(Some),
-            InputRequest::Elicit(p) => serde_json::to_value(p).map(Some),
-            InputRequest::ListRoots(p) => p.as_ref().map(serde_json::to_value).transpose(),
+            InputRequest::CreateMessage(p) => to_raw_value(p).map(Some),
+            InputRequest::Elicit(p) => to_raw_value(p).map(Some),
+            InputRequest::ListRoots(p) => p.as_ref().map(to_raw_value).transpose(),
         }
         .map_err(serde::ser::Error::custom)?;
         WireInputRequest {
@@ -64,10 +67,11 @@ impl Serialize for InputRequest {
 
 impl<'de> Deserialize<'de> for InputRequest {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let wire = WireInputRequest::<Value>::deserialize(d)?;
-        fn params<T: DeserializeOwned, E: serde::de::Error>(p: Option<Value>) -> Result<T, E> {
-            serde_json::from_value(p.unwrap_or(Value::Object(Default::default())))
-                .map_err(E::custom)
+        let wire = WireInputRequest::<Box<RawValue>>::deserialize(d)?;
+        fn params<T: DeserializeOwned, E: serde::de::Error>(
+            p: Option<Box<RawValue>>,
+        ) -> Result<T, E> {
+            serde_json::from_str(p.as_deref().map_or("{}", RawValue::get)).map_err(E::custom)
         }
         match wire.method.as_str() {
             methods::SAMPLING_CREATE_MESSAGE => {

@@ -405,10 +405,14 @@ impl Context {
                 )));
             }
             let method = request.method();
+            // As text rather than `Value`, which would sort the members: a
+            // form's fields go out in the order they were written.
             let params = match &request {
-                InputRequest::CreateMessage(p) => serde_json::to_value(p),
-                InputRequest::Elicit(p) => serde_json::to_value(p),
-                InputRequest::ListRoots(_) => Ok(Value::Object(Default::default())),
+                InputRequest::CreateMessage(p) => serde_json::value::to_raw_value(p),
+                InputRequest::Elicit(p) => serde_json::value::to_raw_value(p),
+                InputRequest::ListRoots(_) => {
+                    serde_json::value::to_raw_value(&serde_json::json!({}))
+                }
             }
             .map_err(HandlerError::failed)?;
             return Ok(self

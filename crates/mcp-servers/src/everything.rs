@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use mcp_schema::{
-    CallToolResult, ContentBlock, CreateMessageRequestParams, ElicitAction, ElicitRequestParams,
-    ElicitResult, ErrorObject, GetPromptResult, LoggingLevel, PromptMessage, Resource,
-    ResourceContents, SamplingMessage, Tool, error_codes,
+    CallToolResult, ContentBlock, CreateMessageRequestParams, ElicitAction,
+    ElicitRequestFormParams, ElicitRequestParams, ElicitResult, ErrorObject, GetPromptResult,
+    LoggingLevel, PromptMessage, Resource, ResourceContents, SamplingMessage, Tool, error_codes,
 };
 use mcp_server::{
     Context, HandlerError, NoArguments, PromptDef, ResourceDef, Server, TaskSupport, TemplateDef,
@@ -74,6 +74,14 @@ pub fn server() -> Server {
 
 fn text_result(text: impl Into<String>) -> Result<CallToolResult, HandlerError> {
     Ok(CallToolResult::text(text))
+}
+
+/// A form asking `message`, its fields as `schema` (JSON text, so that
+/// they go out in the order written here).
+fn ordered_form(message: &str, schema: &str) -> ElicitRequestParams {
+    let schema = serde_json::from_str(schema)
+        .unwrap_or_else(|e| panic!("fixture elicitation form is valid: {e}"));
+    ElicitRequestFormParams::new(message, schema).into()
 }
 
 fn form(message: &str, schema: Value) -> ElicitRequestParams {
@@ -275,15 +283,17 @@ fn conformance_tools(watched: Arc<AtomicU64>) -> Vec<ToolDef> {
             "test_elicitation",
             "Asks the user for a username and email",
             |args: MessageArg, ctx: Context| async move {
-                let schema = json!({
+                let schema = r#"{
                     "type": "object",
                     "properties": {
                         "username": {"type": "string", "description": "User's response"},
                         "email": {"type": "string", "description": "User's email address"}
                     },
                     "required": ["username", "email"]
-                });
-                let result = ctx.elicit("user_info", form(&args.message, schema)).await?;
+                }"#;
+                let result = ctx
+                    .elicit("user_info", ordered_form(&args.message, schema))
+                    .await?;
                 text_result(format!("User response: {}", describe_elicitation(&result)))
             },
         ),
@@ -291,7 +301,7 @@ fn conformance_tools(watched: Arc<AtomicU64>) -> Vec<ToolDef> {
             "test_elicitation_sep1034_defaults",
             "Elicits a form whose fields have defaults",
             |_: NoArguments, ctx: Context| async move {
-                let schema = json!({
+                let schema = r#"{
                     "type": "object",
                     "properties": {
                         "name": {"type": "string", "description": "User name", "default": "John Doe"},
@@ -301,11 +311,11 @@ fn conformance_tools(watched: Arc<AtomicU64>) -> Vec<ToolDef> {
                         "verified": {"type": "boolean", "description": "Verification status", "default": true}
                     },
                     "required": []
-                });
+                }"#;
                 let result = ctx
                     .elicit(
                         "defaults",
-                        form(
+                        ordered_form(
                             "Please review and update the form fields with defaults",
                             schema,
                         ),
@@ -321,7 +331,7 @@ fn conformance_tools(watched: Arc<AtomicU64>) -> Vec<ToolDef> {
             "test_elicitation_sep1330_enums",
             "Elicits every kind of enum field",
             |_: NoArguments, ctx: Context| async move {
-                let schema = json!({
+                let schema = r#"{
                     "type": "object",
                     "properties": {
                         "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
@@ -339,11 +349,11 @@ fn conformance_tools(watched: Arc<AtomicU64>) -> Vec<ToolDef> {
                             {"const": "value3", "title": "Third Choice"}]}}
                     },
                     "required": []
-                });
+                }"#;
                 let result = ctx
                     .elicit(
                         "enums",
-                        form("Please select options from the enum fields", schema),
+                        ordered_form("Please select options from the enum fields", schema),
                     )
                     .await?;
                 text_result(format!(
