@@ -6,6 +6,7 @@ mod bench;
 mod bench_http;
 mod call;
 mod child_stderr;
+mod form;
 mod host;
 mod idle_sessions;
 mod oauth;

@@ -6,14 +6,14 @@
 use std::io::IsTerminal;
 use std::sync::Arc;
 
+use dialoguer::console::Term;
 use mcp_schema::{
-    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ElicitValue, ErrorObject,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ErrorObject,
 };
-use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 use tokio::sync::Mutex;
 
+use crate::form::{Outcome, fill};
 use crate::stderr::{ask_err, print_err};
 
 /// Reads answers from stdin, one question at a time.
@@ -110,109 +110,16 @@ impl Terminal {
             }
             ElicitRequestParams::Form(form) => form,
         };
-        print_err(&format!(
-            "\n-- {}\n(type `:decline` or `:cancel` at any field)",
-            form.message
-        ));
-        let schema = serde_json::to_value(&form.requested_schema).unwrap_or_default();
-        let required: Vec<&str> = schema["required"]
-            .as_array()
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let mut content = std::collections::BTreeMap::new();
-        let properties = schema["properties"]
-            .as_object()
-            .cloned()
-            .unwrap_or_default();
-        for (name, property) in &properties {
-            loop {
-                let prompt = field_prompt(name, property, required.contains(&name.as_str()));
-                let answer = self.ask(&mut lines, &prompt).await?;
-                match answer.as_str() {
-                    ":decline" => return Ok(ElicitResult::decline()),
-                    ":cancel" => return Ok(ElicitResult::cancel()),
-                    "" if required.contains(&name.as_str())
-                        && property.get("default").is_none() =>
-                    {
-                        print_err(&format!("  {name} is required"));
-                        continue;
-                    }
-                    "" => break,
-                    _ => {}
-                }
-                match field_value(property, &answer) {
-                    Ok(value) => {
-                        content.insert(name.clone(), value);
-                        break;
-                    }
-                    Err(why) => print_err(&format!("  {why}")),
-                }
-            }
-        }
-        Ok(ElicitResult::accept(content))
-    }
-}
-
-fn field_prompt(name: &str, property: &Value, required: bool) -> String {
-    let ty = property["type"].as_str().unwrap_or("string");
-    let mut prompt = format!("{name} ({ty}{})", if required { ", required" } else { "" });
-    if let Some(description) = property["description"].as_str() {
-        prompt.push_str(&format!(" {description}"));
-    }
-    if let Some(choices) = property["enum"].as_array() {
-        let choices: Vec<String> = choices.iter().map(|c| c.to_string()).collect();
-        prompt.push_str(&format!(" one of {}", choices.join(", ")));
-    }
-    if let Some(default) = property.get("default") {
-        prompt.push_str(&format!(" [{default}]"));
-    }
-    prompt.push_str(": ");
-    prompt
-}
-
-/// The typed value of an answer, or why it does not fit the field.
-fn field_value(property: &Value, answer: &str) -> Result<ElicitValue, String> {
-    let value = match property["type"].as_str().unwrap_or("string") {
-        "boolean" => match answer {
-            "y" | "yes" | "true" => Value::Bool(true),
-            "n" | "no" | "false" => Value::Bool(false),
-            _ => return Err("answer yes or no".into()),
-        },
-        "integer" => answer
-            .parse::<i64>()
-            .map(Value::from)
-            .map_err(|_| "a whole number, please".to_owned())?,
-        "number" => answer
-            .parse::<f64>()
-            .map(Value::from)
-            .map_err(|_| "a number, please".to_owned())?,
-        _ => Value::String(answer.to_owned()),
-    };
-    if let Some(choices) = property["enum"].as_array()
-        && !choices.contains(&value)
-    {
-        return Err("pick one of the listed values".into());
-    }
-    serde_json::from_value(value).map_err(|e| e.to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn answers_are_typed_by_the_field() {
-        let number = json!({"type": "integer"});
-        assert_eq!(field_value(&number, "42"), Ok(ElicitValue::Integer(42)));
-        assert!(field_value(&number, "many").is_err());
-        let flag = json!({"type": "boolean"});
-        assert_eq!(field_value(&flag, "yes"), Ok(ElicitValue::Bool(true)));
-        let choice = json!({"type": "string", "enum": ["red", "blue"]});
-        assert!(field_value(&choice, "green").is_err());
-        assert_eq!(
-            field_value(&choice, "red"),
-            Ok(ElicitValue::String("red".into()))
-        );
+        // The form is drawn and read on the terminal itself, blocking.
+        drop(lines);
+        let outcome = tokio::task::spawn_blocking(move || fill(&form, &Term::stderr()))
+            .await
+            .map_err(ErrorObject::internal)?
+            .map_err(|e| ErrorObject::internal(format!("the form could not be asked: {e}")))?;
+        Ok(match outcome {
+            Outcome::Accept(content) => ElicitResult::accept(content),
+            Outcome::Decline => ElicitResult::decline(),
+            Outcome::Cancel => ElicitResult::cancel(),
+        })
     }
 }

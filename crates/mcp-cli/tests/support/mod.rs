@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+#[cfg(target_os = "linux")]
+pub mod pty;
+
 use std::process::Output;
 use std::time::Duration;
 
