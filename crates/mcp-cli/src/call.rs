@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use crate::progress::{self, progress_bar};
 use crate::server_log::{ServerLog, parse_server_log};
 use crate::stdout::{print_json, print_out};
-use crate::target::{Connection, Target, http_failure};
+use crate::target::{Connection, http_failure};
 use crate::terminal::Terminal;
 use crate::tool_table::{terminal_width, tool_table};
 
@@ -20,9 +20,12 @@ use crate::tool_table::{terminal_width, tool_table};
 pub struct ServerArgs {
     /// The server: an http(s):// or ws(s):// URL, HOST:PORT (meaning
     /// http://HOST:PORT/mcp), or a command line run as a child over stdio
-    /// (e.g. "mcp serve everything").
+    /// (e.g. "mcp serve everything"); with --config, a server's name in
+    /// the config file.
     #[arg(long, short = 's', value_name = "URL_OR_COMMAND")]
     pub server: String,
+    #[command(flatten)]
+    pub reach: crate::server_config::ReachArgs,
     /// The protocol era: auto (server/discover, else initialize), legacy,
     /// modern, or a revision such as 2025-06-18.
     #[arg(long, default_value = "auto", value_parser = parse_era)]
@@ -45,8 +48,17 @@ pub fn parse_era(text: &str) -> Result<EraChoice, String> {
 
 impl ServerArgs {
     async fn connect(&self, terminal: &Terminal) -> Result<Connection> {
-        let target = Target::parse(&self.server)?;
-        Connection::open_within(&target, self.era, terminal, self.wait()?, self.server_log).await
+        let server = self.reach.resolve(&self.server, self.era)?;
+        let (target, setup) = (&server.target, &server.setup);
+        Connection::open_within(
+            target,
+            setup,
+            server.era,
+            terminal,
+            self.wait()?,
+            self.server_log,
+        )
+        .await
     }
 
     /// `--timeout`, checked.

@@ -11,6 +11,7 @@ mod idle_sessions;
 mod oauth;
 mod progress;
 mod serve;
+mod server_config;
 mod server_log;
 mod stderr;
 mod stdout;
