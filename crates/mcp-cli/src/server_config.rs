@@ -89,7 +89,10 @@ impl Setup {
     pub fn ws_options(&self) -> mcp_http::ws::WsOptions {
         let mut options = mcp_http::ws::WsOptions::new();
         for (name, value) in &self.headers {
-            options = options.header(name.as_str(), value.to_str().unwrap_or_default());
+            options = options.header(
+                name.as_str(),
+                String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            );
         }
         options
     }
