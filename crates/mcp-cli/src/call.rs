@@ -1,5 +1,5 @@
-//! `mcp call`, `mcp tools` and `mcp tool`: one request to a server, for
-//! scripts (JSON on stdout) and for people (tables and plain text).
+//! `mcp call` and `mcp tool`: one request to a server, for
+//! scripts (JSON on stdout) and for people (plain text).
 
 use std::time::Duration;
 
@@ -11,18 +11,20 @@ use serde_json::{Map, Value};
 use crate::progress::{self, progress_bar};
 use crate::server_log::{ServerLog, parse_server_log};
 use crate::stdout::{print_json, print_out};
-use crate::target::{Connection, Target, http_failure};
+use crate::target::{Connection, http_failure};
 use crate::terminal::Terminal;
-use crate::tool_table::{terminal_width, tool_table};
 
 /// What every client command shares: the server, the era, the timeout.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServerArgs {
     /// The server: an http(s):// or ws(s):// URL, HOST:PORT (meaning
     /// http://HOST:PORT/mcp), or a command line run as a child over stdio
-    /// (e.g. "mcp serve everything").
+    /// (e.g. "mcp serve everything"); with --config, a server's name in
+    /// the config file.
     #[arg(long, short = 's', value_name = "URL_OR_COMMAND")]
     pub server: String,
+    #[command(flatten)]
+    pub reach: crate::server_config::ReachArgs,
     /// The protocol era: auto (server/discover, else initialize), legacy,
     /// modern, or a revision such as 2025-06-18.
     #[arg(long, default_value = "auto", value_parser = parse_era)]
@@ -45,8 +47,17 @@ pub fn parse_era(text: &str) -> Result<EraChoice, String> {
 
 impl ServerArgs {
     async fn connect(&self, terminal: &Terminal) -> Result<Connection> {
-        let target = Target::parse(&self.server)?;
-        Connection::open_within(&target, self.era, terminal, self.wait()?, self.server_log).await
+        let server = self.reach.resolve(&self.server, self.era)?;
+        let (target, setup) = (&server.target, &server.setup);
+        Connection::open_within(
+            target,
+            setup,
+            server.era,
+            terminal,
+            self.wait()?,
+            self.server_log,
+        )
+        .await
     }
 
     /// `--timeout`, checked.
@@ -69,7 +80,7 @@ impl ServerArgs {
 /// Runs `f` with a connection whose server's questions `terminal`
 /// answers, closing it whatever happens. A failure that follows a
 /// question refused for want of a terminal is told as that refusal.
-async fn with_connection<T>(
+pub(crate) async fn with_connection<T>(
     args: &ServerArgs,
     terminal: &Terminal,
     f: impl AsyncFnOnce(&Connection) -> Result<T>,
@@ -96,7 +107,7 @@ fn json_arg(text: &str, what: &str) -> Result<Value> {
 
 /// A failed request told for people: the server's JSON-RPC error with its
 /// code, or an HTTP failure as such.
-fn explain(error: ClientError) -> anyhow::Error {
+pub(crate) fn explain(error: ClientError) -> anyhow::Error {
     if let Some(http) = error.rpc().and_then(|rpc| http_failure(&rpc.message, None)) {
         return anyhow!(http);
     }
@@ -148,15 +159,6 @@ pub async fn call(args: &ServerArgs, method: &str, rest: &[String]) -> Result<()
         bail!("the tool reported an error (isError: true); its result is on stdout");
     }
     Ok(())
-}
-
-/// `mcp tools`: the server's tools as a table, fitted to the terminal.
-pub async fn tools(args: &ServerArgs) -> Result<()> {
-    let tools = with_connection(args, &Terminal::new(), async |c: &Connection| {
-        c.client.list_all_tools().await.map_err(explain)
-    })
-    .await?;
-    print_out(&tool_table(&tools, terminal_width()))
 }
 
 /// Builds a tool's arguments from `key=value` words, typed by its schema:

@@ -335,7 +335,7 @@ fn looks_secret(name: &str) -> bool {
 
 /// Asks for `${input:id}` on the controlling terminal (not stdin, which
 /// may carry MCP messages); secrets are typed without echo.
-struct TtyInputs;
+pub(crate) struct TtyInputs;
 
 impl InputProvider for TtyInputs {
     fn ask(&self, input: &InputSpec) -> Result<String, String> {

@@ -9,9 +9,12 @@ mod child_stderr;
 mod form;
 mod host;
 mod idle_sessions;
+mod inspect;
+mod listing;
 mod oauth;
 mod progress;
 mod serve;
+mod server_config;
 mod server_log;
 mod stderr;
 mod stdout;
@@ -92,6 +95,9 @@ enum Command {
     Tools {
         #[command(flatten)]
         server: ServerArgs,
+        /// Print the tools as JSON, whole.
+        #[arg(long)]
+        json: bool,
     },
     /// Calls one tool with key=value arguments (typed by the tool's
     /// schema; JSON for numbers, booleans, objects) and prints its text.
@@ -102,7 +108,12 @@ enum Command {
         name: String,
         /// Its arguments, as key=value.
         arguments: Vec<String>,
+        /// Print the tool's input (and output) schema instead of calling it.
+        #[arg(long, conflicts_with = "arguments")]
+        schema: bool,
     },
+    #[command(flatten)]
+    Inspect(inspect::Inspect),
 }
 
 /// What `mcp host` can do besides serving.
@@ -205,13 +216,21 @@ async fn run(cli: Cli) -> Result<()> {
             method,
             params,
         } => call::call(&server, &method, &params).await?,
-        Command::Tools { server } => call::tools(&server).await?,
+        Command::Tools { server, json } => inspect::tools(&server, json).await?,
         Command::Bench(args) => bench::run(&args).await?,
         Command::Tool {
             server,
             name,
+            schema: true,
+            ..
+        } => inspect::tool_schema(&server, &name).await?,
+        Command::Tool {
+            server,
+            name,
             arguments,
+            ..
         } => call::tool(&server, &name, &arguments).await?,
+        Command::Inspect(command) => inspect::run(command).await?,
     }
     Ok(())
 }

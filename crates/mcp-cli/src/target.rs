@@ -14,6 +14,7 @@ use mcp_core::child::ChildProcess;
 use mcp_schema::LoggingLevel;
 
 use crate::child_stderr;
+use crate::server_config::Setup;
 use crate::server_log::ServerLog;
 use crate::stderr::print_err;
 use crate::terminal::Terminal;
@@ -106,7 +107,7 @@ impl Connection {
     /// Waits as long as the server takes.
     /// The server's log messages are not shown.
     pub async fn open(target: &Target, era: EraChoice, terminal: &Terminal) -> Result<Connection> {
-        Connection::open_with(target, era, terminal, None, None).await
+        Connection::open_with(target, &Setup::default(), era, terminal, None, None).await
     }
 
     /// Connects to `target`, giving up when the connection or the MCP
@@ -114,19 +115,21 @@ impl Connection {
     /// browser gets its own time); every request then waits `wait` for
     /// its answer by default. The server's log messages are shown as
     /// `log` says, and a server that declares logging is asked for that
-    /// level.
+    /// level. `setup` adds headers, or a child's environment and folder.
     pub async fn open_within(
         target: &Target,
+        setup: &Setup,
         era: EraChoice,
         terminal: &Terminal,
         wait: Duration,
         log: ServerLog,
     ) -> Result<Connection> {
-        Connection::open_with(target, era, terminal, Some(wait), Some(log)).await
+        Connection::open_with(target, setup, era, terminal, Some(wait), Some(log)).await
     }
 
     async fn open_with(
         target: &Target,
+        setup: &Setup,
         era: EraChoice,
         terminal: &Terminal,
         wait: Option<Duration>,
@@ -134,7 +137,7 @@ impl Connection {
     ) -> Result<Connection> {
         let deadline = wait.map(|w| Instant::now() + w);
         let seconds = || wait.map(|w| w.as_secs_f64()).unwrap_or_default();
-        let Some(opened) = within(deadline, transport(target)).await else {
+        let Some(opened) = within(deadline, transport(target, setup)).await else {
             bail!(
                 "{target} did not take the connection within {}s (--timeout)",
                 seconds()
@@ -330,17 +333,19 @@ type Opened = (
     Option<mcp_http::HttpClientHandle>,
 );
 
-async fn transport(target: &Target) -> Result<Opened> {
+async fn transport(target: &Target, setup: &Setup) -> Result<Opened> {
     match target {
         Target::Command(words) => {
-            let mut command = tokio::process::Command::new(&words[0]);
-            command.args(&words[1..]);
+            let command = setup.command(words);
             let (child, transport) = ChildProcess::spawn(command)
                 .with_context(|| format!("cannot run {:?}", words[0]))?;
             Ok((transport, Some(child), None))
         }
         Target::Http(url) => {
-            let config = mcp_http::HttpClientConfig::new(url).authorizer(login(url).await?);
+            let mut config = setup.http_config(url);
+            if !setup.authorized() {
+                config = config.authorizer(login(url).await?);
+            }
             let transport = mcp_http::client::connect(config)
                 .await
                 .with_context(|| format!("cannot connect to {url}"))?;
@@ -348,7 +353,7 @@ async fn transport(target: &Target) -> Result<Opened> {
             Ok((transport, None, Some(handle)))
         }
         Target::WebSocket(url) => {
-            let transport = mcp_http::ws::connect(url, mcp_http::ws::WsOptions::new())
+            let transport = mcp_http::ws::connect(url, setup.ws_options())
                 .await
                 .with_context(|| format!("cannot connect to {url}"))?;
             Ok((transport, None, None))

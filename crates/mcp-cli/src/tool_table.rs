@@ -1,7 +1,7 @@
-//! A server's tools as a table for people: name, arguments (required
-//! ones marked `*`) and the first line of the description. On a terminal
-//! the table fits its width (long descriptions wrap); otherwise lines are
-//! as long as their content.
+//! Tables for people: a server's tools (name, arguments with required
+//! ones marked `*`, and the first line of the description), and any
+//! other listing through [`table`]. On a terminal a table fits its width
+//! (the last columns wrap); otherwise lines are as long as their content.
 
 use comfy_table::{ColumnConstraint, ContentArrangement, Table, presets};
 use mcp_schema::Tool;
@@ -19,20 +19,34 @@ pub fn terminal_width() -> Option<u16> {
 /// The table of `tools`, fitted to `width` columns when given, with a
 /// line break after each line.
 pub fn tool_table(tools: &[Tool], width: Option<u16>) -> String {
+    let rows = tools.iter().map(|tool| {
+        let description = first_line(tool.description.as_deref().or(tool.title.as_deref()));
+        vec![
+            tool.name.clone(),
+            argument_names(tool),
+            description.to_owned(),
+        ]
+    });
+    table(&["NAME", "ARGUMENTS", "DESCRIPTION"], rows, width)
+}
+
+/// The first line of `text` (empty without one).
+pub fn first_line(text: Option<&str>) -> &str {
+    text.and_then(|t| t.lines().next()).unwrap_or("")
+}
+
+/// A table with `header` over `rows`, fitted to `width` columns when
+/// given, with a line break after each line. The first column (names, to
+/// be copied) never wraps.
+pub fn table(
+    header: &[&str],
+    rows: impl IntoIterator<Item = Vec<String>>,
+    width: Option<u16>,
+) -> String {
     let mut table = Table::new();
-    table
-        .load_style(presets::NOTHING)
-        .set_header(["NAME", "ARGUMENTS", "DESCRIPTION"]);
-    for tool in tools {
-        let description = tool
-            .description
-            .as_deref()
-            .or(tool.title.as_deref())
-            .unwrap_or("")
-            .lines()
-            .next()
-            .unwrap_or("");
-        table.add_row([tool.name.as_str(), &argument_names(tool), description]);
+    table.load_style(presets::NOTHING).set_header(header);
+    for row in rows {
+        table.add_row(row);
     }
     match width {
         Some(width) => table
