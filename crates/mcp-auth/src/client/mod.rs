@@ -330,6 +330,18 @@ impl OAuthClient {
             let registration = self.register(&server).await?;
             session.credentials.registration = Some(registration);
             self.config.store.save(&issuer, &session.credentials)?;
+        } else if self.registered_elsewhere(session) {
+            // Registered for another redirect URI (an earlier run's
+            // listener on another port): register again for this one,
+            // keeping the old registration if that fails.
+            match self.register(&server).await {
+                Ok(registration) => {
+                    tracing::debug!("registered again for a new redirect URI");
+                    session.credentials.registration = Some(registration);
+                    self.config.store.save(&issuer, &session.credentials)?;
+                }
+                Err(e) => tracing::warn!("could not register for a new redirect URI: {e}"),
+            }
         }
         // The specification's strategy: the challenge's scope, else the
         // resource's scopes_supported, else none; plus offline_access where
@@ -412,6 +424,19 @@ impl OAuthClient {
         Ok(())
     }
 
+    /// Whether the registration held was made for a redirect URI other
+    /// than the user agent's (only dynamic registrations for the
+    /// authorization code grant are made again).
+    fn registered_elsewhere(&self, session: &Session) -> bool {
+        let Some(registration) = &session.credentials.registration else {
+            return false;
+        };
+        self.config.registration.is_none()
+            && self.config.grant == Grant::AuthorizationCode
+            && Some(&registration.client_id) != self.config.client_metadata_url.as_ref()
+            && !registration.fits_redirect_uri(&self.config.user_agent.redirect_uri())
+    }
+
     /// The `resource` parameter: the protected resource metadata's
     /// identifier verbatim, else the server URL.
     fn resource_parameter(&self, session: &Session) -> Option<String> {
@@ -492,9 +517,10 @@ impl OAuthClient {
             Grant::ClientCredentials => vec!["client_credentials"],
             Grant::JwtBearer { .. } | Grant::IdentityAssertion { .. } => vec![JWT_BEARER],
         };
+        let redirect_uri = self.config.user_agent.redirect_uri();
         let body = serde_json::json!({
             "client_name": self.config.client_name,
-            "redirect_uris": [self.config.user_agent.redirect_uri()],
+            "redirect_uris": [&redirect_uri],
             "grant_types": grant_types,
             "response_types": ["code"],
             "token_endpoint_auth_method": "none",
@@ -523,11 +549,14 @@ impl OAuthClient {
                 "none".to_owned()
             }
         });
-        Ok(Registration::new(
-            registered.client_id,
-            registered.client_secret,
-            method,
-        ))
+        let redirect_uris = match grant_types.contains(&"authorization_code") {
+            true => vec![redirect_uri],
+            false => Vec::new(),
+        };
+        Ok(
+            Registration::new(registered.client_id, registered.client_secret, method)
+                .with_redirect_uris(redirect_uris),
+        )
     }
 
     /// Authorization code with PKCE: the user agent visits the

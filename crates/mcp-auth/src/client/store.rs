@@ -21,6 +21,9 @@ pub struct Registration {
     /// How the client authenticates at the token endpoint (`none`,
     /// `client_secret_basic`, `client_secret_post`, `private_key_jwt`).
     pub auth_method: String,
+    /// The redirect URIs registered with it (empty when not known).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redirect_uris: Vec<String>,
 }
 
 impl Registration {
@@ -34,7 +37,21 @@ impl Registration {
             client_id: client_id.into(),
             client_secret,
             auth_method: auth_method.into(),
+            redirect_uris: Vec::new(),
         }
+    }
+
+    /// The same registration, recorded with the redirect URIs it was
+    /// registered with.
+    pub fn with_redirect_uris(mut self, redirect_uris: Vec<String>) -> Self {
+        self.redirect_uris = redirect_uris;
+        self
+    }
+
+    /// Whether a sign-in returning to `redirect_uri` can use this
+    /// registration: its redirect URIs are not known, or they include it.
+    pub fn fits_redirect_uri(&self, redirect_uri: &str) -> bool {
+        self.redirect_uris.is_empty() || self.redirect_uris.iter().any(|r| r == redirect_uri)
     }
 }
 
