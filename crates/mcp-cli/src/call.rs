@@ -36,6 +36,10 @@ pub struct ServerArgs {
     /// the MCP session, then for each answer (progress extends the wait).
     #[arg(long, default_value_t = 60.0)]
     pub timeout: f64,
+    /// Seconds a server's sign-in page waits for you before mcp gives up
+    /// (apart from --timeout).
+    #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
+    pub sign_in_timeout: f64,
 }
 
 /// Reads `--era`.
@@ -46,7 +50,25 @@ pub fn parse_era(text: &str) -> Result<EraChoice, String> {
 impl ServerArgs {
     async fn connect(&self, terminal: &Terminal) -> Result<Connection> {
         let target = Target::parse(&self.server)?;
-        Connection::open_within(&target, self.era, terminal, self.wait()?, self.server_log).await
+        let sign_in = self.sign_in()?;
+        Connection::open_within(
+            &target,
+            self.era,
+            terminal,
+            self.wait()?,
+            self.server_log,
+            &sign_in,
+        )
+        .await
+    }
+
+    /// How to sign in: `--sign-in-timeout`, checked.
+    pub fn sign_in(&self) -> Result<crate::target::SignIn> {
+        let wait = Duration::try_from_secs_f64(self.sign_in_timeout)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .context("--sign-in-timeout must be a positive number of seconds")?;
+        Ok(crate::target::SignIn { wait })
     }
 
     /// `--timeout`, checked.

@@ -106,13 +106,15 @@ impl Connection {
     /// Waits as long as the server takes.
     /// The server's log messages are not shown.
     pub async fn open(target: &Target, era: EraChoice, terminal: &Terminal) -> Result<Connection> {
-        Connection::open_with(target, era, terminal, None, None).await
+        Connection::open_with(target, era, terminal, None, None, None).await
     }
 
     /// Connects to `target`, giving up when the connection or the MCP
-    /// handshake takes longer than `wait` (`--timeout`; a sign-in in a
-    /// browser gets its own time); every request then waits `wait` for
-    /// its answer by default. The server's log messages are shown as
+    /// handshake takes longer than `wait` (`--timeout`); every request
+    /// then waits `wait` for its answer by default. A server that asks
+    /// for a sign-in is signed in to first, as `sign_in` says, and the
+    /// person gets the sign-in's own time; the MCP handshake then starts
+    /// with the credentials. The server's log messages are shown as
     /// `log` says, and a server that declares logging is asked for that
     /// level.
     pub async fn open_within(
@@ -121,8 +123,9 @@ impl Connection {
         terminal: &Terminal,
         wait: Duration,
         log: ServerLog,
+        sign_in: &SignIn,
     ) -> Result<Connection> {
-        Connection::open_with(target, era, terminal, Some(wait), Some(log)).await
+        Connection::open_with(target, era, terminal, Some(wait), Some(log), Some(sign_in)).await
     }
 
     async fn open_with(
@@ -131,10 +134,33 @@ impl Connection {
         terminal: &Terminal,
         wait: Option<Duration>,
         log: Option<ServerLog>,
+        sign_in: Option<&SignIn>,
     ) -> Result<Connection> {
-        let deadline = wait.map(|w| Instant::now() + w);
+        let mut deadline = wait.map(|w| Instant::now() + w);
         let seconds = || wait.map(|w| w.as_secs_f64()).unwrap_or_default();
-        let Some(opened) = within(deadline, transport(target)).await else {
+        let oauth = match target {
+            Target::Http(url) | Target::WebSocket(url) => {
+                Some(oauth_client(url, sign_in.unwrap_or(&SignIn::default())).await?)
+            }
+            Target::Command(_) => None,
+        };
+        if let (Some(oauth), Some(sign_in)) = (&oauth, sign_in) {
+            // Signed in before the handshake, so that probing the eras
+            // never races the person.
+            let Some(prepared) = within(deadline, sign_in.wait, oauth.prepare()).await else {
+                bail!(
+                    "{target} did not answer the MCP handshake ({}) within {}s (--timeout)",
+                    handshake(era),
+                    seconds()
+                );
+            };
+            prepared.map_err(|e| sign_in_failed(target, &e))?;
+            if SIGNING_IN.swap(false, Ordering::Relaxed) {
+                deadline = wait.map(|w| Instant::now() + w);
+            }
+        }
+        let sign_in_wait = sign_in.map_or(SIGN_IN_WAIT, |s| s.wait);
+        let Some(opened) = within(deadline, sign_in_wait, transport(target, oauth)).await else {
             bail!(
                 "{target} did not take the connection within {}s (--timeout)",
                 seconds()
@@ -161,7 +187,7 @@ impl Connection {
             builder = builder.on_notification(log.handler());
         }
         let mut timed_out = false;
-        let failure = match within(deadline, builder.connect(transport)).await {
+        let failure = match within(deadline, sign_in_wait, builder.connect(transport)).await {
             Some(Ok(client)) => {
                 if let Some(log) = log {
                     ask_log_level(&client, log.level()).await;
@@ -303,8 +329,12 @@ async fn stopped(target: &Target, child: ChildProcess, timed_out: bool) -> Strin
 
 /// Awaits `work` until `deadline` (`None`: without end); `None` when it
 /// did not finish in time. A sign-in shown in the meantime extends the
-/// deadline by the time a person has to sign in.
-async fn within<T>(deadline: Option<Instant>, work: impl Future<Output = T>) -> Option<T> {
+/// deadline by `sign_in_wait`, the time a person has to sign in.
+async fn within<T>(
+    deadline: Option<Instant>,
+    sign_in_wait: Duration,
+    work: impl Future<Output = T>,
+) -> Option<T> {
     let Some(mut deadline) = deadline else {
         return Some(work.await);
     };
@@ -315,7 +345,7 @@ async fn within<T>(deadline: Option<Instant>, work: impl Future<Output = T>) -> 
             Ok(done) => return Some(done),
             Err(_) if !extended && SIGNING_IN.load(Ordering::Relaxed) => {
                 extended = true;
-                deadline = Instant::now() + SIGN_IN_WAIT;
+                deadline = Instant::now() + sign_in_wait;
             }
             Err(_) => return None,
         }
@@ -330,7 +360,7 @@ type Opened = (
     Option<mcp_http::HttpClientHandle>,
 );
 
-async fn transport(target: &Target) -> Result<Opened> {
+async fn transport(target: &Target, oauth: Option<Arc<OAuthClient>>) -> Result<Opened> {
     match target {
         Target::Command(words) => {
             let mut command = tokio::process::Command::new(&words[0]);
@@ -340,7 +370,10 @@ async fn transport(target: &Target) -> Result<Opened> {
             Ok((transport, Some(child), None))
         }
         Target::Http(url) => {
-            let config = mcp_http::HttpClientConfig::new(url).authorizer(login(url).await?);
+            let mut config = mcp_http::HttpClientConfig::new(url);
+            if let Some(oauth) = oauth {
+                config = config.authorizer(oauth);
+            }
             let transport = mcp_http::client::connect(config)
                 .await
                 .with_context(|| format!("cannot connect to {url}"))?;
@@ -356,8 +389,32 @@ async fn transport(target: &Target) -> Result<Opened> {
     }
 }
 
-/// How long a person has to finish signing in.
+/// How long a person has to finish signing in, by default.
 const SIGN_IN_WAIT: Duration = Duration::from_secs(300);
+
+/// How a command signs in to a server that asks for it.
+#[derive(Debug, Clone)]
+pub struct SignIn {
+    /// How long the person has to finish signing in (`--sign-in-timeout`).
+    pub wait: Duration,
+}
+
+impl Default for SignIn {
+    /// Five minutes to sign in.
+    fn default() -> Self {
+        SignIn { wait: SIGN_IN_WAIT }
+    }
+}
+
+/// A failed sign-in told for people.
+fn sign_in_failed(target: &Target, error: &mcp_auth::client::OAuthError) -> anyhow::Error {
+    let text = error.to_string();
+    if text.contains("nobody completed the sign-in") {
+        anyhow!("cannot sign in to {target}: {text} (--sign-in-timeout)")
+    } else {
+        anyhow!("cannot sign in to {target}: {text}")
+    }
+}
 
 /// Where credentials are kept: `MCP_CREDENTIALS_FILE`, else
 /// `$XDG_CONFIG_HOME/mcp/credentials.json` or `~/.config/mcp/credentials.json`.
@@ -394,7 +451,12 @@ fn show_sign_in(url: &url::Url) {
 /// comes back to a listener on 127.0.0.1, credentials are kept (0600) by
 /// issuer for the next run.
 pub async fn login(url: &str) -> Result<Arc<dyn mcp_http::client::Authorizer>> {
-    let agent = LoopbackUserAgent::bind(show_sign_in, SIGN_IN_WAIT)
+    Ok(oauth_client(url, &SignIn::default()).await?)
+}
+
+/// The OAuth client for `url`, signing in as `sign_in` says.
+pub async fn oauth_client(url: &str, sign_in: &SignIn) -> Result<Arc<OAuthClient>> {
+    let agent = LoopbackUserAgent::bind(show_sign_in, sign_in.wait)
         .await
         .context("cannot listen for the sign-in redirect on 127.0.0.1")?;
     let config = OAuthClientConfig::new("mcp command line", Arc::new(agent))

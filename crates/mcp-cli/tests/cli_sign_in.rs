@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 
 const MCP: &str = env!("CARGO_BIN_EXE_mcp");
@@ -102,16 +102,6 @@ impl Run {
 
     fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
-    }
-
-    /// Pastes `line` on its stdin.
-    async fn paste(&mut self, line: &str) {
-        let stdin = self.child.stdin.as_mut().unwrap();
-        stdin
-            .write_all(format!("{line}\n").as_bytes())
-            .await
-            .unwrap();
-        stdin.flush().await.unwrap();
     }
 
     /// Waits for it to exit: success, stdout, stderr.
@@ -233,5 +223,43 @@ async fn a_sign_in_given_up_halfway_does_not_block_the_next_one() {
     assert!(out.contains("echo"), "{out}");
     let stored = std::fs::read_to_string(&credentials).unwrap();
     assert!(stored.contains(&redirect_uri(&address)), "{stored}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+/// A person who takes longer than the server/discover probe's own wait,
+/// and than `--timeout`, is waited for, and asked once.
+#[tokio::test]
+async fn a_slow_sign_in_is_waited_for_and_asked_once() {
+    let dir = scratch("slow");
+    let (_server, url) = serve(&dir).await;
+    let credentials = dir.join("credentials.json");
+    let mut slow = run(&credentials, &["tools", "--server", &url, "--timeout", "2"]);
+    let address = slow.sign_in_url().await;
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    come_back(&sign_in(&address).await).await;
+    let extra = slow.more_sign_ins();
+    let (ok, out, err) = slow.finish().await;
+    assert!(ok, "{err}");
+    assert!(out.contains("echo"), "{out}");
+    assert_eq!(extra, 0, "asked to sign in again: {err}");
+    assert_eq!(err.matches("/authorize?").count(), 1, "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Nobody signing in within `--sign-in-timeout` ends the command with a
+/// message that says so.
+#[tokio::test]
+async fn nobody_signing_in_ends_after_the_sign_in_timeout() {
+    let dir = scratch("nobody");
+    let (_server, url) = serve(&dir).await;
+    let credentials = dir.join("credentials.json");
+    let mut nobody = run(
+        &credentials,
+        &["tools", "--server", &url, "--sign-in-timeout", "1"],
+    );
+    nobody.sign_in_url().await;
+    let (ok, _, err) = nobody.finish().await;
+    assert!(!ok);
+    assert!(err.contains("--sign-in-timeout"), "{err}");
+    assert!(!err.contains("HTTP 401"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -943,6 +943,81 @@ impl OAuthClient {
     }
 
     async fn answer_challenge(&self, challenge: Challenge) -> bool {
+        let refused = Refusal {
+            insufficient_scope: challenge.is_insufficient_scope(),
+            www_authenticate: challenge.www_authenticate.as_deref(),
+            headers: &challenge.headers,
+        };
+        match self.answer(refused).await {
+            Ok(again) => again,
+            Err(e) => {
+                tracing::warn!("authorization failed: {e}");
+                false
+            }
+        }
+    }
+
+    /// Makes sure the client holds credentials the server takes before
+    /// anything else is sent: POSTs a JSON-RPC `ping` to the server with
+    /// the credentials held, and answers a refusal the way a refused MCP
+    /// request is answered (stored tokens, a refresh, or a sign-in),
+    /// until the server takes them. A server that cannot be reached, or
+    /// that asks for no authorization, leaves the client as it was.
+    pub async fn prepare(&self) -> Result<(), OAuthError> {
+        const PING: &str = r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#;
+        let method = reqwest::Method::POST;
+        for _ in 0..3 {
+            let credentials = self
+                .request_credentials(&method, self.server_url.as_str())
+                .await;
+            let mut request = self
+                .http
+                .post(self.server_url.clone())
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .header(
+                    reqwest::header::ACCEPT,
+                    "application/json, text/event-stream",
+                )
+                .body(PING);
+            for (name, value) in credentials {
+                request = request.header(name, value);
+            }
+            let response = match request.send().await {
+                Ok(response) => response,
+                Err(e) => {
+                    tracing::debug!("the server did not answer before signing in: {e}");
+                    return Ok(());
+                }
+            };
+            let www_authenticate = response
+                .headers()
+                .get(reqwest::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok());
+            let insufficient_scope = response.status() == reqwest::StatusCode::FORBIDDEN
+                && www_authenticate.is_some_and(|h| h.contains("insufficient_scope"));
+            if response.status() != reqwest::StatusCode::UNAUTHORIZED && !insufficient_scope {
+                return Ok(());
+            }
+            let refused = Refusal {
+                insufficient_scope,
+                www_authenticate,
+                headers: response.headers(),
+            };
+            if !self.answer(refused).await? {
+                return Err(OAuthError::Authorization(format!(
+                    "{} refuses the credentials (HTTP {})",
+                    self.server_url,
+                    response.status()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Answers a refusal: `Ok(true)` when the request should be sent
+    /// again with the credentials now held, `Ok(false)` when asking
+    /// again is futile.
+    async fn answer(&self, challenge: Refusal<'_>) -> Result<bool, OAuthError> {
         // The resource server wants its nonce in the proofs: send again.
         let nonce = challenge
             .headers
@@ -950,29 +1025,27 @@ impl OAuthClient {
             .and_then(|v| v.to_str().ok());
         let asks_nonce = challenge
             .www_authenticate
-            .as_deref()
             .is_some_and(|h| h.contains("use_dpop_nonce"));
         if let (Some(nonce), true) = (nonce, asks_nonce) {
             let mut nonces = self.nonces();
             if nonces.resource.as_deref() != Some(nonce) {
                 nonces.resource = Some(nonce.to_owned());
-                return true;
+                return Ok(true);
             }
         }
         let bearer = challenge
             .www_authenticate
-            .as_deref()
             .and_then(BearerChallenge::parse)
             .unwrap_or_default();
         let mut session = self.session.lock().await;
-        let scopes = if challenge.is_insufficient_scope() {
+        let scopes = if challenge.insufficient_scope {
             session.step_ups += 1;
             if session.step_ups > self.config.max_step_ups {
                 tracing::warn!(
                     "still refused for scope after {} step-ups",
                     self.config.max_step_ups
                 );
-                return false;
+                return Ok(false);
             }
             // What was granted (or asked for), plus what the server asks
             // for now; nothing new to ask for means asking again is futile.
@@ -989,7 +1062,7 @@ impl OAuthClient {
                     "refused for scope {:?}, which was already granted",
                     bearer.scope
                 );
-                return false;
+                return Ok(false);
             }
             for scope in wanted {
                 if !scopes.contains(&scope) {
@@ -1003,7 +1076,7 @@ impl OAuthClient {
             if session.credentials.tokens.is_none() && !session.tried_store {
                 session.tried_store = true;
                 if self.adopt_stored(&mut session, &bearer).await {
-                    return true;
+                    return Ok(true);
                 }
             }
             let has_refresh = session
@@ -1013,21 +1086,26 @@ impl OAuthClient {
                 .is_some_and(|t| t.refresh_token.is_some());
             if has_refresh && session.server.is_some() {
                 match self.refresh(&mut session).await {
-                    Ok(()) => return true,
+                    Ok(()) => return Ok(true),
                     Err(e) => tracing::debug!("refresh failed, authorizing again: {e}"),
                 }
             }
             session.credentials.tokens = None;
             None
         };
-        match self.run_flow(&mut session, &bearer, scopes).await {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::warn!("authorization failed: {e}");
-                false
-            }
-        }
+        self.run_flow(&mut session, &bearer, scopes).await?;
+        Ok(true)
     }
+}
+
+/// A refused request, as the authorizer sees it.
+struct Refusal<'a> {
+    /// A 403 asking for more scope (step-up).
+    insufficient_scope: bool,
+    /// The `WWW-Authenticate` header, if any.
+    www_authenticate: Option<&'a str>,
+    /// All the response's headers.
+    headers: &'a reqwest::header::HeaderMap,
 }
 
 /// The protected resource's identifier must be the server the client

@@ -134,13 +134,40 @@ impl UserAgent for LoopbackUserAgent {
                 .ok_or_else(|| {
                     OAuthError::Authorization("the loopback listener is in use".into())
                 })?;
+            // The listener goes back when this sign-in ends, even when it
+            // is given up (its future dropped), so the next can use it.
+            let listener = Lent {
+                listener: Some(listener),
+                home: &self.listener,
+            };
             (self.show)(&url);
-            let outcome = tokio::time::timeout(self.wait, accept_callback(&listener)).await;
-            *self.listener.lock().unwrap_or_else(|p| p.into_inner()) = Some(listener);
+            let wait = self.wait;
+            let outcome = tokio::time::timeout(wait, accept_callback(listener.get())).await;
             outcome.map_err(|_| {
-                OAuthError::Authorization("nobody completed the sign-in in time".into())
+                OAuthError::Authorization(format!(
+                    "nobody completed the sign-in within {}s",
+                    wait.as_secs()
+                ))
             })?
         })
+    }
+}
+
+/// A listener taken out of its slot, put back on drop.
+struct Lent<'a> {
+    listener: Option<TcpListener>,
+    home: &'a std::sync::Mutex<Option<TcpListener>>,
+}
+
+impl Lent<'_> {
+    fn get(&self) -> &TcpListener {
+        self.listener.as_ref().expect("a lent listener")
+    }
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        *self.home.lock().unwrap_or_else(|p| p.into_inner()) = self.listener.take();
     }
 }
 
