@@ -418,7 +418,7 @@ fn sign_in_failed(target: &Target, error: &mcp_auth::client::OAuthError) -> anyh
 
 /// Where credentials are kept: `MCP_CREDENTIALS_FILE`, else
 /// `$XDG_CONFIG_HOME/mcp/credentials.json` or `~/.config/mcp/credentials.json`.
-fn credentials_file() -> PathBuf {
+pub fn credentials_file() -> PathBuf {
     if let Some(path) = std::env::var_os("MCP_CREDENTIALS_FILE") {
         return PathBuf::from(path);
     }

@@ -263,3 +263,56 @@ async fn nobody_signing_in_ends_after_the_sign_in_timeout() {
     assert!(!err.contains("HTTP 401"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `mcp login` signs in ahead of time, `mcp credentials` (and `mcp login
+/// --list`) shows what is kept without its secrets, later commands need
+/// no sign-in, and `mcp logout` forgets it all.
+#[tokio::test]
+async fn login_credentials_and_logout() {
+    let dir = scratch("login");
+    let (_server, url) = serve(&dir).await;
+    let credentials = dir.join("credentials.json");
+
+    let mut login = run(&credentials, &["login", "--server", &url]);
+    let address = login.sign_in_url().await;
+    come_back(&sign_in(&address).await).await;
+    let (ok, out, err) = login.finish().await;
+    assert!(ok, "{err}");
+    assert!(out.contains("Signed in to"), "{out}");
+
+    let kept: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&credentials).unwrap()).unwrap();
+    let (issuer, entry) = kept.as_object().unwrap().iter().next().unwrap();
+    let client_id = entry["registration"]["client_id"].as_str().unwrap();
+    let access = entry["tokens"]["access_token"].as_str().unwrap();
+    for args in [&["credentials"][..], &["login", "--list"][..]] {
+        let (ok, out, err) = run(&credentials, args).finish().await;
+        assert!(ok, "{err}");
+        assert!(out.contains(issuer.as_str()), "{out}");
+        assert!(out.contains(&url), "{out}");
+        assert!(out.contains(client_id), "{out}");
+        assert!(out.contains("in "), "{out}");
+        assert!(!out.contains(access), "the access token is shown: {out}");
+    }
+
+    let (ok, out, err) = run(&credentials, &["tools", "--server", &url])
+        .finish()
+        .await;
+    assert!(ok, "{err}");
+    assert!(out.contains("echo"), "{out}");
+    assert!(!err.contains("/authorize?"), "asked to sign in: {err}");
+
+    let (ok, out, err) = run(&credentials, &["logout", "--server", &url])
+        .finish()
+        .await;
+    assert!(ok, "{err}");
+    assert!(out.contains("Signed out"), "{out}");
+    let (_, out, _) = run(&credentials, &["credentials"]).finish().await;
+    assert!(out.contains("No credentials"), "{out}");
+    let mut again = run(
+        &credentials,
+        &["tools", "--server", &url, "--sign-in-timeout", "1"],
+    );
+    again.sign_in_url().await;
+    std::fs::remove_dir_all(&dir).ok();
+}

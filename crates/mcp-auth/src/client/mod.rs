@@ -964,25 +964,8 @@ impl OAuthClient {
     /// until the server takes them. A server that cannot be reached, or
     /// that asks for no authorization, leaves the client as it was.
     pub async fn prepare(&self) -> Result<(), OAuthError> {
-        const PING: &str = r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#;
-        let method = reqwest::Method::POST;
         for _ in 0..3 {
-            let credentials = self
-                .request_credentials(&method, self.server_url.as_str())
-                .await;
-            let mut request = self
-                .http
-                .post(self.server_url.clone())
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .header(
-                    reqwest::header::ACCEPT,
-                    "application/json, text/event-stream",
-                )
-                .body(PING);
-            for (name, value) in credentials {
-                request = request.header(name, value);
-            }
-            let response = match request.send().await {
+            let response = match self.ping(true).await {
                 Ok(response) => response,
                 Err(e) => {
                     tracing::debug!("the server did not answer before signing in: {e}");
@@ -1012,6 +995,105 @@ impl OAuthClient {
             }
         }
         Ok(())
+    }
+
+    /// POSTs a JSON-RPC `ping` to the server, with the credentials held
+    /// when `authorized`.
+    async fn ping(&self, authorized: bool) -> Result<reqwest::Response, reqwest::Error> {
+        const PING: &str = r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#;
+        let mut request = self
+            .http
+            .post(self.server_url.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(
+                reqwest::header::ACCEPT,
+                "application/json, text/event-stream",
+            )
+            .body(PING);
+        if authorized {
+            let credentials = self
+                .request_credentials(&reqwest::Method::POST, self.server_url.as_str())
+                .await;
+            for (name, value) in credentials {
+                request = request.header(name, value);
+            }
+        }
+        request.send().await
+    }
+
+    /// The challenge the server answers a request without credentials
+    /// with; `None` when it asks for none.
+    async fn unauthorized_challenge(&self) -> Result<Option<BearerChallenge>, OAuthError> {
+        let response = self
+            .ping(false)
+            .await
+            .map_err(|e| OAuthError::Http(format!("POST {}: {e}", self.server_url)))?;
+        if response.status() != reqwest::StatusCode::UNAUTHORIZED {
+            return Ok(None);
+        }
+        Ok(Some(
+            response
+                .headers()
+                .get(reqwest::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .and_then(BearerChallenge::parse)
+                .unwrap_or_default(),
+        ))
+    }
+
+    /// Signs in now, whatever is stored: the server is asked what it
+    /// demands, and a new grant's tokens replace the stored ones.
+    /// `Ok(false)` when the server asks for no authorization.
+    pub async fn sign_in(&self) -> Result<bool, OAuthError> {
+        let Some(challenge) = self.unauthorized_challenge().await? else {
+            return Ok(false);
+        };
+        let mut session = self.session.lock().await;
+        session.tried_store = true;
+        session.credentials.tokens = None;
+        self.run_flow(&mut session, &challenge, None).await?;
+        Ok(true)
+    }
+
+    /// The issuer of the server's authorization server, found through its
+    /// metadata.
+    pub async fn issuer(&self) -> Result<String, OAuthError> {
+        let challenge = self.unauthorized_challenge().await?.unwrap_or_default();
+        let mut session = self.session.lock().await;
+        self.discover(&mut session, &challenge).await?;
+        Ok(session.issuer.clone().unwrap_or_default())
+    }
+
+    /// Forgets the tokens and registration kept for this server: those of
+    /// its issuer, else (when the server cannot tell its issuer) those
+    /// whose tokens are for it. The issuers forgotten.
+    pub async fn forget(&self) -> Result<Vec<String>, OAuthError> {
+        let issuers = match self.issuer().await {
+            Ok(issuer) => vec![issuer],
+            Err(e) => {
+                tracing::debug!("no issuer for {}: {e}", self.server_url);
+                self.config
+                    .store
+                    .list()?
+                    .into_iter()
+                    .filter(|(_, kept)| {
+                        kept.tokens
+                            .as_ref()
+                            .and_then(|t| t.resource.as_deref())
+                            .is_some_and(|r| check_resource(&self.server_url, r).is_ok())
+                    })
+                    .map(|(issuer, _)| issuer)
+                    .collect()
+            }
+        };
+        let mut forgotten = Vec::new();
+        for issuer in issuers {
+            if self.config.store.remove(&issuer)? {
+                forgotten.push(issuer);
+            }
+        }
+        self.session.lock().await.credentials = Credentials::default();
+        Ok(forgotten)
     }
 
     /// Answers a refusal: `Ok(true)` when the request should be sent
