@@ -381,7 +381,11 @@ async fn transport(target: &Target, oauth: Option<Arc<OAuthClient>>) -> Result<O
             Ok((transport, None, Some(handle)))
         }
         Target::WebSocket(url) => {
-            let transport = mcp_http::ws::connect(url, mcp_http::ws::WsOptions::new())
+            let mut options = mcp_http::ws::WsOptions::new();
+            if let Some(oauth) = oauth {
+                options = options.authorizer(oauth);
+            }
+            let transport = mcp_http::ws::connect(url, options)
                 .await
                 .with_context(|| format!("cannot connect to {url}"))?;
             Ok((transport, None, None))

@@ -316,3 +316,47 @@ async fn login_credentials_and_logout() {
     again.sign_in_url().await;
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The HTTP+SSE and WebSocket endpoints of a protected server each name
+/// metadata of their own in their refusals, and `mcp` signs in to each.
+#[tokio::test]
+async fn sign_in_works_on_every_transport() {
+    let dir = scratch("transports");
+    let (_server, url) = serve(&dir).await;
+    let origin = url.trim_end_matches("/mcp").to_owned();
+    let credentials = dir.join("credentials.json");
+    let http = reqwest::Client::new();
+    for path in ["/sse", "/ws"] {
+        let refused = http.get(format!("{origin}{path}")).send().await.unwrap();
+        assert_eq!(refused.status(), 401, "{path}");
+        let challenge = refused.headers()["www-authenticate"].to_str().unwrap();
+        let metadata = format!("{origin}/.well-known/oauth-protected-resource{path}");
+        assert!(challenge.contains(&metadata), "{path}: {challenge}");
+        let document: serde_json::Value = http
+            .get(&metadata)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(document["resource"], format!("{origin}{path}"));
+    }
+    let ws = format!("{}/ws", origin.replacen("http://", "ws://", 1));
+    for server in [format!("{origin}/sse"), ws] {
+        let mut tools = run(&credentials, &["tools", "--server", &server]);
+        let address = tools.sign_in_url().await;
+        come_back(&sign_in(&address).await).await;
+        let (ok, out, err) = tools.finish().await;
+        assert!(ok, "{server}: {err}");
+        assert!(out.contains("echo"), "{server}: {out}");
+        // Signed in, the next run needs no sign-in.
+        let (ok, out, err) = run(&credentials, &["tools", "--server", &server])
+            .finish()
+            .await;
+        assert!(ok, "{server}: {err}");
+        assert!(out.contains("echo"), "{server}: {out}");
+        assert!(!err.contains("/authorize?"), "{server}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

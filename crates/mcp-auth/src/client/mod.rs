@@ -279,10 +279,25 @@ struct RegistrationResponse {
 }
 
 impl OAuthClient {
-    /// A client for the MCP server at `server_url`.
+    /// A client for the MCP server at `server_url`. A WebSocket URL
+    /// (`ws://`, `wss://`) stands for the HTTP URL of its upgrade request
+    /// (`http://`, `https://`), the resource it authorizes.
     pub fn new(server_url: &str, config: OAuthClientConfig) -> Result<Self, OAuthError> {
-        let server_url = Url::parse(server_url)
+        let mut server_url = Url::parse(server_url)
             .map_err(|e| OAuthError::Discovery(format!("{server_url:?}: {e}")))?;
+        let http_scheme = match server_url.scheme() {
+            "ws" => Some("http"),
+            "wss" => Some("https"),
+            _ => None,
+        };
+        if let Some(scheme) = http_scheme {
+            let text = format!(
+                "{scheme}{}",
+                &server_url.as_str()[server_url.scheme().len()..]
+            );
+            server_url =
+                Url::parse(&text).map_err(|e| OAuthError::Discovery(format!("{text:?}: {e}")))?;
+        }
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(30))
