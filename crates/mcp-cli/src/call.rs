@@ -40,6 +40,11 @@ pub struct ServerArgs {
     /// (apart from --timeout).
     #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
     pub sign_in_timeout: f64,
+    /// Do not open a browser to sign in: show the address, and take the
+    /// address the browser comes back to pasted on stdin (or the redirect
+    /// to mcp, if that browser is on this computer).
+    #[arg(long)]
+    pub no_browser: bool,
 }
 
 /// Reads `--era`.
@@ -68,7 +73,11 @@ impl ServerArgs {
             .ok()
             .filter(|d| !d.is_zero())
             .context("--sign-in-timeout must be a positive number of seconds")?;
-        Ok(crate::target::SignIn { wait })
+        Ok(crate::target::SignIn {
+            wait,
+            browser: !self.no_browser,
+            ..Default::default()
+        })
     }
 
     /// `--timeout`, checked.

@@ -28,6 +28,10 @@ pub struct LoginArgs {
     /// Seconds the sign-in page waits for you before mcp gives up.
     #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
     pub sign_in_timeout: f64,
+    /// Do not open a browser: show the address, and take the address the
+    /// browser comes back to pasted on stdin.
+    #[arg(long)]
+    pub no_browser: bool,
 }
 
 /// The flags of `mcp logout`.
@@ -59,7 +63,12 @@ pub async fn login(args: &LoginArgs) -> Result<()> {
         .ok()
         .filter(|d| !d.is_zero())
         .context("--sign-in-timeout must be a positive number of seconds")?;
-    let client = oauth_client(&url, &SignIn { wait }).await?;
+    let sign_in = SignIn {
+        wait,
+        browser: !args.no_browser,
+        ..SignIn::default()
+    };
+    let client = oauth_client(&url, &sign_in).await?;
     let signed_in = client.sign_in().await.map_err(|e| {
         let text = e.to_string();
         match text.contains("nobody completed the sign-in") {
@@ -90,7 +99,7 @@ pub async fn login(args: &LoginArgs) -> Result<()> {
 /// the server.
 pub async fn logout(args: &LogoutArgs) -> Result<()> {
     let url = server_url(&args.server)?;
-    let client = oauth_client(&url, &SignIn::default()).await?;
+    let client = oauth_client(&url, &SignIn::background()).await?;
     let forgotten = client.forget().await.map_err(|e| anyhow!("{e}"))?;
     if forgotten.is_empty() {
         return print_out(&format!("Nothing was kept for {url}.\n"));

@@ -401,12 +401,35 @@ const SIGN_IN_WAIT: Duration = Duration::from_secs(300);
 pub struct SignIn {
     /// How long the person has to finish signing in (`--sign-in-timeout`).
     pub wait: Duration,
+    /// Whether a browser is opened at the sign-in page (not with
+    /// `--no-browser`, nor where none can be opened).
+    pub browser: bool,
+    /// Whether the address the browser comes back to may be pasted on
+    /// stdin when no browser is opened.
+    pub paste: bool,
 }
 
 impl Default for SignIn {
-    /// Five minutes to sign in.
+    /// Five minutes to sign in, in a browser opened for it, or by pasting
+    /// the address it comes back to.
     fn default() -> Self {
-        SignIn { wait: SIGN_IN_WAIT }
+        SignIn {
+            wait: SIGN_IN_WAIT,
+            browser: true,
+            paste: true,
+        }
+    }
+}
+
+impl SignIn {
+    /// For a program that runs in the background (`mcp host`): the
+    /// address is only shown, in its log.
+    pub fn background() -> Self {
+        SignIn {
+            browser: false,
+            paste: false,
+            ..SignIn::default()
+        }
     }
 }
 
@@ -443,6 +466,65 @@ pub fn xdg_dir(var: &str, fallback: &str) -> PathBuf {
 /// allows for it).
 static SIGNING_IN: AtomicBool = AtomicBool::new(false);
 
+/// Opens a browser at the sign-in page, and tells the person.
+fn show_sign_in_browser(url: &url::Url) {
+    SIGNING_IN.store(true, Ordering::Relaxed);
+    let opened = open_browser(url);
+    let how = match opened {
+        true => "A browser is opening at this address; if none does, open it yourself:",
+        false => "Open this address in a browser:",
+    };
+    print_err(&format!(
+        "The server asks you to sign in. {how}\n\n  {url}\n"
+    ));
+}
+
+/// Tells the person where to sign in, and that the address the browser
+/// comes back to may be pasted here.
+fn show_sign_in_pasted(url: &url::Url) {
+    SIGNING_IN.store(true, Ordering::Relaxed);
+    print_err(&format!(
+        "The server asks you to sign in. Open this address in a browser:\n\n  {url}\n\n\
+         If that browser cannot come back to this computer, paste here the address it ends up at \
+         (the page may fail to load) and press Enter.\n"
+    ));
+}
+
+/// Whether a browser can be opened here: `$BROWSER` is set, or (on a
+/// Unix desktop) a display and `xdg-open` are there.
+fn browser_available() -> bool {
+    if cfg!(any(target_os = "macos", windows)) || std::env::var_os("BROWSER").is_some() {
+        return true;
+    }
+    let display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|var| std::env::var_os(var).is_some_and(|v| !v.is_empty()));
+    let xdg_open = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("xdg-open").is_file()));
+    display && xdg_open
+}
+
+/// Opens `url` in the person's browser; whether the opener started.
+fn open_browser(url: &url::Url) -> bool {
+    let mut command = if cfg!(target_os = "macos") {
+        std::process::Command::new("open")
+    } else if cfg!(windows) {
+        let mut command = std::process::Command::new("cmd");
+        command.args(["/C", "start", ""]);
+        command
+    } else {
+        let opener = std::env::var_os("BROWSER").unwrap_or_else(|| "xdg-open".into());
+        std::process::Command::new(opener)
+    };
+    command
+        .arg(url.as_str())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .is_ok()
+}
+
 /// Tells the person where to sign in.
 fn show_sign_in(url: &url::Url) {
     SIGNING_IN.store(true, Ordering::Relaxed);
@@ -455,14 +537,22 @@ fn show_sign_in(url: &url::Url) {
 /// comes back to a listener on 127.0.0.1, credentials are kept (0600) by
 /// issuer for the next run.
 pub async fn login(url: &str) -> Result<Arc<dyn mcp_http::client::Authorizer>> {
-    Ok(oauth_client(url, &SignIn::default()).await?)
+    Ok(oauth_client(url, &SignIn::background()).await?)
 }
 
 /// The OAuth client for `url`, signing in as `sign_in` says.
 pub async fn oauth_client(url: &str, sign_in: &SignIn) -> Result<Arc<OAuthClient>> {
-    let agent = LoopbackUserAgent::bind(show_sign_in, sign_in.wait)
+    let browser = sign_in.browser && browser_available();
+    let pasted = !browser && sign_in.paste;
+    let show = match (browser, pasted) {
+        (true, _) => show_sign_in_browser,
+        (false, true) => show_sign_in_pasted,
+        (false, false) => show_sign_in,
+    };
+    let agent = LoopbackUserAgent::bind(show, sign_in.wait)
         .await
-        .context("cannot listen for the sign-in redirect on 127.0.0.1")?;
+        .context("cannot listen for the sign-in redirect on 127.0.0.1")?
+        .accept_pasted(pasted);
     let config = OAuthClientConfig::new("mcp command line", Arc::new(agent))
         .store(Arc::new(FileTokenStore::new(credentials_file())));
     let client = OAuthClient::new(url, config).map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::AsyncBufReadExt;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 const MCP: &str = env!("CARGO_BIN_EXE_mcp");
@@ -56,11 +56,15 @@ struct Run {
     stderr: Arc<Mutex<String>>,
 }
 
-/// Runs `mcp ARGS` with its credentials in `credentials`.
+/// Runs `mcp ARGS` with its credentials in `credentials`, where no
+/// browser can be opened.
 fn run(credentials: &Path, args: &[&str]) -> Run {
     let mut child = tokio::process::Command::new(MCP)
         .args(args)
         .env("MCP_CREDENTIALS_FILE", credentials)
+        .env_remove("BROWSER")
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -102,6 +106,16 @@ impl Run {
 
     fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
+    }
+
+    /// Pastes `line` on its stdin.
+    async fn paste(&mut self, line: &str) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        stdin.flush().await.unwrap();
     }
 
     /// Waits for it to exit: success, stdout, stderr.
@@ -358,5 +372,37 @@ async fn sign_in_works_on_every_transport() {
         assert!(out.contains("echo"), "{server}: {out}");
         assert!(!err.contains("/authorize?"), "{server}: {err}");
     }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Without a browser (`--no-browser`), the person signs in wherever they
+/// can and pastes the address the browser was sent back to; a line that
+/// is not that address is told and another awaited.
+#[tokio::test]
+async fn the_address_the_browser_came_back_to_can_be_pasted() {
+    let dir = scratch("pasted");
+    let (_server, url) = serve(&dir).await;
+    let credentials = dir.join("credentials.json");
+    let mut tools = run(&credentials, &["tools", "--server", &url, "--no-browser"]);
+    let address = tools.sign_in_url().await;
+    let back = sign_in(&address).await;
+    tools.paste("not an address").await;
+    let mut other = back.clone();
+    let pairs: Vec<(String, String)> = back
+        .query_pairs()
+        .into_owned()
+        .map(|(k, v)| match k.as_str() {
+            "state" => (k, "another".to_owned()),
+            _ => (k, v),
+        })
+        .collect();
+    other.query_pairs_mut().clear().extend_pairs(pairs);
+    tools.paste(other.as_str()).await;
+    tools.paste(back.as_str()).await;
+    let (ok, out, err) = tools.finish().await;
+    assert!(ok, "{err}");
+    assert!(out.contains("echo"), "{out}");
+    assert!(err.contains("paste"), "{err}");
+    assert!(err.contains("another sign-in"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
