@@ -8,7 +8,7 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use mcp_auth::client::{Credentials, FileTokenStore, TokenStore as _};
 
 use crate::stdout::print_out;
-use crate::target::{SignIn, Target, credentials_file, oauth_client};
+use crate::target::{SignIn, Target, credentials_file, oauth_client, sign_in_failed};
 
 /// The flags of `mcp login`.
 #[derive(clap::Args, Debug, Clone)]
@@ -69,13 +69,10 @@ pub async fn login(args: &LoginArgs) -> Result<()> {
         ..SignIn::default()
     };
     let client = oauth_client(&url, &sign_in).await?;
-    let signed_in = client.sign_in().await.map_err(|e| {
-        let text = e.to_string();
-        match text.contains("nobody completed the sign-in") {
-            true => anyhow!("cannot sign in to {url}: {text} (--sign-in-timeout)"),
-            false => anyhow!("cannot sign in to {url}: {text}"),
-        }
-    })?;
+    let signed_in = client
+        .sign_in()
+        .await
+        .map_err(|e| sign_in_failed(&Target::Http(url.clone()), &e))?;
     if !signed_in {
         return print_out(&format!("{url} asks for no sign-in; nothing to keep.\n"));
     }

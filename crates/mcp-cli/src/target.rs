@@ -434,7 +434,7 @@ impl SignIn {
 }
 
 /// A failed sign-in told for people.
-fn sign_in_failed(target: &Target, error: &mcp_auth::client::OAuthError) -> anyhow::Error {
+pub fn sign_in_failed(target: &Target, error: &mcp_auth::client::OAuthError) -> anyhow::Error {
     let text = error.to_string();
     if text.contains("nobody completed the sign-in") {
         anyhow!("cannot sign in to {target}: {text} (--sign-in-timeout)")
