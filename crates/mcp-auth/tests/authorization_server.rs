@@ -1142,3 +1142,47 @@ async fn failed_logins_are_limited() {
     assert_eq!(resp.status(), 400);
     assert!(resp.headers().get("location").is_none());
 }
+
+/// A client registered for one loopback redirect URI that signs in again
+/// from another port (a later run's listener) registers again for it, and
+/// the store keeps the new registration.
+#[tokio::test]
+async fn a_client_registers_again_for_a_new_loopback_port() {
+    use mcp_auth::client::{
+        HeadlessUserAgent, MemoryTokenStore, OAuthClient, OAuthClientConfig, TokenStore,
+    };
+    use std::sync::Arc;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let resource = format!("{base}/mcp");
+    let config = AuthServerConfig::builder(&base)
+        .resource(&resource)
+        .dynamic_registration(true)
+        .user(UserAccount::with_password("alice", "wonderland").expect("hash"))
+        .auto_approve_as_user_for_testing("alice")
+        .build()
+        .expect("config");
+    let server = AuthorizationServer::new(config).expect("server");
+    let app = server.router();
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let store = Arc::new(MemoryTokenStore::default());
+    let sign_in = async |redirect: &str| {
+        let agent = Arc::new(HeadlessUserAgent::new(redirect));
+        let config = OAuthClientConfig::new("test", agent).store(store.clone());
+        let client = OAuthClient::new(&resource, config).expect("client");
+        client.authorize(None).await.expect("signed in");
+        store.load(&base).unwrap().registration.expect("registered")
+    };
+    let first = sign_in("http://127.0.0.1:1111/callback").await;
+    assert_eq!(first.redirect_uris, ["http://127.0.0.1:1111/callback"]);
+    let same = sign_in("http://127.0.0.1:1111/callback").await;
+    assert_eq!(same.client_id, first.client_id, "the registration fits");
+    let second = sign_in("http://127.0.0.1:2222/callback").await;
+    assert_ne!(second.client_id, first.client_id);
+    assert_eq!(second.redirect_uris, ["http://127.0.0.1:2222/callback"]);
+    task.abort();
+}

@@ -721,3 +721,80 @@ async fn introspected_tokens_are_checked_and_cached() {
     );
     assert_eq!(calls.load(Ordering::SeqCst), 3);
 }
+
+/// The server's other endpoints (HTTP+SSE, WebSocket) are protected
+/// resources of their own: their refusals name their own metadata, which
+/// names them, and a token for one is taken at every endpoint.
+#[tokio::test]
+async fn other_endpoints_name_their_own_metadata() {
+    let key = SigningKey::generate("k1");
+    let jwks = start_jwks(json!({"keys": [key.jwk]})).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let base = format!("http://127.0.0.1:{port}");
+    let (resource, sse, ws) = (
+        format!("{base}/mcp"),
+        format!("{base}/sse"),
+        format!("{base}/ws"),
+    );
+    let jwt = JwtConfig::new(ISSUER, &jwks.url, &resource)
+        .other_audience(&sse)
+        .other_audience(&ws);
+    let validator = Arc::new(JwtValidator::new(jwt).expect("validator"));
+    let config = ResourceServerConfig::new(&resource, validator)
+        .authorization_server(ISSUER)
+        .endpoint(&sse)
+        .endpoint(&ws);
+    let server = mcp_servers::everything::server();
+    let endpoint = mcp_http::McpEndpoint::new(
+        Arc::new(server.clone()),
+        server.session_config(),
+        mcp_http::HttpConfig::loopback(port),
+    );
+    let app = endpoint
+        .router()
+        .layer(BearerAuthLayer::new(config.clone()))
+        .merge(protected_resource_router(&config));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let mcp = Mcp {
+        base: base.clone(),
+        url: resource.clone(),
+        http: reqwest::Client::new(),
+    };
+    for (path, named) in [("/mcp", &resource), ("/sse", &sse), ("/ws", &ws)] {
+        let refused = mcp
+            .http
+            .get(format!("{base}{path}"))
+            .send()
+            .await
+            .expect("response");
+        assert_eq!(refused.status(), StatusCode::UNAUTHORIZED, "{path}");
+        let challenge = refused.headers()["www-authenticate"].to_str().unwrap();
+        let metadata = format!("{base}/.well-known/oauth-protected-resource{path}");
+        assert!(
+            challenge.contains(&format!("resource_metadata=\"{metadata}\"")),
+            "{path}: {challenge}"
+        );
+        let doc: Value = mcp
+            .http
+            .get(&metadata)
+            .send()
+            .await
+            .expect("metadata")
+            .json()
+            .await
+            .expect("JSON");
+        assert_eq!(doc["resource"], named.as_str(), "{path}");
+        assert_eq!(doc["authorization_servers"], json!([ISSUER]));
+    }
+    let for_sse = key.sign(&claims(&sse, "files:read"));
+    let reply = mcp.modern(Some(&for_sse), "tools/list", json!({})).await;
+    assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+    let elsewhere = key.sign(&claims("http://elsewhere.example/mcp", "files:read"));
+    let reply = mcp.modern(Some(&elsewhere), "tools/list", json!({})).await;
+    assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+}

@@ -38,6 +38,15 @@ pub struct ServerArgs {
     /// the MCP session, then for each answer (progress extends the wait).
     #[arg(long, default_value_t = 60.0)]
     pub timeout: f64,
+    /// Seconds a server's sign-in page waits for you before mcp gives up
+    /// (apart from --timeout).
+    #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
+    pub sign_in_timeout: f64,
+    /// Do not open a browser to sign in: show the address, and take the
+    /// address the browser comes back to pasted on stdin (or the redirect
+    /// to mcp, if that browser is on this computer).
+    #[arg(long)]
+    pub no_browser: bool,
 }
 
 /// Reads `--era`.
@@ -49,6 +58,7 @@ impl ServerArgs {
     async fn connect(&self, terminal: &Terminal) -> Result<Connection> {
         let server = self.reach.resolve(&self.server, self.era)?;
         let (target, setup) = (&server.target, &server.setup);
+        let sign_in = self.sign_in()?;
         Connection::open_within(
             target,
             setup,
@@ -56,8 +66,22 @@ impl ServerArgs {
             terminal,
             self.wait()?,
             self.server_log,
+            &sign_in,
         )
         .await
+    }
+
+    /// How to sign in: `--sign-in-timeout`, checked.
+    pub fn sign_in(&self) -> Result<crate::target::SignIn> {
+        let wait = Duration::try_from_secs_f64(self.sign_in_timeout)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .context("--sign-in-timeout must be a positive number of seconds")?;
+        Ok(crate::target::SignIn {
+            wait,
+            browser: !self.no_browser,
+            ..Default::default()
+        })
     }
 
     /// `--timeout`, checked.

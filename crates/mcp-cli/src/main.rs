@@ -11,6 +11,7 @@ mod host;
 mod idle_sessions;
 mod inspect;
 mod listing;
+mod login;
 mod oauth;
 mod progress;
 mod serve;
@@ -99,6 +100,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Signs in to a server now and keeps the credentials for later
+    /// commands (or, with --list, lists what is kept).
+    Login(login::LoginArgs),
+    /// Forgets the tokens and client registration kept for a server.
+    Logout(login::LogoutArgs),
+    /// Lists the servers signed in to: issuer, server, client id, scopes
+    /// and when the token expires (never the tokens themselves).
+    Credentials,
     /// Calls one tool with key=value arguments (typed by the tool's
     /// schema; JSON for numbers, booleans, objects) and prints its text.
     Tool {
@@ -218,6 +227,9 @@ async fn run(cli: Cli) -> Result<()> {
         } => call::call(&server, &method, &params).await?,
         Command::Tools { server, json } => inspect::tools(&server, json).await?,
         Command::Bench(args) => bench::run(&args).await?,
+        Command::Login(args) => login::login(&args).await?,
+        Command::Logout(args) => login::logout(&args).await?,
+        Command::Credentials => login::list()?,
         Command::Tool {
             server,
             name,

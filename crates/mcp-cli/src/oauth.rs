@@ -71,11 +71,15 @@ fn user(spec: &str) -> Result<UserAccount> {
 }
 
 /// What wraps the endpoint's router: the bearer layer, the protected
-/// resource metadata and, built in, the authorization server.
+/// resource metadata and, built in, the authorization server. `resource`
+/// is the Streamable HTTP endpoint; `endpoints` are the server's other
+/// endpoints (HTTP+SSE, WebSocket), each a protected resource of its own
+/// whose tokens are taken at every endpoint.
 pub async fn protect(
     args: &OAuthArgs,
     origin: &str,
     resource: &str,
+    endpoints: &[String],
 ) -> Result<impl FnOnce(axum::Router) -> axum::Router> {
     let (issuer, jwks_url, server) = match &args.oauth_issuer {
         Some(issuer) => {
@@ -98,6 +102,9 @@ pub async fn protect(
             let mut config = AuthServerConfig::builder(origin)
                 .resource(resource)
                 .storage_path(db.to_string_lossy().into_owned());
+            for endpoint in endpoints {
+                config = config.resource(endpoint);
+            }
             for spec in &args.oauth_client {
                 config = config.client(client(spec)?);
             }
@@ -113,10 +120,16 @@ pub async fn protect(
             (origin.to_owned(), jwks, Some(server))
         }
     };
-    let validator = JwtValidator::new(JwtConfig::new(issuer.clone(), jwks_url, resource))
-        .map_err(|e| anyhow!("{e}"))?;
-    let resource_server =
+    let mut jwt = JwtConfig::new(issuer.clone(), jwks_url, resource);
+    for endpoint in endpoints {
+        jwt = jwt.other_audience(endpoint);
+    }
+    let validator = JwtValidator::new(jwt).map_err(|e| anyhow!("{e}"))?;
+    let mut resource_server =
         ResourceServerConfig::new(resource, Arc::new(validator)).authorization_server(issuer);
+    for endpoint in endpoints {
+        resource_server = resource_server.endpoint(endpoint);
+    }
     Ok(move |router: axum::Router| {
         let mut app = router
             .layer(BearerAuthLayer::new(resource_server.clone()))

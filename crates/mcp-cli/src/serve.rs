@@ -106,9 +106,15 @@ pub async fn serve_service(
     if let Some(idle) = limits.session_idle_timeout {
         config = config.session_idle_timeout(idle);
     }
-    let endpoint = mcp_http::McpEndpoint::new(service, session_config, config);
     let origin = format!("http://{local}");
     let resource = format!("{origin}/mcp");
+    // The HTTP+SSE and WebSocket endpoints beside /mcp.
+    let endpoints: Vec<String> = [&config.legacy_sse_path, &config.websocket_path]
+        .into_iter()
+        .flatten()
+        .map(|path| format!("{origin}{path}"))
+        .collect();
+    let endpoint = mcp_http::McpEndpoint::new(service, session_config, config);
     let guard = mcp_http::guard::GuardLayer::new(std::sync::Arc::clone(&policy));
     let plain = extra.guarded.is_none() && extra.open.is_none();
     let guarded = extra.guarded.map(|r| r.layer(guard.clone()));
@@ -122,7 +128,7 @@ pub async fn serve_service(
         None => router,
     };
     if oauth.enabled() {
-        let protect = crate::oauth::protect(oauth, &origin, &resource).await?;
+        let protect = crate::oauth::protect(oauth, &origin, &resource, &endpoints).await?;
         print_out(&format!("MCP endpoint: {resource}\n"))?;
         if oauth.oauth {
             print_out(&format!("OAuth issuer: {origin}\n"))?;

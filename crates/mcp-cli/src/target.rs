@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, anyhow, bail};
+use http::{HeaderName, HeaderValue};
 use mcp_auth::client::{FileTokenStore, LoopbackUserAgent, OAuthClient, OAuthClientConfig};
 use mcp_client::{Client, EraChoice};
 use mcp_core::Transport;
@@ -107,13 +108,15 @@ impl Connection {
     /// Waits as long as the server takes.
     /// The server's log messages are not shown.
     pub async fn open(target: &Target, era: EraChoice, terminal: &Terminal) -> Result<Connection> {
-        Connection::open_with(target, &Setup::default(), era, terminal, None, None).await
+        Connection::open_with(target, &Setup::default(), era, terminal, None, None, None).await
     }
 
     /// Connects to `target`, giving up when the connection or the MCP
-    /// handshake takes longer than `wait` (`--timeout`; a sign-in in a
-    /// browser gets its own time); every request then waits `wait` for
-    /// its answer by default. The server's log messages are shown as
+    /// handshake takes longer than `wait` (`--timeout`); every request
+    /// then waits `wait` for its answer by default. A server that asks
+    /// for a sign-in is signed in to first, as `sign_in` says, and the
+    /// person gets the sign-in's own time; the MCP handshake then starts
+    /// with the credentials. The server's log messages are shown as
     /// `log` says, and a server that declares logging is asked for that
     /// level. `setup` adds headers, or a child's environment and folder.
     pub async fn open_within(
@@ -123,8 +126,18 @@ impl Connection {
         terminal: &Terminal,
         wait: Duration,
         log: ServerLog,
+        sign_in: &SignIn,
     ) -> Result<Connection> {
-        Connection::open_with(target, setup, era, terminal, Some(wait), Some(log)).await
+        Connection::open_with(
+            target,
+            setup,
+            era,
+            terminal,
+            Some(wait),
+            Some(log),
+            Some(sign_in),
+        )
+        .await
     }
 
     async fn open_with(
@@ -134,10 +147,38 @@ impl Connection {
         terminal: &Terminal,
         wait: Option<Duration>,
         log: Option<ServerLog>,
+        sign_in: Option<&SignIn>,
     ) -> Result<Connection> {
-        let deadline = wait.map(|w| Instant::now() + w);
+        let mut deadline = wait.map(|w| Instant::now() + w);
         let seconds = || wait.map(|w| w.as_secs_f64()).unwrap_or_default();
-        let Some(opened) = within(deadline, transport(target, setup)).await else {
+        // A server reached with an `Authorization` header of its own is
+        // not signed in to.
+        let oauth = match target {
+            Target::Http(url) | Target::WebSocket(url) if !setup.authorized() => {
+                let default = SignIn::default();
+                let sign_in = sign_in.unwrap_or(&default);
+                Some(oauth_client(url, sign_in, &setup.headers).await?)
+            }
+            _ => None,
+        };
+        if let (Some(oauth), Some(sign_in)) = (&oauth, sign_in) {
+            // Signed in before the handshake, so that probing the eras
+            // never races the person.
+            let Some(prepared) = within(deadline, sign_in.wait, oauth.prepare()).await else {
+                bail!(
+                    "{target} did not answer the MCP handshake ({}) within {}s (--timeout)",
+                    handshake(era),
+                    seconds()
+                );
+            };
+            prepared.map_err(|e| sign_in_failed(target, &e))?;
+            if SIGNING_IN.swap(false, Ordering::Relaxed) {
+                deadline = wait.map(|w| Instant::now() + w);
+            }
+        }
+        let sign_in_wait = sign_in.map_or(SIGN_IN_WAIT, |s| s.wait);
+        let Some(opened) = within(deadline, sign_in_wait, transport(target, setup, oauth)).await
+        else {
             bail!(
                 "{target} did not take the connection within {}s (--timeout)",
                 seconds()
@@ -164,7 +205,7 @@ impl Connection {
             builder = builder.on_notification(log.handler());
         }
         let mut timed_out = false;
-        let failure = match within(deadline, builder.connect(transport)).await {
+        let failure = match within(deadline, sign_in_wait, builder.connect(transport)).await {
             Some(Ok(client)) => {
                 if let Some(log) = log {
                     ask_log_level(&client, log.level()).await;
@@ -306,8 +347,12 @@ async fn stopped(target: &Target, child: ChildProcess, timed_out: bool) -> Strin
 
 /// Awaits `work` until `deadline` (`None`: without end); `None` when it
 /// did not finish in time. A sign-in shown in the meantime extends the
-/// deadline by the time a person has to sign in.
-async fn within<T>(deadline: Option<Instant>, work: impl Future<Output = T>) -> Option<T> {
+/// deadline by `sign_in_wait`, the time a person has to sign in.
+async fn within<T>(
+    deadline: Option<Instant>,
+    sign_in_wait: Duration,
+    work: impl Future<Output = T>,
+) -> Option<T> {
     let Some(mut deadline) = deadline else {
         return Some(work.await);
     };
@@ -318,7 +363,7 @@ async fn within<T>(deadline: Option<Instant>, work: impl Future<Output = T>) -> 
             Ok(done) => return Some(done),
             Err(_) if !extended && SIGNING_IN.load(Ordering::Relaxed) => {
                 extended = true;
-                deadline = Instant::now() + SIGN_IN_WAIT;
+                deadline = Instant::now() + sign_in_wait;
             }
             Err(_) => return None,
         }
@@ -333,7 +378,11 @@ type Opened = (
     Option<mcp_http::HttpClientHandle>,
 );
 
-async fn transport(target: &Target, setup: &Setup) -> Result<Opened> {
+async fn transport(
+    target: &Target,
+    setup: &Setup,
+    oauth: Option<Arc<OAuthClient>>,
+) -> Result<Opened> {
     match target {
         Target::Command(words) => {
             let command = setup.command(words);
@@ -343,8 +392,8 @@ async fn transport(target: &Target, setup: &Setup) -> Result<Opened> {
         }
         Target::Http(url) => {
             let mut config = setup.http_config(url);
-            if !setup.authorized() {
-                config = config.authorizer(login(url).await?);
+            if let Some(oauth) = oauth {
+                config = config.authorizer(oauth);
             }
             let transport = mcp_http::client::connect(config)
                 .await
@@ -353,7 +402,11 @@ async fn transport(target: &Target, setup: &Setup) -> Result<Opened> {
             Ok((transport, None, Some(handle)))
         }
         Target::WebSocket(url) => {
-            let transport = mcp_http::ws::connect(url, setup.ws_options())
+            let mut options = setup.ws_options();
+            if let Some(oauth) = oauth {
+                options = options.authorizer(oauth);
+            }
+            let transport = mcp_http::ws::connect(url, options)
                 .await
                 .with_context(|| format!("cannot connect to {url}"))?;
             Ok((transport, None, None))
@@ -361,12 +414,59 @@ async fn transport(target: &Target, setup: &Setup) -> Result<Opened> {
     }
 }
 
-/// How long a person has to finish signing in.
+/// How long a person has to finish signing in, by default.
 const SIGN_IN_WAIT: Duration = Duration::from_secs(300);
+
+/// How a command signs in to a server that asks for it.
+#[derive(Debug, Clone)]
+pub struct SignIn {
+    /// How long the person has to finish signing in (`--sign-in-timeout`).
+    pub wait: Duration,
+    /// Whether a browser is opened at the sign-in page (not with
+    /// `--no-browser`, nor where none can be opened).
+    pub browser: bool,
+    /// Whether the address the browser comes back to may be pasted on
+    /// stdin when no browser is opened.
+    pub paste: bool,
+}
+
+impl Default for SignIn {
+    /// Five minutes to sign in, in a browser opened for it, or by pasting
+    /// the address it comes back to.
+    fn default() -> Self {
+        SignIn {
+            wait: SIGN_IN_WAIT,
+            browser: true,
+            paste: true,
+        }
+    }
+}
+
+impl SignIn {
+    /// For a program that runs in the background (`mcp host`): the
+    /// address is only shown, in its log.
+    pub fn background() -> Self {
+        SignIn {
+            browser: false,
+            paste: false,
+            ..SignIn::default()
+        }
+    }
+}
+
+/// A failed sign-in told for people.
+pub fn sign_in_failed(target: &Target, error: &mcp_auth::client::OAuthError) -> anyhow::Error {
+    let text = error.to_string();
+    if text.contains("nobody completed the sign-in") {
+        anyhow!("cannot sign in to {target}: {text} (--sign-in-timeout)")
+    } else {
+        anyhow!("cannot sign in to {target}: {text}")
+    }
+}
 
 /// Where credentials are kept: `MCP_CREDENTIALS_FILE`, else
 /// `$XDG_CONFIG_HOME/mcp/credentials.json` or `~/.config/mcp/credentials.json`.
-fn credentials_file() -> PathBuf {
+pub fn credentials_file() -> PathBuf {
     if let Some(path) = std::env::var_os("MCP_CREDENTIALS_FILE") {
         return PathBuf::from(path);
     }
@@ -387,6 +487,65 @@ pub fn xdg_dir(var: &str, fallback: &str) -> PathBuf {
 /// allows for it).
 static SIGNING_IN: AtomicBool = AtomicBool::new(false);
 
+/// Opens a browser at the sign-in page, and tells the person.
+fn show_sign_in_browser(url: &url::Url) {
+    SIGNING_IN.store(true, Ordering::Relaxed);
+    let opened = open_browser(url);
+    let how = match opened {
+        true => "A browser is opening at this address; if none does, open it yourself:",
+        false => "Open this address in a browser:",
+    };
+    print_err(&format!(
+        "The server asks you to sign in. {how}\n\n  {url}\n"
+    ));
+}
+
+/// Tells the person where to sign in, and that the address the browser
+/// comes back to may be pasted here.
+fn show_sign_in_pasted(url: &url::Url) {
+    SIGNING_IN.store(true, Ordering::Relaxed);
+    print_err(&format!(
+        "The server asks you to sign in. Open this address in a browser:\n\n  {url}\n\n\
+         If that browser cannot come back to this computer, paste here the address it ends up at \
+         (the page may fail to load) and press Enter.\n"
+    ));
+}
+
+/// Whether a browser can be opened here: `$BROWSER` is set, or (on a
+/// Unix desktop) a display and `xdg-open` are there.
+fn browser_available() -> bool {
+    if cfg!(any(target_os = "macos", windows)) || std::env::var_os("BROWSER").is_some() {
+        return true;
+    }
+    let display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|var| std::env::var_os(var).is_some_and(|v| !v.is_empty()));
+    let xdg_open = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("xdg-open").is_file()));
+    display && xdg_open
+}
+
+/// Opens `url` in the person's browser; whether the opener started.
+fn open_browser(url: &url::Url) -> bool {
+    let mut command = if cfg!(target_os = "macos") {
+        std::process::Command::new("open")
+    } else if cfg!(windows) {
+        let mut command = std::process::Command::new("cmd");
+        command.args(["/C", "start", ""]);
+        command
+    } else {
+        let opener = std::env::var_os("BROWSER").unwrap_or_else(|| "xdg-open".into());
+        std::process::Command::new(opener)
+    };
+    command
+        .arg(url.as_str())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .is_ok()
+}
+
 /// Tells the person where to sign in.
 fn show_sign_in(url: &url::Url) {
     SIGNING_IN.store(true, Ordering::Relaxed);
@@ -399,11 +558,31 @@ fn show_sign_in(url: &url::Url) {
 /// comes back to a listener on 127.0.0.1, credentials are kept (0600) by
 /// issuer for the next run.
 pub async fn login(url: &str) -> Result<Arc<dyn mcp_http::client::Authorizer>> {
-    let agent = LoopbackUserAgent::bind(show_sign_in, SIGN_IN_WAIT)
+    Ok(oauth_client(url, &SignIn::background(), &[]).await?)
+}
+
+/// The OAuth client for `url`, signing in as `sign_in` says.
+pub async fn oauth_client(
+    url: &str,
+    sign_in: &SignIn,
+    headers: &[(HeaderName, HeaderValue)],
+) -> Result<Arc<OAuthClient>> {
+    let browser = sign_in.browser && browser_available();
+    let pasted = !browser && sign_in.paste;
+    let show = match (browser, pasted) {
+        (true, _) => show_sign_in_browser,
+        (false, true) => show_sign_in_pasted,
+        (false, false) => show_sign_in,
+    };
+    let agent = LoopbackUserAgent::bind(show, sign_in.wait)
         .await
-        .context("cannot listen for the sign-in redirect on 127.0.0.1")?;
-    let config = OAuthClientConfig::new("mcp command line", Arc::new(agent))
+        .context("cannot listen for the sign-in redirect on 127.0.0.1")?
+        .accept_pasted(pasted);
+    let mut config = OAuthClientConfig::new("mcp command line", Arc::new(agent))
         .store(Arc::new(FileTokenStore::new(credentials_file())));
+    for (name, value) in headers {
+        config = config.server_header(name.clone(), value.clone());
+    }
     let client = OAuthClient::new(url, config).map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(Arc::new(client))
 }

@@ -401,7 +401,7 @@ pub(crate) async fn handle_upgrade(
 }
 
 /// Settings of a WebSocket client connection.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct WsOptions {
     /// Extra headers of the upgrade request (`Authorization`, `Origin`...).
@@ -410,6 +410,20 @@ pub struct WsOptions {
     pub max_message_bytes: usize,
     /// Ping the server this often while connected, if set.
     pub keep_alive: Option<Duration>,
+    /// Supplies the upgrade request's credentials and answers the
+    /// server's refusal of them (401, or 403 `insufficient_scope`).
+    pub authorizer: Option<Arc<dyn crate::client::Authorizer>>,
+}
+
+impl std::fmt::Debug for WsOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WsOptions")
+            .field("headers", &self.headers)
+            .field("max_message_bytes", &self.max_message_bytes)
+            .field("keep_alive", &self.keep_alive)
+            .field("authorizer", &self.authorizer.is_some())
+            .finish()
+    }
 }
 
 impl Default for WsOptions {
@@ -418,6 +432,7 @@ impl Default for WsOptions {
             headers: Vec::new(),
             max_message_bytes: mcp_core::stdio::MAX_LINE_BYTES,
             keep_alive: None,
+            authorizer: None,
         }
     }
 }
@@ -445,6 +460,14 @@ impl WsOptions {
         self.keep_alive = Some(interval);
         self
     }
+
+    /// Authorizes the upgrade request with `authorizer` (an OAuth
+    /// client), which also answers a refusal before the request is sent
+    /// again.
+    pub fn authorizer(mut self, authorizer: Arc<dyn crate::client::Authorizer>) -> Self {
+        self.authorizer = Some(authorizer);
+        self
+    }
 }
 
 /// Why a WebSocket connection could not be opened.
@@ -470,6 +493,8 @@ pub enum WsError {
         status: u16,
         /// The response body, if any.
         body: String,
+        /// The response's headers (`WWW-Authenticate`, say).
+        headers: Box<ws_http::HeaderMap>,
     },
     /// The WebSocket handshake failed (for example, the server did not
     /// select the `mcp` subprotocol).
@@ -481,8 +506,70 @@ pub enum WsError {
 /// `wss://` over TLS with the web's root certificates), asking
 /// for the `mcp` subprotocol, with TCP_NODELAY set; the transport sends each
 /// outbound frame as a text frame and delivers each text frame received.
-/// Dropping the transport's outbound sender closes the connection.
+/// Dropping the transport's outbound sender closes the connection. With
+/// an authorizer, the upgrade request carries its credentials, and a
+/// refusal it answers (a sign-in, say) is followed by another attempt.
 pub async fn connect(url: &str, options: WsOptions) -> Result<Transport, WsError> {
+    const MAX_CHALLENGES: usize = 3;
+    let Some(authorizer) = options.authorizer.clone() else {
+        return connect_once(url, &options, Vec::new()).await;
+    };
+    // The upgrade is an HTTP GET of the http(s) URL.
+    let http_url = match url.split_once("://") {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("wss") => format!("https://{rest}"),
+        Some((_, rest)) => format!("http://{rest}"),
+        None => url.to_owned(),
+    };
+    let mut challenges = 0;
+    loop {
+        let credentials = authorizer
+            .credentials(&reqwest::Method::GET, &http_url)
+            .await;
+        let error = match connect_once(url, &options, credentials).await {
+            Err(WsError::Refused {
+                status,
+                body,
+                headers,
+            }) => (status, body, headers),
+            other => return other,
+        };
+        let (status, body, headers) = error;
+        let refused = || WsError::Refused {
+            status,
+            body: body.clone(),
+            headers: headers.clone(),
+        };
+        let www_authenticate = headers
+            .get(reqwest::header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let challenge = crate::client::Challenge {
+            status: reqwest::StatusCode::from_u16(status)
+                .unwrap_or(reqwest::StatusCode::UNAUTHORIZED),
+            www_authenticate,
+            url: http_url.clone(),
+            headers: (*headers).clone(),
+        };
+        let answerable = challenge.status == reqwest::StatusCode::UNAUTHORIZED
+            || challenge.is_insufficient_scope();
+        if !answerable || challenges >= MAX_CHALLENGES {
+            return Err(refused());
+        }
+        challenges += 1;
+        tracing::debug!(status, "WebSocket upgrade challenged");
+        if !authorizer.challenged(challenge).await {
+            return Err(refused());
+        }
+    }
+}
+
+/// One attempt at [`connect`], the upgrade request carrying `extra`
+/// headers.
+async fn connect_once(
+    url: &str,
+    options: &WsOptions,
+    extra: Vec<(ws_http::HeaderName, ws_http::HeaderValue)>,
+) -> Result<Transport, WsError> {
     use tungstenite::client::IntoClientRequest;
     let mut request = url
         .into_client_request()
@@ -513,6 +600,9 @@ pub async fn connect(url: &str, options: WsOptions) -> Result<Transport, WsError
             .map_err(|_| WsError::InvalidHeader(name.to_string()))?;
         headers.append(name, value);
     }
+    for (name, value) in extra {
+        headers.insert(name, value);
+    }
     let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
     tcp.set_nodelay(true)?;
     let config = tungstenite::protocol::WebSocketConfig::default()
@@ -524,6 +614,7 @@ pub async fn connect(url: &str, options: WsOptions) -> Result<Transport, WsError
             .map_err(|e| match e {
                 tungstenite::Error::Http(response) => WsError::Refused {
                     status: response.status().as_u16(),
+                    headers: Box::new(response.headers().clone()),
                     body: response
                         .body()
                         .as_deref()

@@ -137,6 +137,10 @@ pub struct OAuthClientConfig {
     pub max_step_ups: usize,
     /// Tokens this close to expiring are refreshed first.
     pub refresh_margin: Duration,
+    /// Headers of the caller's own (an API key, a gateway's routing
+    /// header) sent with the requests this client makes to the MCP
+    /// server itself, like the one that asks whether it wants a sign-in.
+    pub server_headers: Vec<(reqwest::header::HeaderName, reqwest::header::HeaderValue)>,
 }
 
 impl std::fmt::Debug for OAuthClientConfig {
@@ -167,7 +171,19 @@ impl OAuthClientConfig {
             client_key: None,
             max_step_ups: 2,
             refresh_margin: Duration::from_secs(30),
+            server_headers: Vec::new(),
         }
+    }
+
+    /// Sends `name: value` with this client's own requests to the MCP
+    /// server.
+    pub fn server_header(
+        mut self,
+        name: reqwest::header::HeaderName,
+        value: reqwest::header::HeaderValue,
+    ) -> Self {
+        self.server_headers.push((name, value));
+        self
     }
 
     /// Keeps credentials in `store`.
@@ -279,10 +295,25 @@ struct RegistrationResponse {
 }
 
 impl OAuthClient {
-    /// A client for the MCP server at `server_url`.
+    /// A client for the MCP server at `server_url`. A WebSocket URL
+    /// (`ws://`, `wss://`) stands for the HTTP URL of its upgrade request
+    /// (`http://`, `https://`), the resource it authorizes.
     pub fn new(server_url: &str, config: OAuthClientConfig) -> Result<Self, OAuthError> {
-        let server_url = Url::parse(server_url)
+        let mut server_url = Url::parse(server_url)
             .map_err(|e| OAuthError::Discovery(format!("{server_url:?}: {e}")))?;
+        let http_scheme = match server_url.scheme() {
+            "ws" => Some("http"),
+            "wss" => Some("https"),
+            _ => None,
+        };
+        if let Some(scheme) = http_scheme {
+            let text = format!(
+                "{scheme}{}",
+                &server_url.as_str()[server_url.scheme().len()..]
+            );
+            server_url =
+                Url::parse(&text).map_err(|e| OAuthError::Discovery(format!("{text:?}: {e}")))?;
+        }
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(30))
@@ -330,6 +361,18 @@ impl OAuthClient {
             let registration = self.register(&server).await?;
             session.credentials.registration = Some(registration);
             self.config.store.save(&issuer, &session.credentials)?;
+        } else if self.registered_elsewhere(session) {
+            // Registered for another redirect URI (an earlier run's
+            // listener on another port): register again for this one,
+            // keeping the old registration if that fails.
+            match self.register(&server).await {
+                Ok(registration) => {
+                    tracing::debug!("registered again for a new redirect URI");
+                    session.credentials.registration = Some(registration);
+                    self.config.store.save(&issuer, &session.credentials)?;
+                }
+                Err(e) => tracing::warn!("could not register for a new redirect URI: {e}"),
+            }
         }
         // The specification's strategy: the challenge's scope, else the
         // resource's scopes_supported, else none; plus offline_access where
@@ -412,6 +455,19 @@ impl OAuthClient {
         Ok(())
     }
 
+    /// Whether the registration held was made for a redirect URI other
+    /// than the user agent's (only dynamic registrations for the
+    /// authorization code grant are made again).
+    fn registered_elsewhere(&self, session: &Session) -> bool {
+        let Some(registration) = &session.credentials.registration else {
+            return false;
+        };
+        self.config.registration.is_none()
+            && self.config.grant == Grant::AuthorizationCode
+            && Some(&registration.client_id) != self.config.client_metadata_url.as_ref()
+            && !registration.fits_redirect_uri(&self.config.user_agent.redirect_uri())
+    }
+
     /// The `resource` parameter: the protected resource metadata's
     /// identifier verbatim, else the server URL.
     fn resource_parameter(&self, session: &Session) -> Option<String> {
@@ -492,9 +548,10 @@ impl OAuthClient {
             Grant::ClientCredentials => vec!["client_credentials"],
             Grant::JwtBearer { .. } | Grant::IdentityAssertion { .. } => vec![JWT_BEARER],
         };
+        let redirect_uri = self.config.user_agent.redirect_uri();
         let body = serde_json::json!({
             "client_name": self.config.client_name,
-            "redirect_uris": [self.config.user_agent.redirect_uri()],
+            "redirect_uris": [&redirect_uri],
             "grant_types": grant_types,
             "response_types": ["code"],
             "token_endpoint_auth_method": "none",
@@ -523,11 +580,14 @@ impl OAuthClient {
                 "none".to_owned()
             }
         });
-        Ok(Registration::new(
-            registered.client_id,
-            registered.client_secret,
-            method,
-        ))
+        let redirect_uris = match grant_types.contains(&"authorization_code") {
+            true => vec![redirect_uri],
+            false => Vec::new(),
+        };
+        Ok(
+            Registration::new(registered.client_id, registered.client_secret, method)
+                .with_redirect_uris(redirect_uris),
+        )
     }
 
     /// Authorization code with PKCE: the user agent visits the
@@ -914,6 +974,166 @@ impl OAuthClient {
     }
 
     async fn answer_challenge(&self, challenge: Challenge) -> bool {
+        let refused = Refusal {
+            insufficient_scope: challenge.is_insufficient_scope(),
+            www_authenticate: challenge.www_authenticate.as_deref(),
+            headers: &challenge.headers,
+        };
+        match self.answer(refused).await {
+            Ok(again) => again,
+            Err(e) => {
+                tracing::warn!("authorization failed: {e}");
+                false
+            }
+        }
+    }
+
+    /// Makes sure the client holds credentials the server takes before
+    /// anything else is sent: POSTs a JSON-RPC `ping` to the server with
+    /// the credentials held, and answers a refusal the way a refused MCP
+    /// request is answered (stored tokens, a refresh, or a sign-in),
+    /// until the server takes them. A server that cannot be reached, or
+    /// that asks for no authorization, leaves the client as it was.
+    pub async fn prepare(&self) -> Result<(), OAuthError> {
+        for _ in 0..3 {
+            let response = match self.ping(true).await {
+                Ok(response) => response,
+                Err(e) => {
+                    tracing::debug!("the server did not answer before signing in: {e}");
+                    return Ok(());
+                }
+            };
+            let www_authenticate = response
+                .headers()
+                .get(reqwest::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok());
+            let insufficient_scope = response.status() == reqwest::StatusCode::FORBIDDEN
+                && www_authenticate.is_some_and(|h| h.contains("insufficient_scope"));
+            if response.status() != reqwest::StatusCode::UNAUTHORIZED && !insufficient_scope {
+                return Ok(());
+            }
+            let refused = Refusal {
+                insufficient_scope,
+                www_authenticate,
+                headers: response.headers(),
+            };
+            if !self.answer(refused).await? {
+                return Err(OAuthError::Authorization(format!(
+                    "{} refuses the credentials (HTTP {})",
+                    self.server_url,
+                    response.status()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// POSTs a JSON-RPC `ping` to the server, with the credentials held
+    /// when `authorized`.
+    async fn ping(&self, authorized: bool) -> Result<reqwest::Response, reqwest::Error> {
+        const PING: &str = r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#;
+        let mut request = self
+            .http
+            .post(self.server_url.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(
+                reqwest::header::ACCEPT,
+                "application/json, text/event-stream",
+            )
+            .body(PING);
+        for (name, value) in &self.config.server_headers {
+            request = request.header(name, value);
+        }
+        if authorized {
+            let credentials = self
+                .request_credentials(&reqwest::Method::POST, self.server_url.as_str())
+                .await;
+            for (name, value) in credentials {
+                request = request.header(name, value);
+            }
+        }
+        request.send().await
+    }
+
+    /// The challenge the server answers a request without credentials
+    /// with; `None` when it asks for none.
+    async fn unauthorized_challenge(&self) -> Result<Option<BearerChallenge>, OAuthError> {
+        let response = self
+            .ping(false)
+            .await
+            .map_err(|e| OAuthError::Http(format!("POST {}: {e}", self.server_url)))?;
+        if response.status() != reqwest::StatusCode::UNAUTHORIZED {
+            return Ok(None);
+        }
+        Ok(Some(
+            response
+                .headers()
+                .get(reqwest::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .and_then(BearerChallenge::parse)
+                .unwrap_or_default(),
+        ))
+    }
+
+    /// Signs in now, whatever is stored: the server is asked what it
+    /// demands, and a new grant's tokens replace the stored ones.
+    /// `Ok(false)` when the server asks for no authorization.
+    pub async fn sign_in(&self) -> Result<bool, OAuthError> {
+        let Some(challenge) = self.unauthorized_challenge().await? else {
+            return Ok(false);
+        };
+        let mut session = self.session.lock().await;
+        session.tried_store = true;
+        session.credentials.tokens = None;
+        self.run_flow(&mut session, &challenge, None).await?;
+        Ok(true)
+    }
+
+    /// The issuer of the server's authorization server, found through its
+    /// metadata.
+    pub async fn issuer(&self) -> Result<String, OAuthError> {
+        let challenge = self.unauthorized_challenge().await?.unwrap_or_default();
+        let mut session = self.session.lock().await;
+        self.discover(&mut session, &challenge).await?;
+        Ok(session.issuer.clone().unwrap_or_default())
+    }
+
+    /// Forgets the tokens and registration kept for this server: those of
+    /// its issuer, else (when the server cannot tell its issuer) those
+    /// whose tokens are for it. The issuers forgotten.
+    pub async fn forget(&self) -> Result<Vec<String>, OAuthError> {
+        let issuers = match self.issuer().await {
+            Ok(issuer) => vec![issuer],
+            Err(e) => {
+                tracing::debug!("no issuer for {}: {e}", self.server_url);
+                self.config
+                    .store
+                    .list()?
+                    .into_iter()
+                    .filter(|(_, kept)| {
+                        kept.tokens
+                            .as_ref()
+                            .and_then(|t| t.resource.as_deref())
+                            .is_some_and(|r| check_resource(&self.server_url, r).is_ok())
+                    })
+                    .map(|(issuer, _)| issuer)
+                    .collect()
+            }
+        };
+        let mut forgotten = Vec::new();
+        for issuer in issuers {
+            if self.config.store.remove(&issuer)? {
+                forgotten.push(issuer);
+            }
+        }
+        self.session.lock().await.credentials = Credentials::default();
+        Ok(forgotten)
+    }
+
+    /// Answers a refusal: `Ok(true)` when the request should be sent
+    /// again with the credentials now held, `Ok(false)` when asking
+    /// again is futile.
+    async fn answer(&self, challenge: Refusal<'_>) -> Result<bool, OAuthError> {
         // The resource server wants its nonce in the proofs: send again.
         let nonce = challenge
             .headers
@@ -921,29 +1141,27 @@ impl OAuthClient {
             .and_then(|v| v.to_str().ok());
         let asks_nonce = challenge
             .www_authenticate
-            .as_deref()
             .is_some_and(|h| h.contains("use_dpop_nonce"));
         if let (Some(nonce), true) = (nonce, asks_nonce) {
             let mut nonces = self.nonces();
             if nonces.resource.as_deref() != Some(nonce) {
                 nonces.resource = Some(nonce.to_owned());
-                return true;
+                return Ok(true);
             }
         }
         let bearer = challenge
             .www_authenticate
-            .as_deref()
             .and_then(BearerChallenge::parse)
             .unwrap_or_default();
         let mut session = self.session.lock().await;
-        let scopes = if challenge.is_insufficient_scope() {
+        let scopes = if challenge.insufficient_scope {
             session.step_ups += 1;
             if session.step_ups > self.config.max_step_ups {
                 tracing::warn!(
                     "still refused for scope after {} step-ups",
                     self.config.max_step_ups
                 );
-                return false;
+                return Ok(false);
             }
             // What was granted (or asked for), plus what the server asks
             // for now; nothing new to ask for means asking again is futile.
@@ -960,7 +1178,7 @@ impl OAuthClient {
                     "refused for scope {:?}, which was already granted",
                     bearer.scope
                 );
-                return false;
+                return Ok(false);
             }
             for scope in wanted {
                 if !scopes.contains(&scope) {
@@ -974,7 +1192,7 @@ impl OAuthClient {
             if session.credentials.tokens.is_none() && !session.tried_store {
                 session.tried_store = true;
                 if self.adopt_stored(&mut session, &bearer).await {
-                    return true;
+                    return Ok(true);
                 }
             }
             let has_refresh = session
@@ -984,21 +1202,26 @@ impl OAuthClient {
                 .is_some_and(|t| t.refresh_token.is_some());
             if has_refresh && session.server.is_some() {
                 match self.refresh(&mut session).await {
-                    Ok(()) => return true,
+                    Ok(()) => return Ok(true),
                     Err(e) => tracing::debug!("refresh failed, authorizing again: {e}"),
                 }
             }
             session.credentials.tokens = None;
             None
         };
-        match self.run_flow(&mut session, &bearer, scopes).await {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::warn!("authorization failed: {e}");
-                false
-            }
-        }
+        self.run_flow(&mut session, &bearer, scopes).await?;
+        Ok(true)
     }
+}
+
+/// A refused request, as the authorizer sees it.
+struct Refusal<'a> {
+    /// A 403 asking for more scope (step-up).
+    insufficient_scope: bool,
+    /// The `WWW-Authenticate` header, if any.
+    www_authenticate: Option<&'a str>,
+    /// All the response's headers.
+    headers: &'a reqwest::header::HeaderMap,
 }
 
 /// The protected resource's identifier must be the server the client

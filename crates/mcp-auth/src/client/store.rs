@@ -21,6 +21,9 @@ pub struct Registration {
     /// How the client authenticates at the token endpoint (`none`,
     /// `client_secret_basic`, `client_secret_post`, `private_key_jwt`).
     pub auth_method: String,
+    /// The redirect URIs registered with it (empty when not known).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redirect_uris: Vec<String>,
 }
 
 impl Registration {
@@ -34,7 +37,21 @@ impl Registration {
             client_id: client_id.into(),
             client_secret,
             auth_method: auth_method.into(),
+            redirect_uris: Vec::new(),
         }
+    }
+
+    /// The same registration, recorded with the redirect URIs it was
+    /// registered with.
+    pub fn with_redirect_uris(mut self, redirect_uris: Vec<String>) -> Self {
+        self.redirect_uris = redirect_uris;
+        self
+    }
+
+    /// Whether a sign-in returning to `redirect_uri` can use this
+    /// registration: its redirect URIs are not known, or they include it.
+    pub fn fits_redirect_uri(&self, redirect_uri: &str) -> bool {
+        self.redirect_uris.is_empty() || self.redirect_uris.iter().any(|r| r == redirect_uri)
     }
 }
 
@@ -79,6 +96,16 @@ pub trait TokenStore: Send + Sync + 'static {
     fn load(&self, issuer: &str) -> Result<Credentials, OAuthError>;
     /// Replaces what is kept for `issuer`.
     fn save(&self, issuer: &str, credentials: &Credentials) -> Result<(), OAuthError>;
+    /// Forgets what is kept for `issuer`; `true` when something was.
+    fn remove(&self, issuer: &str) -> Result<bool, OAuthError> {
+        let kept = self.load(issuer)? != Credentials::default();
+        self.save(issuer, &Credentials::default())?;
+        Ok(kept)
+    }
+    /// Everything kept, by issuer (empty for a store that cannot list).
+    fn list(&self) -> Result<Vec<(String, Credentials)>, OAuthError> {
+        Ok(Vec::new())
+    }
 }
 
 /// Credentials in memory only.
@@ -104,6 +131,23 @@ impl TokenStore for MemoryTokenStore {
             .unwrap_or_else(|p| p.into_inner())
             .insert(issuer.to_owned(), credentials.clone());
         Ok(())
+    }
+
+    fn remove(&self, issuer: &str) -> Result<bool, OAuthError> {
+        Ok(self
+            .entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(issuer)
+            .is_some())
+    }
+
+    fn list(&self) -> Result<Vec<(String, Credentials)>, OAuthError> {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(entries
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect())
     }
 }
 
@@ -149,6 +193,29 @@ impl TokenStore for FileTokenStore {
         let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         let mut all = self.read_all()?;
         all.insert(issuer.to_owned(), credentials.clone());
+        self.write_all(&all)
+    }
+
+    fn remove(&self, issuer: &str) -> Result<bool, OAuthError> {
+        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut all = self.read_all()?;
+        if all.remove(issuer).is_none() {
+            return Ok(false);
+        }
+        self.write_all(&all)?;
+        Ok(true)
+    }
+
+    fn list(&self) -> Result<Vec<(String, Credentials)>, OAuthError> {
+        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(self.read_all()?.into_iter().collect())
+    }
+}
+
+impl FileTokenStore {
+    /// Replaces the file with `all`, atomically, readable by its owner
+    /// only.
+    fn write_all(&self, all: &BTreeMap<String, Credentials>) -> Result<(), OAuthError> {
         let bytes =
             serde_json::to_vec_pretty(&all).map_err(|e| OAuthError::Store(e.to_string()))?;
         let fail = |e: std::io::Error| OAuthError::Store(format!("{}: {e}", self.path.display()));
@@ -189,6 +256,12 @@ mod tests {
         store.save("https://b", &Credentials::default()).unwrap();
         assert_eq!(store.load("https://a").unwrap(), credentials);
         assert_eq!(store.load("https://c").unwrap(), Credentials::default());
+        let issuers: Vec<String> = store.list().unwrap().into_iter().map(|(i, _)| i).collect();
+        assert_eq!(issuers, ["https://a", "https://b"]);
+        assert!(store.remove("https://a").unwrap());
+        assert!(!store.remove("https://a").unwrap());
+        assert_eq!(store.load("https://a").unwrap(), Credentials::default());
+        assert_eq!(store.list().unwrap().len(), 1);
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;

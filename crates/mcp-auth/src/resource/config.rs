@@ -47,6 +47,10 @@ pub struct ResourceServerConfig {
     pub resource_name: Option<String>,
     /// Where the metadata is announced, if not derived from `resource`.
     pub metadata_url: Option<String>,
+    /// The other endpoints of the same server (HTTP+SSE, WebSocket), each
+    /// a protected resource of its own: its metadata is served at its own
+    /// well-known path and named in the refusals of requests to its path.
+    pub endpoints: Vec<String>,
     /// Checks the tokens.
     pub validator: Arc<dyn TokenValidator>,
 }
@@ -72,6 +76,7 @@ impl ResourceServerConfig {
             required_scopes: Vec::new(),
             resource_name: None,
             metadata_url: None,
+            endpoints: Vec::new(),
             validator,
         }
     }
@@ -113,6 +118,28 @@ impl ResourceServerConfig {
     pub fn metadata_url(mut self, url: impl Into<String>) -> Self {
         self.metadata_url = Some(url.into());
         self
+    }
+
+    /// Adds another endpoint of the same server (`http://host/sse`, say)
+    /// with its own resource identifier; its tokens must be taken by the
+    /// validator too.
+    pub fn endpoint(mut self, resource: impl Into<String>) -> Self {
+        self.endpoints.push(resource.into());
+        self
+    }
+
+    /// The metadata URL of each other endpoint, by the path of its
+    /// requests: `(path, metadata URL)`.
+    pub fn endpoint_metadata_urls(&self) -> Vec<(String, String)> {
+        self.endpoints
+            .iter()
+            .filter_map(|resource| {
+                let url = url::Url::parse(resource).ok()?;
+                let path = url.path().trim_end_matches('/');
+                let origin = url.origin().ascii_serialization();
+                Some((path.to_owned(), format!("{origin}{WELL_KNOWN}{path}")))
+            })
+            .collect()
     }
 
     /// The URL of the metadata document, for `resource_metadata` in

@@ -23,6 +23,9 @@ pub struct JwtConfig {
     pub jwks_url: String,
     /// The resource every token must name in `aud`.
     pub audience: String,
+    /// Other resources a token may name in `aud` instead (the other
+    /// endpoints of the same server).
+    pub other_audiences: Vec<String>,
     /// Clock skew allowed on `exp` and `nbf`.
     pub leeway: Duration,
     /// An unknown `kid` re-fetches the key set at most this often.
@@ -45,11 +48,18 @@ impl JwtConfig {
             issuer: issuer.into(),
             jwks_url: jwks_url.into(),
             audience: audience.into(),
+            other_audiences: Vec::new(),
             leeway: Duration::from_secs(30),
             min_refetch_interval: Duration::from_secs(10),
             keys_max_age: Duration::from_secs(3600),
             fetch_timeout: Duration::from_secs(10),
         }
+    }
+
+    /// Takes tokens for `audience` too.
+    pub fn other_audience(mut self, audience: impl Into<String>) -> Self {
+        self.other_audiences.push(audience.into());
+        self
     }
 
     /// Sets the clock skew allowed.
@@ -214,7 +224,9 @@ impl JwtValidator {
         validation.leeway = self.config.leeway.as_secs();
         validation.validate_nbf = true;
         validation.set_issuer(&[&self.config.issuer]);
-        validation.set_audience(&[&self.config.audience]);
+        let mut audiences = vec![self.config.audience.as_str()];
+        audiences.extend(self.config.other_audiences.iter().map(String::as_str));
+        validation.set_audience(&audiences);
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, &validation)
             .map_err(|e| match e.kind() {

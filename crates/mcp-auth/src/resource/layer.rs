@@ -26,16 +26,24 @@ struct Shared {
     config: ResourceServerConfig,
     /// The `resource_metadata` URL, quoted for a challenge.
     metadata_url: String,
+    /// The other endpoints' `resource_metadata` URLs, quoted, by path.
+    endpoint_metadata_urls: Vec<(String, String)>,
 }
 
 impl BearerAuthLayer {
     /// A layer enforcing `config`.
     pub fn new(config: ResourceServerConfig) -> Self {
         let metadata_url = quoted(&config.resource_metadata_url());
+        let endpoint_metadata_urls = config
+            .endpoint_metadata_urls()
+            .into_iter()
+            .map(|(path, url)| (path, quoted(&url)))
+            .collect();
         BearerAuthLayer {
             shared: Arc::new(Shared {
                 config,
                 metadata_url,
+                endpoint_metadata_urls,
             }),
         }
     }
@@ -82,10 +90,11 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let shared = Arc::clone(&self.shared);
         Box::pin(async move {
+            let metadata = shared.metadata_for(request.uri().path()).to_owned();
             let token = match bearer_token(&request) {
                 Ok(Some(token)) => token,
-                Ok(None) => return Ok(shared.unauthorized(None)),
-                Err(why) => return Ok(shared.bad_request(why)),
+                Ok(None) => return Ok(shared.unauthorized(&metadata, None)),
+                Err(why) => return Ok(shared.bad_request(&metadata, why)),
             };
             let principal = match shared.config.validator.validate(&token).await {
                 Ok(principal) => principal,
@@ -95,11 +104,11 @@ where
                 }
                 Err(error) => {
                     tracing::debug!("token refused: {error}");
-                    return Ok(shared.unauthorized(Some(&error)));
+                    return Ok(shared.unauthorized(&metadata, Some(&error)));
                 }
             };
             if !principal.has_scopes(&shared.config.required_scopes) {
-                let response = shared.insufficient_scope(&shared.config.required_scopes);
+                let response = shared.insufficient_scope(&metadata, &shared.config.required_scopes);
                 return Ok(response);
             }
             tracing::debug!(subject = ?principal.subject, "bearer token accepted");
@@ -113,6 +122,7 @@ where
             extensions.insert(ToolScopeGuard(Arc::new(ScopeChallenge {
                 shared: Arc::clone(&shared),
                 granted: principal.scopes.clone(),
+                metadata,
             })));
             extensions.insert(principal);
             inner.call(request).await
@@ -150,9 +160,19 @@ fn bearer_token(request: &Request<Body>) -> Result<Option<String>, &'static str>
 }
 
 impl Shared {
+    /// The quoted `resource_metadata` URL for a request to `path`: its
+    /// endpoint's, else the resource's.
+    fn metadata_for(&self, path: &str) -> &str {
+        let path = path.trim_end_matches('/');
+        self.endpoint_metadata_urls
+            .iter()
+            .find(|(endpoint, _)| endpoint == path)
+            .map_or(&self.metadata_url, |(_, url)| url)
+    }
+
     /// `401`: no token (`error` is `None`) or a token that was refused.
-    fn unauthorized(&self, error: Option<&TokenError>) -> Response {
-        let mut challenge = format!("Bearer resource_metadata={}", self.metadata_url);
+    fn unauthorized(&self, metadata: &str, error: Option<&TokenError>) -> Response {
+        let mut challenge = format!("Bearer resource_metadata={metadata}");
         let scopes = self.config.challenge_scopes();
         if !scopes.is_empty() {
             challenge.push_str(&format!(", scope={}", quoted(&scopes.join(" "))));
@@ -172,10 +192,9 @@ impl Shared {
     }
 
     /// `400 invalid_request`.
-    fn bad_request(&self, why: &str) -> Response {
+    fn bad_request(&self, metadata: &str, why: &str) -> Response {
         let challenge = format!(
-            "Bearer resource_metadata={}, error=\"invalid_request\", error_description={}",
-            self.metadata_url,
+            "Bearer resource_metadata={metadata}, error=\"invalid_request\", error_description={}",
             quoted(why)
         );
         challenged(
@@ -187,7 +206,7 @@ impl Shared {
 
     /// `403 insufficient_scope`: the step-up challenge naming `needed`
     /// (with the scopes every request needs).
-    fn insufficient_scope(&self, needed: &[String]) -> Response {
+    fn insufficient_scope(&self, metadata: &str, needed: &[String]) -> Response {
         let mut scopes: Vec<&str> = self
             .config
             .required_scopes
@@ -202,9 +221,8 @@ impl Shared {
         let scope = scopes.join(" ");
         let description = format!("this request needs scope {scope}");
         let challenge = format!(
-            "Bearer error=\"insufficient_scope\", scope={}, resource_metadata={}, error_description={}",
+            "Bearer error=\"insufficient_scope\", scope={}, resource_metadata={metadata}, error_description={}",
             quoted(&scope),
-            self.metadata_url,
             quoted(&description)
         );
         challenged(
@@ -220,6 +238,8 @@ impl Shared {
 struct ScopeChallenge {
     shared: Arc<Shared>,
     granted: Vec<String>,
+    /// The quoted `resource_metadata` URL of the request's endpoint.
+    metadata: String,
 }
 
 impl ToolScopeCheck for ScopeChallenge {
@@ -229,7 +249,7 @@ impl ToolScopeCheck for ScopeChallenge {
             return None;
         }
         tracing::debug!(tool, "tool needs more scope than the token grants");
-        Some(self.shared.insufficient_scope(required))
+        Some(self.shared.insufficient_scope(&self.metadata, required))
     }
 }
 

@@ -45,24 +45,50 @@ impl ProtectedResourceMetadata {
 
 /// Routes serving the metadata document at
 /// `/.well-known/oauth-protected-resource` with the resource's path
-/// appended, and at the root form; merge them beside the (protected) MCP
-/// router, outside the bearer layer.
+/// appended, and at the root form, and each other endpoint's document at
+/// the well-known path with its path appended; merge them beside the
+/// (protected) MCP router, outside the bearer layer.
 pub fn protected_resource_router(config: &ResourceServerConfig) -> axum::Router {
-    let body: Arc<str> = serde_json::to_string(&ProtectedResourceMetadata::from_config(config))
-        .unwrap_or_else(|_| "{}".to_owned())
-        .into();
+    let document = ProtectedResourceMetadata::from_config(config);
     let mut router = axum::Router::new();
+    let mut served = Vec::new();
     for path in config.metadata_paths() {
-        let body = Arc::clone(&body);
-        router = router.route(
-            &path,
-            get(move || {
-                let body = Arc::clone(&body);
-                async move { metadata_response(&body) }
-            }),
-        );
+        router = serve_document(router, &path, &document);
+        served.push(path);
+    }
+    for (resource, (_, url)) in config.endpoints.iter().zip(config.endpoint_metadata_urls()) {
+        let Some(path) = url::Url::parse(&url).ok().map(|u| u.path().to_owned()) else {
+            continue;
+        };
+        if served.contains(&path) {
+            continue;
+        }
+        let document = ProtectedResourceMetadata {
+            resource: resource.clone(),
+            ..document.clone()
+        };
+        router = serve_document(router, &path, &document);
+        served.push(path);
     }
     router
+}
+
+/// `router` with `document` served at `path`.
+fn serve_document(
+    router: axum::Router,
+    path: &str,
+    document: &ProtectedResourceMetadata,
+) -> axum::Router {
+    let body: Arc<str> = serde_json::to_string(document)
+        .unwrap_or_else(|_| "{}".to_owned())
+        .into();
+    router.route(
+        path,
+        get(move || {
+            let body = Arc::clone(&body);
+            async move { metadata_response(&body) }
+        }),
+    )
 }
 
 fn metadata_response(body: &str) -> Response {

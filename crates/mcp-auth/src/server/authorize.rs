@@ -246,7 +246,14 @@ pub(super) async fn get_authorize(
         }
     };
     let (redirect_uri, given) = match p.get("redirect_uri") {
-        Some(uri) if client.redirect_uris.iter().any(|r| r == uri) => (uri.clone(), true),
+        Some(uri)
+            if client
+                .redirect_uris
+                .iter()
+                .any(|r| util::redirect_uri_matches(r, uri)) =>
+        {
+            (uri.clone(), true)
+        }
         Some(_) => {
             return error_page(
                 StatusCode::BAD_REQUEST,

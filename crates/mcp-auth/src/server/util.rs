@@ -41,6 +41,34 @@ pub(crate) fn check_redirect_uri(uri: &str) -> Result<(), String> {
     }
 }
 
+/// Whether the redirect URI of a request matches one the client
+/// registered: the same text, or (RFC 8252 §7.3) both `http` on the same
+/// loopback IP literal (`127.0.0.1`, `[::1]`) with the same path and
+/// query, whatever their ports. `localhost` is a name, not a loopback IP
+/// literal: its URIs must match exactly.
+pub(crate) fn redirect_uri_matches(registered: &str, given: &str) -> bool {
+    if registered == given {
+        return true;
+    }
+    let (Ok(registered), Ok(given)) = (url::Url::parse(registered), url::Url::parse(given)) else {
+        return false;
+    };
+    let loopback_ip = |url: &url::Url| match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        _ => false,
+    };
+    registered.scheme() == "http"
+        && given.scheme() == "http"
+        && loopback_ip(&registered)
+        && registered.host() == given.host()
+        && registered.path() == given.path()
+        && registered.query() == given.query()
+        && registered.username() == given.username()
+        && registered.password() == given.password()
+        && given.fragment().is_none()
+}
+
 /// Escapes text for HTML.
 pub(crate) fn html_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -91,6 +119,41 @@ mod tests {
         assert!(check_redirect_uri("http://app.example/cb").is_err());
         assert!(check_redirect_uri("https://app.example/cb#x").is_err());
         assert!(check_redirect_uri("javascript:alert(1)").is_err());
+    }
+
+    #[test]
+    fn loopback_ip_redirect_uris_match_on_any_port() {
+        let m = redirect_uri_matches;
+        assert!(m(
+            "http://127.0.0.1:9/callback",
+            "http://127.0.0.1:9/callback"
+        ));
+        assert!(m(
+            "http://127.0.0.1:9/callback",
+            "http://127.0.0.1:53120/callback"
+        ));
+        assert!(m(
+            "http://127.0.0.1/callback",
+            "http://127.0.0.1:8080/callback"
+        ));
+        assert!(m("http://[::1]:9/cb", "http://[::1]:61000/cb"));
+        assert!(m("http://127.0.0.1:9/cb?x=1", "http://127.0.0.1:7/cb?x=1"));
+        // Only the port may differ.
+        assert!(!m(
+            "http://127.0.0.1:9/callback",
+            "http://127.0.0.1:9/other"
+        ));
+        assert!(!m("http://127.0.0.1:9/cb?x=1", "http://127.0.0.1:9/cb?x=2"));
+        assert!(!m("http://127.0.0.1:9/cb", "http://[::1]:9/cb"));
+        assert!(!m("http://127.0.0.1:9/cb", "http://127.0.0.2:9/cb"));
+        assert!(!m("http://127.0.0.1:9/cb", "https://127.0.0.1:9/cb"));
+        // `localhost` is a name: exact match only.
+        assert!(m("http://localhost:9/cb", "http://localhost:9/cb"));
+        assert!(!m("http://localhost:9/cb", "http://localhost:10/cb"));
+        assert!(!m(
+            "https://app.example:443/cb",
+            "https://app.example:8443/cb"
+        ));
     }
 
     #[test]
