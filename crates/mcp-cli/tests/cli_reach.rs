@@ -5,28 +5,13 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 use std::sync::{Arc, Mutex};
 
 use http::HeaderMap;
 use mcp_schema::{CallToolResult, Tool};
 use mcp_server::ToolDef;
 use serde_json::json;
-use support::{MCP, RUN_WAIT, stderr, stdout};
-
-/// Runs `mcp ARGS` with `env` added to its environment, stdin closed.
-async fn mcp_with(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let child = tokio::process::Command::new(MCP)
-        .args(args)
-        .envs(env.iter().copied())
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    tokio::time::timeout(RUN_WAIT, child)
-        .await
-        .expect("mcp finished in time")
-        .expect("mcp ran")
-}
+use support::{MCP, mcp_with, stderr, stdout};
 
 /// A fresh folder for one test.
 fn folder(name: &str) -> PathBuf {

@@ -214,63 +214,15 @@ fn screen(output: &str) -> Vec<String> {
 #[cfg(target_os = "linux")]
 #[test]
 fn the_progress_bar_is_cleared_before_the_result() {
-    use std::io::Read as _;
-    use std::os::fd::{FromRawFd as _, OwnedFd};
-    use std::time::{Duration, Instant};
-
-    let (mut master, mut slave) = (-1, -1);
-    let size = libc::winsize {
-        ws_row: 24,
-        ws_col: 100,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: openpty fills in two new descriptors, owned from here on.
-    let opened = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            &size,
-        )
-    };
-    assert_eq!(opened, 0, "a pseudo-terminal");
-    // SAFETY: both descriptors were just opened and are owned only here.
-    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-    let mut child = std::process::Command::new(support::MCP)
-        .args([
-            "tool",
-            "-s",
-            &everything(),
-            "slow_task",
-            "steps=5",
-            "step_ms=150",
-        ])
-        .stdin(std::process::Stdio::null())
-        .stdout(slave.try_clone().expect("a second slave end"))
-        .stderr(slave)
-        .spawn()
-        .expect("mcp ran");
-    let reader = std::thread::spawn(move || {
-        let mut terminal = std::fs::File::from(master);
-        let mut seen = Vec::new();
-        let mut buffer = [0; 4096];
-        // Reading ends with EIO once the last slave end has closed.
-        while let Ok(n @ 1..) = terminal.read(&mut buffer) {
-            seen.extend_from_slice(&buffer[..n]);
-        }
-        String::from_utf8_lossy(&seen).into_owned()
-    });
-    let deadline = Instant::now() + support::RUN_WAIT;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("mcp is waited for") {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "mcp finished in time");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let seen = reader.join().expect("the terminal was read");
+    let terminal = support::pty::Terminal::run(&[
+        "tool",
+        "-s",
+        &everything(),
+        "slow_task",
+        "steps=5",
+        "step_ms=150",
+    ]);
+    let (status, seen) = terminal.finish();
     assert!(status.success(), "{seen:?}");
     assert!(seen.contains("step "), "a bar was drawn: {seen:?}");
     let shown = screen(&seen);

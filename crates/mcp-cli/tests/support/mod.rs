@@ -17,8 +17,15 @@ pub const RUN_WAIT: Duration = Duration::from_secs(30);
 
 /// Runs `mcp ARGS` with stdin closed (not a terminal), bounded in time.
 pub async fn mcp(args: &[&str]) -> Output {
+    mcp_with(args, &[]).await
+}
+
+/// Runs `mcp ARGS` with `env` added to its environment, stdin closed,
+/// bounded in time.
+pub async fn mcp_with(args: &[&str], env: &[(&str, &str)]) -> Output {
     let child = tokio::process::Command::new(MCP)
         .args(args)
+        .envs(env.iter().copied())
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true)
         .output();
