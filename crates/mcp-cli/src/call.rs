@@ -5,13 +5,14 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use mcp_client::{ClientError, EraChoice, RequestOptions};
-use mcp_schema::{CallToolResult, Tool};
+use mcp_schema::{CallToolResult, TaskSupport, Tool};
 use serde_json::{Map, Value};
 
 use crate::progress::{self, progress_bar};
 use crate::server_log::{ServerLog, parse_server_log};
 use crate::stdout::{print_json, print_out};
 use crate::target::{Connection, http_failure};
+use crate::task;
 use crate::terminal::Terminal;
 
 /// What every client command shares: the server, the era, the timeout.
@@ -248,8 +249,10 @@ fn article(word: &str) -> &'static str {
 
 /// `mcp tool`: calls one tool with `key=value` arguments and prints its
 /// text; a tool error goes to stderr with a non-zero exit.
-pub async fn tool(args: &ServerArgs, name: &str, pairs: &[String]) -> Result<()> {
+/// `task` runs the call as a task where the tool allows it.
+pub async fn tool(args: &ServerArgs, name: &str, pairs: &[String], task: bool) -> Result<()> {
     let options = args.options()?;
+    let wait = args.wait()?;
     let terminal = Terminal::new();
     let result = with_connection(args, &terminal, async |c: &Connection| {
         let tools = c.client.list_all_tools().await.map_err(explain)?;
@@ -261,10 +264,28 @@ pub async fn tool(args: &ServerArgs, name: &str, pairs: &[String]) -> Result<()>
             );
         };
         let arguments = tool_arguments(tool, pairs)?;
-        c.client
-            .call_tool_with(name, arguments, options)
-            .await
-            .map_err(explain)
+        let support = tool.execution.as_ref().and_then(|e| e.task_support);
+        let as_task = match support.unwrap_or_default() {
+            TaskSupport::Required => true,
+            TaskSupport::Optional => task,
+            TaskSupport::Forbidden if task => bail!("{name} does not run as a task"),
+            TaskSupport::Forbidden => false,
+        };
+        if !as_task {
+            return c
+                .client
+                .call_tool_with(name, arguments, options)
+                .await
+                .map_err(explain);
+        }
+        let revision = c.client.revision();
+        if !revision.has_core_tasks() {
+            bail!(
+                "{name} runs only as a task, and mcp runs tasks in the 2025-11-25 revision only \
+                 (this server speaks {revision}): try --era 2025-11-25"
+            );
+        }
+        task::call_as_task(&c.client, name, arguments, options, wait).await
     })
     .await?;
     let text = result_text(&result);

@@ -20,6 +20,7 @@ mod server_log;
 mod stderr;
 mod stdout;
 mod target;
+mod task;
 mod terminal;
 mod tool_table;
 
@@ -120,6 +121,11 @@ enum Command {
         /// Print the tool's input (and output) schema instead of calling it.
         #[arg(long, conflicts_with = "arguments")]
         schema: bool,
+        /// Run the call as a task (2025-11-25) where the tool allows it;
+        /// a tool that runs only as a task always does. Its status shows
+        /// on stderr; Ctrl-C cancels it.
+        #[arg(long)]
+        task: bool,
     },
     #[command(flatten)]
     Inspect(inspect::Inspect),
@@ -240,8 +246,9 @@ async fn run(cli: Cli) -> Result<()> {
             server,
             name,
             arguments,
+            task,
             ..
-        } => call::tool(&server, &name, &arguments).await?,
+        } => call::tool(&server, &name, &arguments, task).await?,
         Command::Inspect(command) => inspect::run(command).await?,
     }
     Ok(())
