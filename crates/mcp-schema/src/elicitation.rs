@@ -432,25 +432,46 @@ pub enum ElicitRequestParams {
 impl<'de> Deserialize<'de> for ElicitRequestParams {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
-        /// The member that tells the two apart.
+        /// Every member of either mode, read in one pass: typed as they
+        /// come (not through a `Value`, which would sort them), so that a
+        /// form's fields keep the order the server wrote them in.
         #[derive(Deserialize)]
-        struct Mode<'a> {
-            #[serde(borrow, default)]
-            mode: Option<std::borrow::Cow<'a, str>>,
+        #[serde(rename_all = "camelCase")]
+        struct Either {
+            #[serde(rename = "_meta", default)]
+            meta: Option<Meta>,
+            #[serde(default)]
+            mode: Option<ElicitationMode>,
+            message: String,
+            #[serde(default)]
+            requested_schema: Option<ElicitationSchema>,
+            #[serde(default)]
+            url: Option<String>,
+            #[serde(default)]
+            elicitation_id: Option<String>,
+            #[serde(default)]
+            task: Option<TaskMetadata>,
         }
-        // Kept as text, not a `Value`, so that the form's fields keep the
-        // order the server wrote them in.
-        let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
-        let Mode { mode } = serde_json::from_str(raw.get()).map_err(D::Error::custom)?;
-        if mode.as_deref() == Some("url") {
-            serde_json::from_str(raw.get())
-                .map(Self::Url)
-                .map_err(D::Error::custom)
-        } else {
-            serde_json::from_str(raw.get())
-                .map(Self::Form)
-                .map_err(D::Error::custom)
+        let either = Either::deserialize(d)?;
+        if either.mode == Some(ElicitationMode::Url) {
+            return Ok(Self::Url(ElicitRequestURLParams {
+                meta: either.meta,
+                mode: ElicitationMode::Url,
+                message: either.message,
+                url: either.url.ok_or_else(|| D::Error::missing_field("url"))?,
+                elicitation_id: either.elicitation_id,
+                task: either.task,
+            }));
         }
+        Ok(Self::Form(ElicitRequestFormParams {
+            meta: either.meta,
+            mode: either.mode,
+            message: either.message,
+            requested_schema: either
+                .requested_schema
+                .ok_or_else(|| D::Error::missing_field("requestedSchema"))?,
+            task: either.task,
+        }))
     }
 }
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
-use serde_json::value::{RawValue, to_raw_value};
+use serde_json::value::to_raw_value;
 
 use crate::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
@@ -67,26 +67,68 @@ impl Serialize for InputRequest {
 
 impl<'de> Deserialize<'de> for InputRequest {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let wire = WireInputRequest::<Box<RawValue>>::deserialize(d)?;
-        fn params<T: DeserializeOwned, E: serde::de::Error>(
-            p: Option<Box<RawValue>>,
-        ) -> Result<T, E> {
-            serde_json::from_str(p.as_deref().map_or("{}", RawValue::get)).map_err(E::custom)
-        }
-        match wire.method.as_str() {
-            methods::SAMPLING_CREATE_MESSAGE => {
-                params(wire.params).map(InputRequest::CreateMessage)
+        d.deserialize_map(InputRequestVisitor)
+    }
+}
+
+/// Reads an input request's members in one pass. Its params are typed as
+/// they come when `method` came first (as it does on the wire), so that a
+/// form's fields keep their order; params that come first wait as a
+/// `Value`.
+struct InputRequestVisitor;
+
+impl<'de> serde::de::Visitor<'de> for InputRequestVisitor {
+    type Value = InputRequest;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an input request object with a method")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<InputRequest, A::Error> {
+        let mut method: Option<String> = None;
+        let mut early: Option<Value> = None;
+        let mut request: Option<InputRequest> = None;
+        while let Some(key) = map.next_key::<String>()? {
+            match (key.as_str(), method.as_deref()) {
+                ("method", _) => method = Some(map.next_value()?),
+                ("params", Some(method)) => {
+                    request = Some(match method {
+                        methods::SAMPLING_CREATE_MESSAGE => {
+                            InputRequest::CreateMessage(map.next_value()?)
+                        }
+                        methods::ELICITATION_CREATE => InputRequest::Elicit(map.next_value()?),
+                        methods::ROOTS_LIST => InputRequest::ListRoots(map.next_value()?),
+                        other => return Err(unsupported(other)),
+                    })
+                }
+                ("params", None) => early = Some(map.next_value()?),
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
             }
-            methods::ELICITATION_CREATE => params(wire.params).map(InputRequest::Elicit),
-            methods::ROOTS_LIST => match wire.params {
+        }
+        let method = method.ok_or_else(|| A::Error::missing_field("method"))?;
+        if let Some(request) = request {
+            return Ok(request);
+        }
+        fn params<T: DeserializeOwned, E: serde::de::Error>(p: Option<Value>) -> Result<T, E> {
+            serde_json::from_value(p.unwrap_or(Value::Object(Default::default())))
+                .map_err(E::custom)
+        }
+        match method.as_str() {
+            methods::SAMPLING_CREATE_MESSAGE => params(early).map(InputRequest::CreateMessage),
+            methods::ELICITATION_CREATE => params(early).map(InputRequest::Elicit),
+            methods::ROOTS_LIST => match early {
                 None => Ok(InputRequest::ListRoots(None)),
                 p => params(p).map(|p| InputRequest::ListRoots(Some(p))),
             },
-            other => Err(D::Error::custom(format!(
-                "unsupported input request method {other:?}"
-            ))),
+            other => Err(unsupported(other)),
         }
     }
+}
+
+fn unsupported<E: serde::de::Error>(method: &str) -> E {
+    E::custom(format!("unsupported input request method {method:?}"))
 }
 
 /// The requests of an `input_required` result, keyed by names the server chose.
