@@ -190,7 +190,7 @@ pub async fn call(args: &ServerArgs, method: &str, rest: &[String]) -> Result<()
 /// text for a string; JSON for a number, a boolean or an object; for an
 /// array, a JSON array as it is, anything else as its one item (typed by
 /// the array's items).
-fn tool_arguments(tool: &Tool, pairs: &[String]) -> Result<Value> {
+pub(crate) fn tool_arguments(tool: &Tool, pairs: &[String]) -> Result<Value> {
     let properties = tool
         .input_schema
         .get("properties")
@@ -300,7 +300,7 @@ pub async fn tool(args: &ServerArgs, name: &str, pairs: &[String], task: bool) -
 
 /// A tool result for people: its text blocks, other blocks as JSON, or
 /// the structured content when there is nothing else.
-fn result_text(result: &CallToolResult) -> String {
+pub(crate) fn result_text(result: &CallToolResult) -> String {
     let mut parts: Vec<String> = result
         .content
         .iter()

@@ -17,6 +17,7 @@ mod progress;
 mod serve;
 mod server_config;
 mod server_log;
+mod shell;
 mod stderr;
 mod stdout;
 mod target;
@@ -129,6 +130,14 @@ enum Command {
     },
     #[command(flatten)]
     Inspect(inspect::Inspect),
+    /// Connects to a server once, then takes commands at a prompt (tools,
+    /// tool, resources, read, prompts, prompt, info, call), with Tab
+    /// completion of names, a history, and `transcript on` to see each
+    /// exchange.
+    Shell {
+        #[command(flatten)]
+        server: ServerArgs,
+    },
 }
 
 /// What `mcp host` can do besides serving.
@@ -250,6 +259,7 @@ async fn run(cli: Cli) -> Result<()> {
             ..
         } => call::tool(&server, &name, &arguments, task).await?,
         Command::Inspect(command) => inspect::run(command).await?,
+        Command::Shell { server } => shell::run(&server).await?,
     }
     Ok(())
 }

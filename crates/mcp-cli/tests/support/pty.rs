@@ -21,6 +21,12 @@ pub struct Terminal {
 impl Terminal {
     /// Starts `mcp ARGS` on a new 100x24 pseudo-terminal.
     pub fn run(args: &[&str]) -> Terminal {
+        Terminal::run_with(args, &[])
+    }
+
+    /// Starts `mcp ARGS` with `env` added to its environment on a new
+    /// 100x24 pseudo-terminal.
+    pub fn run_with(args: &[&str], env: &[(&str, &str)]) -> Terminal {
         let (mut master, mut slave) = (-1, -1);
         let size = libc::winsize {
             ws_row: 24,
@@ -44,6 +50,7 @@ impl Terminal {
             unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
         let child = std::process::Command::new(MCP)
             .args(args)
+            .envs(env.iter().copied())
             .stdin(slave.try_clone().expect("a slave end for stdin"))
             .stdout(slave.try_clone().expect("a slave end for stdout"))
             .stderr(slave)
