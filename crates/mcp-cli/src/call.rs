@@ -295,6 +295,10 @@ pub async fn tool(args: &ServerArgs, name: &str, pairs: &[String], task: bool) -
         }
         bail!("the tool failed: {text}");
     }
+    if let Some(why) = terminal.refusal() {
+        // The server went on without the answer it asked for.
+        crate::stderr::print_err(&format!("note: {why}"));
+    }
     print_out(&format!("{text}\n"))
 }
 

@@ -259,16 +259,34 @@ impl Connection {
 
     /// Ends the session and stops the child the way the specification asks.
     pub async fn close(self) {
-        self.client.close().await;
-        if let Some(child) = self.child {
-            let pid = child.id();
-            let _ = child.shutdown().await;
-            if let Some(pid) = pid {
-                child_stderr::forget(pid);
-            }
+        // A child that stays up once its stdin is closed does not hold
+        // this program: after a grace period it is stopped (SIGTERM, then
+        // SIGKILL) instead of waited for.
+        let closing = self.client.close();
+        let Some(mut child) = self.child else {
+            return closing.await;
+        };
+        if tokio::time::timeout(CHILD_CLOSE_GRACE, closing)
+            .await
+            .is_err()
+        {
+            // Its stdin has been closed for the whole grace period already.
+            child = child.with_grace(STOP_GRACE);
+        }
+        let pid = child.id();
+        let _ = child.shutdown().await;
+        if let Some(pid) = pid {
+            child_stderr::forget(pid);
         }
     }
 }
+
+/// How long a stdio server is given to end its session once its stdin is
+/// closed, before it is stopped.
+const CHILD_CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+/// How long each of the signals that stop such a child is given.
+const STOP_GRACE: Duration = Duration::from_millis(500);
 
 /// Asks a server that declares logging for messages from `level` up
 /// (`logging/setLevel`, or in the modern era the requests' log level); a

@@ -152,3 +152,19 @@ async fn a_wrong_path_is_told_with_a_hint() {
         stderr(&output)
     );
 }
+
+/// A stdio server that stays up (its stdout open) after its stdin is
+/// closed does not hold `mcp` once the call is done (which would outlast
+/// the run's time limit): it is stopped after a short grace, and the
+/// result stands.
+#[tokio::test]
+async fn a_server_that_outlives_its_stdin_is_stopped() {
+    let server = format!("sh -c '{MCP} serve everything; sleep 120'");
+    let output = mcp(&["tool", "-s", &server, "echo", "text=still-here"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("still-here"),
+        "{}",
+        stdout(&output)
+    );
+}
