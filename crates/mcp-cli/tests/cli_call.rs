@@ -1,6 +1,8 @@
 //! `mcp call`, `mcp tools` and `mcp tool` run as real processes against
 //! `mcp serve everything`, itself a child of theirs over stdio.
 
+mod support;
+
 use std::process::Output;
 use std::time::Duration;
 
@@ -126,29 +128,11 @@ async fn tool_takes_key_value_arguments() {
     );
 }
 
-/// `mcp serve everything --http` on a free loopback port, and its base URL
-/// (`http://127.0.0.1:PORT`).
+/// `mcp serve everything --http` on a free port; the child and its base
+/// URL (`http://127.0.0.1:PORT`).
 async fn http_server() -> (tokio::process::Child, String) {
-    use tokio::io::AsyncBufReadExt;
-    let mut child = tokio::process::Command::new(MCP)
-        .args(["serve", "everything", "--http", "127.0.0.1:0"])
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn the HTTP server");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let mut lines = tokio::io::BufReader::new(stdout).lines();
-    let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
-        .await
-        .expect("the server printed its URL in time")
-        .expect("stdout")
-        .expect("a line");
-    let url = line
-        .strip_prefix("MCP endpoint: ")
-        .and_then(|u| u.strip_suffix("/mcp"))
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
-    (child, url)
+    let (child, address) = support::serve_everything_http("127.0.0.1:0").await;
+    (child, format!("http://{address}"))
 }
 
 #[tokio::test]

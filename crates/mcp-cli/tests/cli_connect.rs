@@ -7,7 +7,6 @@ mod support;
 use std::time::{Duration, Instant};
 
 use support::{MCP, mcp, stderr, stdout};
-use tokio::io::AsyncBufReadExt as _;
 
 /// A server that takes connections and never says a word, and a child
 /// that never speaks: every client command gives up after `--timeout`,
@@ -92,36 +91,12 @@ async fn a_working_server_keeps_its_stderr_in_the_log() {
     assert!(stderr(&output).contains("chatter"), "{}", stderr(&output));
 }
 
-/// `mcp serve everything --http SPEC` on a free port; the child and the
-/// address it listens on (`127.0.0.1:PORT`).
-async fn serve_http(spec: &str) -> (tokio::process::Child, String) {
-    let mut child = tokio::process::Command::new(MCP)
-        .args(["serve", "everything", "--http", spec])
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn the HTTP server");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let mut lines = tokio::io::BufReader::new(stdout).lines();
-    let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
-        .await
-        .expect("the server printed its URL in time")
-        .expect("stdout")
-        .expect("a line");
-    let address = line
-        .strip_prefix("MCP endpoint: http://")
-        .and_then(|u| u.strip_suffix("/mcp"))
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
-    (child, address)
-}
-
 /// `--http` takes a bare port or `localhost:PORT` (on 127.0.0.1), and
 /// `--server` takes `HOST:PORT` without a scheme (the endpoint /mcp).
 #[tokio::test]
 async fn bare_ports_and_addresses_without_a_scheme() {
     for spec in ["0", "localhost:0", "127.0.0.1:0"] {
-        let (_server, address) = serve_http(spec).await;
+        let (_server, address) = support::serve_everything_http(spec).await;
         assert!(address.starts_with("127.0.0.1:"), "{spec}: {address}");
         let output = mcp(&["tool", "--server", &address, "echo", "text=bare"]).await;
         assert!(output.status.success(), "{address}: {}", stderr(&output));
@@ -140,7 +115,7 @@ async fn bare_ports_and_addresses_without_a_scheme() {
 /// empty reason.
 #[tokio::test]
 async fn a_wrong_path_is_told_with_a_hint() {
-    let (_server, address) = serve_http("0").await;
+    let (_server, address) = support::serve_everything_http("0").await;
     let url = format!("http://{address}/wrong");
     let output = mcp(&["tools", "--server", &url]).await;
     assert!(!output.status.success());

@@ -75,3 +75,29 @@ pub async fn serve_tools(tools: Vec<mcp_server::ToolDef>) -> String {
     ));
     format!("http://127.0.0.1:{port}/mcp")
 }
+
+/// `mcp serve everything --http SPEC`, killed when dropped; the child and
+/// the address it listens on (`127.0.0.1:PORT`), from the endpoint URL it
+/// prints first.
+pub async fn serve_everything_http(spec: &str) -> (tokio::process::Child, String) {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut child = tokio::process::Command::new(MCP)
+        .args(["serve", "everything", "--http", spec])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn the HTTP server");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+        .await
+        .expect("the server printed its URL in time")
+        .expect("stdout")
+        .expect("a line");
+    let address = line
+        .strip_prefix("MCP endpoint: http://")
+        .and_then(|u| u.strip_suffix("/mcp"))
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    (child, address)
+}
