@@ -208,12 +208,21 @@ async fn read(args: &ServerArgs, uri: &str, out: Option<PathBuf>, json: bool) ->
         ));
         return Ok(());
     }
+    print_out(&contents_text(
+        &result.contents,
+        "; save it with --out FILE",
+    ))
+}
+
+/// Resource contents for people: each text as it is, each binary told
+/// by its URI, type and size (followed by `blob_hint`), one per line.
+pub(crate) fn contents_text(contents: &[ResourceContents], blob_hint: &str) -> String {
     let mut text = String::new();
-    for contents in &result.contents {
+    for contents in contents {
         match contents {
             ResourceContents::Text(contents) => text.push_str(&contents.text),
             ResourceContents::Blob(blob) => text.push_str(&format!(
-                "({}: {}; save it with --out FILE)",
+                "({}: {}{blob_hint})",
                 blob.uri,
                 binary(blob.mime_type.as_deref(), &blob.blob)
             )),
@@ -222,7 +231,7 @@ async fn read(args: &ServerArgs, uri: &str, out: Option<PathBuf>, json: bool) ->
             text.push('\n');
         }
     }
-    print_out(&text)
+    text
 }
 
 /// `mcp prompts`: the prompts as a table, or with `json` as JSON.
@@ -281,19 +290,21 @@ async fn prompt(args: &ServerArgs, name: &str, pairs: &[String], json: bool) -> 
     print_out(&prompt_text(&result))
 }
 
+/// Who the server is and what it declared, as `mcp info --json` shows it.
+pub(crate) fn info_json(c: &Client) -> Value {
+    let revision = c.revision();
+    json!({
+        "serverInfo": c.server_info(),
+        "era": if revision.is_legacy() { "legacy" } else { "modern" },
+        "protocolVersion": revision.to_string(),
+        "capabilities": c.server_capabilities(),
+        "instructions": c.instructions(),
+    })
+}
+
 /// `mcp info`: who the server is and what it declared.
 async fn info(args: &ServerArgs, json: bool) -> Result<()> {
-    let info = with(args, async |c: &Client| {
-        let revision = c.revision();
-        Ok(json!({
-            "serverInfo": c.server_info(),
-            "era": if revision.is_legacy() { "legacy" } else { "modern" },
-            "protocolVersion": revision.to_string(),
-            "capabilities": c.server_capabilities(),
-            "instructions": c.instructions(),
-        }))
-    })
-    .await?;
+    let info = with(args, async |c: &Client| Ok(info_json(c))).await?;
     if json {
         return print_json(&info);
     }

@@ -62,12 +62,7 @@ impl Setup {
         let mut command = tokio::process::Command::new(&words[0]);
         command.args(&words[1..]);
         if self.minimal_env {
-            command.env_clear();
-            for name in mcp_host::upstream::INHERITED_ENV {
-                if let Some(value) = std::env::var_os(name) {
-                    command.env(name, value);
-                }
-            }
+            mcp_host::upstream::minimal_env(&mut command);
         }
         command.envs(&self.env);
         if let Some(cwd) = &self.cwd {

@@ -9,9 +9,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context as _, Result, anyhow, bail};
 use mcp_client::Client;
 use mcp_core::RequestOptions;
-use mcp_schema::{
-    CallToolResult, GetPromptResult, Prompt, ReadResourceResult, ResourceContents, Tool,
-};
+use mcp_schema::{CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Tool};
 use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
@@ -19,7 +17,8 @@ use rustyline::{Editor, Helper, Highlighter, Hinter, Validator};
 use serde_json::{Value, json};
 
 use crate::call::{ServerArgs, explain, result_text, tool_arguments, with_connection};
-use crate::listing::{binary, prompt_table, prompt_text, resource_table, template_table};
+use crate::inspect::{contents_text, info_json};
+use crate::listing::{prompt_table, prompt_text, resource_table, template_table};
 use crate::stderr::print_err;
 use crate::stdout::print_out;
 use crate::target::{Connection, xdg_dir};
@@ -243,9 +242,7 @@ impl Shell<'_> {
                 let result: ReadResourceResult = self
                     .exchange("resources/read", json!({ "uri": uri }))
                     .await?;
-                for contents in &result.contents {
-                    print_out(&format!("{}\n", contents_text(contents)))?;
-                }
+                print_out(&contents_text(&result.contents, ""))?;
             }
             ("prompts", []) => {
                 let prompts = self.client.list_all_prompts().await.map_err(explain)?;
@@ -259,14 +256,7 @@ impl Shell<'_> {
                 print_out(&prompt_text(&result))?;
             }
             ("info", []) => {
-                let revision = self.client.revision();
-                let info = json!({
-                    "serverInfo": self.client.server_info(),
-                    "protocolVersion": revision.to_string(),
-                    "capabilities": self.client.server_capabilities(),
-                    "instructions": self.client.instructions(),
-                });
-                print_out(&format!("{}\n", pretty(&info)))?;
+                print_out(&format!("{}\n", pretty(&info_json(self.client))))?;
             }
             ("call", [method, params @ ..]) => {
                 let params: Value = match params {
@@ -353,14 +343,6 @@ fn string_pairs(pairs: &[String]) -> Result<BTreeMap<String, String>> {
                 .ok_or_else(|| anyhow!("{pair:?} is not key=value"))
         })
         .collect()
-}
-
-/// A resource's contents for people: its text, or what its bytes are.
-fn contents_text(contents: &ResourceContents) -> String {
-    match contents {
-        ResourceContents::Text(text) => text.text.clone(),
-        ResourceContents::Blob(blob) => binary(blob.mime_type.as_deref(), &blob.blob),
-    }
 }
 
 fn pretty(value: &Value) -> String {

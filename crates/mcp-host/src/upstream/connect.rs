@@ -45,6 +45,17 @@ pub(crate) struct Opened {
     pub(crate) kind: &'static str,
 }
 
+/// Gives `cmd` the minimal environment a server starts with: only the
+/// [`INHERITED_ENV`] variables of this process, nothing else of it.
+pub fn minimal_env(cmd: &mut tokio::process::Command) {
+    cmd.env_clear();
+    for name in INHERITED_ENV {
+        if let Some(value) = std::env::var_os(name) {
+            cmd.env(name, value);
+        }
+    }
+}
+
 /// Opens the transport `spec` describes; a remote server whose entry sets
 /// no `Authorization` header gets the credential hook `authorizer` makes.
 pub(crate) async fn open(
@@ -60,12 +71,8 @@ pub(crate) async fn open(
             cwd,
         } => {
             let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args).env_clear();
-            for name in INHERITED_ENV {
-                if let Some(value) = std::env::var_os(name) {
-                    cmd.env(name, value);
-                }
-            }
+            cmd.args(args);
+            minimal_env(&mut cmd);
             cmd.envs(env);
             if let Some(cwd) = cwd {
                 cmd.current_dir(cwd);

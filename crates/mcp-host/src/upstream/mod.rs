@@ -26,7 +26,7 @@ use serde::Serialize;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
-pub use connect::INHERITED_ENV;
+pub use connect::{INHERITED_ENV, minimal_env};
 pub use listing::{Item, Listing};
 
 use crate::config::ServerConfig;
