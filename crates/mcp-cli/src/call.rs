@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use mcp_client::{ClientError, EraChoice, RequestOptions};
-use mcp_schema::{CallToolResult, TaskSupport, Tool};
-use serde_json::{Map, Value};
+use mcp_client::{Client, ClientError, EraChoice, RequestOptions};
+use mcp_schema::{CallToolResult, TaskSupport, Tool, methods};
+use serde_json::{Map, Value, json};
 
 use crate::progress::{self, progress_bar};
 use crate::server_log::{ServerLog, parse_server_log};
@@ -86,7 +86,7 @@ impl ServerArgs {
     }
 
     /// `--timeout`, checked.
-    fn wait(&self) -> Result<Duration> {
+    pub(crate) fn wait(&self) -> Result<Duration> {
         Duration::try_from_secs_f64(self.timeout)
             .ok()
             .filter(|d| !d.is_zero())
@@ -264,28 +264,7 @@ pub async fn tool(args: &ServerArgs, name: &str, pairs: &[String], task: bool) -
             );
         };
         let arguments = tool_arguments(tool, pairs)?;
-        let support = tool.execution.as_ref().and_then(|e| e.task_support);
-        let as_task = match support.unwrap_or_default() {
-            TaskSupport::Required => true,
-            TaskSupport::Optional => task,
-            TaskSupport::Forbidden if task => bail!("{name} does not run as a task"),
-            TaskSupport::Forbidden => false,
-        };
-        if !as_task {
-            return c
-                .client
-                .call_tool_with(name, arguments, options)
-                .await
-                .map_err(explain);
-        }
-        let revision = c.client.revision();
-        if !revision.has_core_tasks() {
-            bail!(
-                "{name} runs only as a task, and mcp runs tasks in the 2025-11-25 revision only \
-                 (this server speaks {revision}): try --era 2025-11-25"
-            );
-        }
-        task::call_as_task(&c.client, name, arguments, options, wait).await
+        call_tool(&c.client, tool, arguments, task, options, wait).await
     })
     .await?;
     let text = result_text(&result);
@@ -300,6 +279,55 @@ pub async fn tool(args: &ServerArgs, name: &str, pairs: &[String], task: bool) -
         crate::stderr::print_err(&format!("note: {why}"));
     }
     print_out(&format!("{text}\n"))
+}
+
+/// Calls `tool`, as a task where it must run as one or where `task` asks
+/// and it may (2025-11-25), or where the server chooses (2026-07-28);
+/// a task's result is waited for at most `wait`.
+pub(crate) async fn call_tool(
+    client: &Client,
+    tool: &Tool,
+    arguments: Value,
+    task: bool,
+    options: RequestOptions,
+    wait: Duration,
+) -> Result<CallToolResult> {
+    let name = &tool.name;
+    let support = tool.execution.as_ref().and_then(|e| e.task_support);
+    let as_task = match support.unwrap_or_default() {
+        TaskSupport::Required => true,
+        TaskSupport::Optional => task,
+        TaskSupport::Forbidden if task => bail!("{name} does not run as a task"),
+        TaskSupport::Forbidden => false,
+    };
+    let revision = client.revision();
+    if revision.has_core_tasks() && as_task {
+        return task::call_as_task(client, name, arguments, options, wait).await;
+    }
+    if revision.has_tasks_extension() {
+        // The server decides whether the call runs as a task.
+        let params = json!({ "name": name, "arguments": arguments });
+        let result: Value = client
+            .request(methods::TOOLS_CALL, &params, options)
+            .await
+            .map_err(explain)?;
+        return task::call_outcome(client, name, result, wait).await;
+    }
+    if as_task {
+        bail!(
+            "{name} {} as a task, and tasks need protocol revision 2025-11-25 or later \
+             (this server speaks {revision})",
+            if task {
+                "was asked to run"
+            } else {
+                "runs only"
+            }
+        );
+    }
+    client
+        .call_tool_with(name, arguments, options)
+        .await
+        .map_err(explain)
 }
 
 /// A tool result for people: its text blocks, other blocks as JSON, or

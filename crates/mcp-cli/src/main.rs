@@ -123,8 +123,9 @@ enum Command {
         #[arg(long, conflicts_with = "arguments")]
         schema: bool,
         /// Run the call as a task (2025-11-25) where the tool allows it;
-        /// a tool that runs only as a task always does. Its status shows
-        /// on stderr; Ctrl-C cancels it.
+        /// a tool that runs only as a task always does. In 2026-07-28 the
+        /// server chooses, and a task it starts is followed likewise. A
+        /// task's status shows on stderr; Ctrl-C cancels it.
         #[arg(long)]
         task: bool,
     },

@@ -5,18 +5,19 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use mcp_client::Client;
 use mcp_core::RequestOptions;
-use mcp_schema::{CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Tool};
+use mcp_schema::{GetPromptResult, Prompt, ReadResourceResult, Tool};
 use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
 use rustyline::{Editor, Helper, Highlighter, Hinter, Validator};
 use serde_json::{Value, json};
 
-use crate::call::{ServerArgs, explain, result_text, tool_arguments, with_connection};
+use crate::call::{ServerArgs, call_tool, explain, result_text, tool_arguments, with_connection};
 use crate::inspect::{contents_text, info_json};
 use crate::listing::{prompt_table, prompt_text, resource_table, template_table};
 use crate::stderr::print_err;
@@ -46,8 +47,9 @@ const COMMANDS: &[(&str, &str)] = &[
 /// `mcp shell`: connects once and reads commands until `quit` or Ctrl-D.
 pub async fn run(args: &ServerArgs) -> Result<()> {
     let terminal = Terminal::new();
+    let wait = args.wait()?;
     with_connection(args, &terminal, async |c: &Connection| {
-        session(&c.client).await
+        session(&c.client, wait).await
     })
     .await
 }
@@ -151,7 +153,7 @@ fn history_file() -> std::path::PathBuf {
 }
 
 /// Reads and runs commands until the person leaves.
-async fn session(client: &Client) -> Result<()> {
+async fn session(client: &Client, wait: Duration) -> Result<()> {
     let names = Arc::new(Mutex::new(Names::load(client).await));
     let mut editor: Editor<Completion, FileHistory> =
         Editor::new().context("cannot start the line editor")?;
@@ -165,6 +167,7 @@ async fn session(client: &Client) -> Result<()> {
         client,
         names,
         transcript: false,
+        wait,
     };
     loop {
         let (line, back) = tokio::task::spawn_blocking(move || {
@@ -208,6 +211,8 @@ struct Shell<'a> {
     client: &'a Client,
     names: Arc<Mutex<Names>>,
     transcript: bool,
+    /// How long a task may take (`--timeout`).
+    wait: Duration,
 }
 
 impl Shell<'_> {
@@ -302,8 +307,24 @@ impl Shell<'_> {
             }
         };
         let arguments = tool_arguments(&tool, pairs)?;
-        let params = json!({ "name": name, "arguments": arguments });
-        let result: CallToolResult = self.exchange("tools/call", params).await?;
+        if self.transcript {
+            let params = json!({ "name": name, "arguments": arguments });
+            print_err(&format!("-> tools/call {}", pretty(&params)));
+        }
+        // A tool that runs as a task is followed to its end; the transcript
+        // shows the call and its final result, not the polls between.
+        let result = call_tool(
+            self.client,
+            &tool,
+            arguments,
+            false,
+            RequestOptions::new(),
+            self.wait,
+        )
+        .await?;
+        if self.transcript {
+            print_err(&format!("<- {}", pretty(&json!(result))));
+        }
         let text = result_text(&result);
         if result.is_error == Some(true) {
             bail!("the tool failed: {text}");

@@ -12,7 +12,7 @@ use mcp_auth::client::{FileTokenStore, LoopbackUserAgent, OAuthClient, OAuthClie
 use mcp_client::{Client, EraChoice};
 use mcp_core::Transport;
 use mcp_core::child::ChildProcess;
-use mcp_schema::LoggingLevel;
+use mcp_schema::{EXTENSION_TASKS, JsonObject, LoggingLevel};
 
 use crate::child_stderr;
 use crate::server_config::Setup;
@@ -199,7 +199,11 @@ impl Connection {
             .elicitation_url(true)
             .era(era);
         if let Some(wait) = wait {
-            builder = builder.request_timeout(wait);
+            // A command that waits for answers follows tasks too (2026-07-28:
+            // the server chooses, for a client that declares the extension).
+            builder = builder
+                .request_timeout(wait)
+                .extension(EXTENSION_TASKS, JsonObject::new());
         }
         if let Some(log) = log {
             builder = builder.on_notification(log.handler());

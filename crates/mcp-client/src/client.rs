@@ -15,9 +15,9 @@ use mcp_schema::{
     CallToolResult, ClientCapabilities, CompleteRequestParams, CompleteResult,
     CreateMessageRequestParams, CreateMessageResult, DiscoverResult, ElicitRequestParams,
     ElicitResult, ElicitationCapability, ErrorObject, GetPromptResult, Implementation,
-    InitializeRequestParams, InitializeResult, InputRequiredResult, InputResponse, JsonObject,
-    ListRootsResult, LoggingLevel, ProtocolVersion, ReadResourceResult, Root, RootsCapability,
-    SamplingCapability, ServerCapabilities, methods,
+    InitializeRequestParams, InitializeResult, InputRequiredResult, InputResponse, InputResponses,
+    JsonObject, ListRootsResult, LoggingLevel, ProtocolVersion, ReadResourceResult, Root,
+    RootsCapability, SamplingCapability, ServerCapabilities, methods,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -524,6 +524,18 @@ impl Client {
 
     /// Answers every input request concurrently with the handlers.
     async fn answer(&self, requests: mcp_schema::InputRequests) -> Result<Value, ClientError> {
+        let answers = self.answer_input_requests(requests).await?;
+        serde_json::to_value(answers).map_err(|e| invalid("inputResponses", e))
+    }
+
+    /// Answers the questions a server put (a modern `input_required`
+    /// result, or a task waiting for input in the 2026-07-28 tasks
+    /// extension) with this client's handlers, all at once, keyed as
+    /// asked: the `inputResponses` to send back.
+    pub async fn answer_input_requests(
+        &self,
+        requests: mcp_schema::InputRequests,
+    ) -> Result<InputResponses, ClientError> {
         let handlers = &self.inner.handlers;
         let answers = try_join_all(requests.into_iter().map(|(key, request)| async move {
             handlers
@@ -533,8 +545,7 @@ impl Client {
         }))
         .await
         .map_err(|e| ClientError::Request(RequestError::Rpc(e)))?;
-        let answers: BTreeMap<_, _> = answers.into_iter().collect();
-        serde_json::to_value(answers).map_err(|e| invalid("inputResponses", e))
+        Ok(answers.into_iter().collect())
     }
 
     /// Sends any request and deserializes its result.
