@@ -1,7 +1,5 @@
 //! The `mcp` command: host, run, call and benchmark MCP servers.
 
-#[cfg(feature = "mimalloc")]
-mod allocator;
 mod bench;
 mod bench_http;
 mod call;
@@ -32,7 +30,7 @@ use call::ServerArgs;
 
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
-static ALLOCATOR: allocator::MiMalloc = allocator::MiMalloc;
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Model Context Protocol tools: serve ready-made MCP servers, call any
 /// MCP server.
