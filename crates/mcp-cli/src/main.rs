@@ -24,7 +24,7 @@ mod terminal;
 mod tool_table;
 
 use anyhow::Result;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
 use call::ServerArgs;
 
@@ -52,20 +52,9 @@ enum Command {
     /// session, until stdin closes; stdout carries only MCP messages), or
     /// over Streamable HTTP with --http.
     Serve {
-        /// Which server to run.
-        #[arg(value_enum)]
-        server: BuiltIn,
-        /// Serve over Streamable HTTP on this address (port 0 picks a free
-        /// one): 127.0.0.1:8080, localhost:8080, or a port alone (on
-        /// 127.0.0.1). The endpoint is /mcp.
-        #[arg(long, value_name = "ADDR", value_parser = serve::parse_listen_addr)]
-        http: Option<std::net::SocketAddr>,
-        /// Also accept these Host names and Origins (repeatable), beyond
-        /// the loopback ones; `*` accepts any (only behind a trusted proxy).
-        #[arg(long, value_name = "HOST_OR_ORIGIN")]
-        allow: Vec<String>,
-        #[command(flatten)]
-        oauth: oauth::OAuthArgs,
+        /// Which server to run, and its options.
+        #[command(subcommand)]
+        server: serve::BuiltIn,
     },
     /// Run the servers of your MCP config files (or, without --config, the
     /// built-in ones) behind one MCP endpoint: supervised, namespaced, and
@@ -147,13 +136,6 @@ enum HostAction {
     Status(host::StatusArgs),
 }
 
-/// The built-in servers.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum BuiltIn {
-    /// Every protocol feature, the conformance fixtures, `echo` and a calculator.
-    Everything,
-}
-
 /// The log on stderr, filtered by `--log` (or RUST_LOG, else warnings);
 /// beside it, the children's last stderr lines are kept whatever the
 /// filter (see [`child_stderr`]).
@@ -213,22 +195,7 @@ fn runtime_for(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
 /// Runs one command.
 async fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Serve {
-            server: BuiltIn::Everything,
-            http: None,
-            ..
-        } => {
-            tracing::info!("serving everything over stdio");
-            mcp_servers::everything::server().serve_stdio().await;
-        }
-        Command::Serve {
-            server: BuiltIn::Everything,
-            http: Some(addr),
-            allow,
-            oauth,
-        } => {
-            serve::serve_http(mcp_servers::everything::server(), addr, &allow, &oauth).await?;
-        }
+        Command::Serve { server } => server.run().await?,
         Command::Host {
             action: Some(HostAction::Status(args)),
             ..

@@ -4,6 +4,57 @@ use anyhow::Result;
 
 use crate::stdout::print_out;
 
+/// The built-in servers, each with its own options and the transport's.
+#[derive(clap::Subcommand, Debug)]
+pub enum BuiltIn {
+    /// Every protocol feature, the conformance fixtures, `echo` and a calculator.
+    Everything {
+        #[command(flatten)]
+        transport: Transport,
+    },
+}
+
+impl BuiltIn {
+    /// Builds the server and serves it until its transport ends.
+    pub async fn run(self) -> Result<()> {
+        let (server, transport) = match self {
+            BuiltIn::Everything { transport } => (mcp_servers::everything::server(), transport),
+        };
+        transport.serve(server).await
+    }
+}
+
+/// How a built-in server is served: over stdio unless `--http` says.
+#[derive(clap::Args, Debug)]
+pub struct Transport {
+    /// Serve over Streamable HTTP on this address (port 0 picks a free
+    /// one): 127.0.0.1:8080, localhost:8080, or a port alone (on
+    /// 127.0.0.1). The endpoint is /mcp.
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen_addr)]
+    http: Option<std::net::SocketAddr>,
+    /// Also accept these Host names and Origins (repeatable), beyond
+    /// the loopback ones; `*` accepts any (only behind a trusted proxy).
+    #[arg(long, value_name = "HOST_OR_ORIGIN")]
+    allow: Vec<String>,
+    #[command(flatten)]
+    oauth: crate::oauth::OAuthArgs,
+}
+
+impl Transport {
+    /// Serves `server` over stdio (one session, until stdin closes) or,
+    /// with `--http`, over Streamable HTTP until Ctrl-C or SIGTERM.
+    pub async fn serve(self, server: mcp_server::Server) -> Result<()> {
+        match self.http {
+            None => {
+                tracing::info!("serving {} over stdio", server.identity().info().name);
+                server.serve_stdio().await;
+                Ok(())
+            }
+            Some(addr) => serve_http(server, addr, &self.allow, &self.oauth).await,
+        }
+    }
+}
+
 /// Serves `server` over Streamable HTTP until Ctrl-C or SIGTERM.
 pub async fn serve_http(
     server: mcp_server::Server,
