@@ -507,7 +507,10 @@ async fn answer_post(
             ErrorObject::invalid_request("Accept must list application/json and text/event-stream");
         return error_response(StatusCode::NOT_ACCEPTABLE, None, &error);
     }
-    let session_id = headers::text(found.session_id);
+    let session_id = match headers::session_id(found.session_id) {
+        Ok(id) => id,
+        Err(why) => return bad_request(why),
+    };
     let stateless = session_id
         .is_none()
         .then_some(endpoint.session_config.as_ref());
@@ -1186,7 +1189,11 @@ async fn handle_get(endpoint: &Arc<McpEndpoint>, headers: &HeaderMap) -> Respons
         let error = ErrorObject::invalid_request("Accept must list text/event-stream");
         return error_response(StatusCode::NOT_ACCEPTABLE, None, &error);
     }
-    let Some(id) = headers::text(headers.session_id) else {
+    let id = match headers::session_id(headers.session_id) {
+        Ok(id) => id,
+        Err(why) => return bad_request(why),
+    };
+    let Some(id) = id else {
         // No standalone stream outside a legacy session: 2026-07-28 clients
         // use subscriptions/listen.
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
@@ -1216,7 +1223,11 @@ async fn handle_get(endpoint: &Arc<McpEndpoint>, headers: &HeaderMap) -> Respons
 }
 
 async fn handle_delete(endpoint: &Arc<McpEndpoint>, headers: &HeaderMap) -> Response {
-    let Some(id) = headers::text(headers.get(names::SESSION_ID)) else {
+    let id = match headers::session_id(headers.get(names::SESSION_ID)) {
+        Ok(id) => id,
+        Err(why) => return bad_request(why),
+    };
+    let Some(id) = id else {
         return bad_request("Mcp-Session-Id header is required");
     };
     if endpoint.sessions.remove(id).await {

@@ -65,6 +65,22 @@ pub(crate) fn text(value: Option<&HeaderValue>) -> Option<&str> {
     value.and_then(|v| v.to_str().ok())
 }
 
+/// The session a request names in `Mcp-Session-Id`, if any. A header that
+/// is there but cannot be a session id (empty, or not all visible ASCII
+/// 0x21 to 0x7E, as the specification requires of session ids) is an
+/// error: such a request must not pass for one without a session.
+pub(crate) fn session_id(value: Option<&HeaderValue>) -> Result<Option<&str>, String> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let bytes = value.as_bytes();
+    if bytes.is_empty() || !bytes.iter().all(|b| (0x21..=0x7e).contains(b)) {
+        return Err("Mcp-Session-Id must be visible ASCII characters (0x21 to 0x7E)".to_owned());
+    }
+    // Visible ASCII is valid UTF-8.
+    Ok(value.to_str().ok())
+}
+
 /// The part of 2026-07-28 request params checked against the headers,
 /// borrowed from the body: values are read only where a header needs them.
 #[derive(Deserialize, Default)]

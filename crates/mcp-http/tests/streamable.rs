@@ -783,6 +783,106 @@ async fn bad_input_and_status_codes() {
     assert_eq!(result["content"][0]["text"], "still serving");
 }
 
+/// Sends `target` as the request target of a raw HTTP/1.1 POST of
+/// `body` (with `Host: 127.0.0.1:PORT`) and returns the status code.
+async fn raw_post(server: &TestServer, target: &str, body: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = within(
+        "connect",
+        tokio::net::TcpStream::connect(("127.0.0.1", server.port)),
+    )
+    .await
+    .expect("connected");
+    let request = format!(
+        "POST {target} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
+         Accept: {ACCEPT_BOTH}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        server.port,
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("sent");
+    let mut answer = Vec::new();
+    within("answer", stream.read_to_end(&mut answer))
+        .await
+        .expect("read");
+    let answer = String::from_utf8_lossy(&answer);
+    let status = answer.split(' ').nth(1).unwrap_or_default();
+    status
+        .parse()
+        .unwrap_or_else(|_| panic!("no status in {answer:?}"))
+}
+
+/// A request target in absolute form names the host to judge (RFC 9112
+/// §3.2.2), not `Host`: a foreign one is refused even with a loopback
+/// `Host`, and a loopback one is served.
+#[tokio::test]
+async fn an_absolute_form_target_is_judged_by_its_authority() {
+    let server = TestServer::start(|c| c).await;
+    let body = initialize_body(1, V06).to_string();
+    assert_eq!(raw_post(&server, "http://evil.com/mcp", &body).await, 403);
+    let port = server.port;
+    assert_eq!(
+        raw_post(&server, &format!("http://evil.com:{port}/mcp"), &body).await,
+        403
+    );
+    let own = format!("http://127.0.0.1:{port}/mcp");
+    assert_eq!(raw_post(&server, &own, &body).await, 200);
+    assert_eq!(raw_post(&server, "/mcp", &body).await, 200);
+}
+
+/// A `Mcp-Session-Id` that is there but cannot be a session id (not all
+/// visible ASCII, or empty) is refused with 400, for POST, GET and DELETE
+/// alike, and never passes for a request without a session; the session
+/// it resembles goes on.
+#[tokio::test]
+async fn an_unreadable_session_id_is_refused() {
+    let server = TestServer::start(|c| c).await;
+    let session = server.initialize(V06).await;
+    let ping = json!({"jsonrpc": "2.0", "id": 5, "method": "ping"});
+    let mut spoiled = session.id.as_bytes().to_vec();
+    spoiled.extend("é".as_bytes());
+    for value in [spoiled, b"".to_vec(), b"with space".to_vec()] {
+        let header = reqwest::header::HeaderValue::from_bytes(&value).expect("a header value");
+        let shown = String::from_utf8_lossy(&value).into_owned();
+        let post = server
+            .post()
+            .header(mcp_http::SESSION_ID, header.clone())
+            .header(mcp_http::PROTOCOL_VERSION, V06);
+        let reply = server.send(post, &ping).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_REQUEST,
+            "POST {shown:?}: {reply:?}"
+        );
+        assert_eq!(
+            reply.error_code(),
+            Some(-32600),
+            "POST {shown:?}: {reply:?}"
+        );
+        assert!(
+            reply.text.contains("Mcp-Session-Id"),
+            "POST {shown:?}: {reply:?}"
+        );
+
+        let get = server.get().header(mcp_http::SESSION_ID, header.clone());
+        let response = within("GET", get.send()).await.expect("GET");
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "GET {shown:?}");
+
+        let delete = server
+            .http
+            .delete(&server.url)
+            .header(mcp_http::SESSION_ID, header);
+        let response = within("DELETE", delete.send()).await.expect("DELETE");
+        assert_eq!(
+            response.status(),
+            StatusCode::BAD_REQUEST,
+            "DELETE {shown:?}"
+        );
+    }
+    let reply = server.call(&session, "ping", json!({})).await;
+    assert_eq!(reply.status, StatusCode::OK, "{reply:?}");
+    assert!(reply.body.get("result").is_some(), "{reply:?}");
+}
+
 #[tokio::test]
 async fn batch_of_requests_rejected_in_2025_06_18_session() {
     let server = TestServer::start(|c| c).await;
