@@ -205,19 +205,24 @@ impl OriginPolicy {
 
     /// Checks a request's `Host` (required) and `Origin` (optional; `null` refused).
     pub fn check(&self, headers: &HeaderMap) -> Result<(), GuardError> {
+        self.check_request(&http::Uri::default(), headers)
+    }
+
+    /// Checks a request as [`OriginPolicy::check`] does, except that the
+    /// host judged is the authority of `uri` where it has one: a request
+    /// target in absolute form (`POST http://host/mcp`), whose authority
+    /// RFC 9112 §3.2.2 puts before `Host`, or HTTP/2's `:authority`.
+    pub fn check_request(&self, uri: &http::Uri, headers: &HeaderMap) -> Result<(), GuardError> {
         if self.any {
             return Ok(());
         }
-        let host = single(headers, &HOST)
-            .map_err(|()| GuardError::MultipleHosts)?
-            .ok_or(GuardError::MissingHost)?;
-        let host = host.to_str().map_err(|_| GuardError::InvalidHost)?;
-        // A Host already in normal form (what clients send) is looked up
-        // as it is; normalizing an allowed value changes nothing.
-        if !self.allowed_hosts.iter().any(|allowed| allowed == host) {
-            let normalized = normalize_host(host).ok_or(GuardError::InvalidHost)?;
-            if !self.allowed_hosts.contains(&normalized) {
-                return Err(GuardError::HostNotAllowed(echo(host)));
+        match uri.authority() {
+            Some(authority) => self.check_host(authority.as_str())?,
+            None => {
+                let host = single(headers, &HOST)
+                    .map_err(|()| GuardError::MultipleHosts)?
+                    .ok_or(GuardError::MissingHost)?;
+                self.check_host(host.to_str().map_err(|_| GuardError::InvalidHost)?)?;
             }
         }
 
@@ -233,13 +238,26 @@ impl OriginPolicy {
         }
         Ok(())
     }
+
+    /// Whether `host` (`name[:port]`) is an allowed host.
+    fn check_host(&self, host: &str) -> Result<(), GuardError> {
+        // A host already in normal form (what clients send) is looked up
+        // as it is; normalizing an allowed value changes nothing.
+        if !self.allowed_hosts.iter().any(|allowed| allowed == host) {
+            let normalized = normalize_host(host).ok_or(GuardError::InvalidHost)?;
+            if !self.allowed_hosts.contains(&normalized) {
+                return Err(GuardError::HostNotAllowed(echo(host)));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl OriginPolicy {
     /// The 403 answer to a request the policy refuses, or `None` to let it
     /// through.
-    fn refusal(&self, headers: &HeaderMap) -> Option<Response> {
-        let error = self.check(headers).err()?;
+    fn refusal(&self, uri: &http::Uri, headers: &HeaderMap) -> Option<Response> {
+        let error = self.check_request(uri, headers).err()?;
         tracing::debug!(%error, "refused by the Host/Origin guard");
         Some(forbidden(&error))
     }
@@ -252,7 +270,7 @@ impl OriginPolicy {
         request: http::Request<B>,
         answer: impl FnOnce(http::Request<B>) -> F,
     ) -> Either<Ready<Result<Response, E>>, F> {
-        match self.refusal(request.headers()) {
+        match self.refusal(request.uri(), request.headers()) {
             None => Either::Right(answer(request)),
             Some(refused) => Either::Left(ready(Ok(refused))),
         }
@@ -271,7 +289,7 @@ pub async fn middleware(
     request: Request,
     next: Next,
 ) -> Response {
-    match policy.refusal(request.headers()) {
+    match policy.refusal(request.uri(), request.headers()) {
         None => next.run(request).await,
         Some(refused) => refused,
     }
