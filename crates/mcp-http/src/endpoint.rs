@@ -226,6 +226,23 @@ fn json_with_status(status: StatusCode, body: impl Into<Body>) -> Response {
     response
 }
 
+/// The 400 answer to a batch that holds malformed elements and no
+/// request, or `None` for any other frame: one -32600 (or -32700) error per
+/// malformed element, in order, and nothing of the batch run, since the
+/// server cannot accept it as the notifications and responses it must be.
+fn refuse_malformed_batch(frame: &Frame) -> Option<Response> {
+    let Frame::Batch(items) = frame else {
+        return None;
+    };
+    let errors: Vec<String> = items
+        .iter()
+        .filter_map(|item| item.as_ref().err())
+        .map(|e| jsonrpc::write_error(e.id.as_ref(), &e.error))
+        .collect();
+    (!errors.is_empty())
+        .then(|| json_with_status(StatusCode::BAD_REQUEST, format!("[{}]", errors.join(","))))
+}
+
 fn bad_request(message: impl std::fmt::Display) -> Response {
     error_response(
         StatusCode::BAD_REQUEST,
@@ -520,6 +537,11 @@ async fn answer_post(
         Err(refusal) => return *refusal,
     };
     let extensions = extensions.map(|e| e.0);
+    if session_id.is_none() && matches!(read.frame(), Frame::Batch(_)) {
+        // Neither a new legacy session (initialize comes alone) nor a
+        // 2026-07-28 request takes a batch.
+        return bad_request("JSON-RPC batches are accepted only within a 2025-03-26 session");
+    }
     match session_id {
         Some(id) => {
             let version = found.protocol_version;
@@ -630,6 +652,9 @@ async fn post_to_session(
     // A batch with requests in it, or notifications and responses only.
     let ids: Vec<RequestId> = request_ids(&frame).cloned().collect();
     if ids.is_empty() {
+        if let Some(refusal) = refuse_malformed_batch(&frame) {
+            return refusal;
+        }
         // Notifications and responses only.
         if session.is_closed() {
             return ended();

@@ -935,6 +935,56 @@ async fn batch_in_2025_03_26_session() {
     validate_message("2025-03-26", &reply.body);
 }
 
+/// Malformed elements of a batch follow JSON-RPC 2.0's batch rules: each
+/// gets its -32600 error, beside the answers to the requests; a batch with
+/// no request that holds malformed elements is refused with 400 and an
+/// error for each; an array nested deep is one malformed element, and
+/// the session goes on. Without a session no batch is taken.
+#[tokio::test]
+async fn malformed_batch_elements_are_answered() {
+    let server = TestServer::start(|c| c).await;
+    let session = server.initialize("2025-03-26").await;
+
+    let mixed = json!([{"jsonrpc": "2.0", "id": 10, "method": "ping"}, 1, [1]]);
+    let reply = server.send(session.headers(server.post()), &mixed).await;
+    assert_eq!(reply.status, StatusCode::OK, "{reply:?}");
+    let answers = reply.body.as_array().expect("an array of responses");
+    assert_eq!(answers.len(), 3, "{reply:?}");
+    assert!(
+        answers
+            .iter()
+            .any(|a| a["id"] == 10 && a["result"] == json!({}))
+    );
+    let errors: Vec<&Value> = answers.iter().filter(|a| a["id"].is_null()).collect();
+    assert_eq!(errors.len(), 2, "{reply:?}");
+    assert!(
+        errors.iter().all(|e| e["error"]["code"] == -32600),
+        "{reply:?}"
+    );
+
+    let deep = format!("[{}{}]", "[".repeat(100_000), "]".repeat(100_000));
+    for body in ["[1]".to_owned(), "[[1]]".to_owned(), deep] {
+        let request = session.headers(server.post()).body(body.clone());
+        let response = within("POST", request.send()).await.expect("POST");
+        let reply = Reply::collect(response).await;
+        let shown = &body[..body.len().min(12)];
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{shown}: {reply:?}");
+        let errors = serde_json::from_str::<Value>(&reply.text).expect("a JSON body");
+        let errors = errors.as_array().expect("an array of errors");
+        assert_eq!(errors.len(), 1, "{shown}: {reply:?}");
+        assert_eq!(errors[0]["error"]["code"], -32600, "{shown}: {reply:?}");
+    }
+
+    let ping = json!([{"jsonrpc": "2.0", "id": 12, "method": "ping"}]);
+    let reply = server.send(server.post(), &ping).await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{reply:?}");
+    assert_eq!(reply.error_code(), Some(-32600), "{reply:?}");
+    assert!(reply.text.contains("batches"), "{reply:?}");
+
+    let reply = server.call(&session, "ping", json!({})).await;
+    assert_eq!(reply.body["result"], json!({}), "{reply:?}");
+}
+
 // 7 ---------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
