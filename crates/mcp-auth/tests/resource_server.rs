@@ -485,6 +485,135 @@ async fn valid_tokens_reach_both_eras_and_keys_rotate() {
     );
 }
 
+/// A legacy session, its stream and a 2026-07-28 task belong to the user
+/// whose token made them: another user's valid token gets 404 (POST, GET,
+/// DELETE, the HTTP+SSE message path) or "task not found", as if they did
+/// not exist, and the owner goes on using them.
+#[tokio::test]
+async fn sessions_and_tasks_belong_to_their_principal() {
+    let key = SigningKey::generate("k1");
+    let jwks = start_jwks(json!({"keys": [key.jwk]})).await;
+    let mcp = start_mcp(mcp_servers::everything::server(), |r| {
+        jwt_validator(&jwks.url, r)
+    })
+    .await;
+    let alice = key.sign(&claims(&mcp.url, "files:read"));
+    let mut bobs = claims(&mcp.url, "files:read");
+    bobs["sub"] = json!("bob");
+    let bob = key.sign(&bobs);
+
+    // Streamable HTTP: alice's session is not there for bob.
+    let session = mcp.initialize(&alice).await;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let reply = mcp.send(mcp.legacy(&bob, &session), &list).await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND, "{:?}", reply.body);
+    let stream = mcp
+        .http
+        .get(&mcp.url)
+        .bearer_auth(&bob)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session);
+    let response = within("GET", stream.send()).await.expect("GET");
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let delete = mcp
+        .http
+        .delete(&mcp.url)
+        .bearer_auth(&bob)
+        .header("mcp-session-id", &session);
+    let response = within("DELETE", delete.send()).await.expect("DELETE");
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let reply = mcp.send(mcp.legacy(&alice, &session), &list).await;
+    assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+    let delete = mcp
+        .http
+        .delete(&mcp.url)
+        .bearer_auth(&alice)
+        .header("mcp-session-id", &session);
+    let response = within("DELETE", delete.send()).await.expect("DELETE");
+    assert_eq!(response.status(), StatusCode::NO_CONTENT);
+
+    // HTTP+SSE: the message path of alice's stream is not there for bob.
+    let sse = mcp
+        .http
+        .get(format!("{}/sse", mcp.base))
+        .bearer_auth(&alice)
+        .header("accept", "text/event-stream");
+    let mut events = within("GET /sse", sse.send()).await.expect("GET /sse");
+    assert_eq!(events.status(), StatusCode::OK);
+    let mut seen = String::new();
+    let path = loop {
+        let chunk = within("the endpoint event", events.chunk())
+            .await
+            .expect("a chunk")
+            .expect("the stream goes on");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+        if let Some(line) = seen
+            .lines()
+            .find(|l| l.starts_with("data:") && l.contains("sessionId="))
+        {
+            break line["data:".len()..].trim().to_owned();
+        }
+    };
+    let ping = json!({"jsonrpc": "2.0", "id": 3, "method": "ping"});
+    let message = format!("{}{path}", mcp.base);
+    let as_bob = mcp.http.post(&message).bearer_auth(&bob).json(&ping);
+    let response = within("POST", as_bob.send()).await.expect("POST");
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let as_alice = mcp.http.post(&message).bearer_auth(&alice).json(&ping);
+    let response = within("POST", as_alice.send()).await.expect("POST");
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+
+    // 2026-07-28: alice's task is not there for bob.
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities":
+            {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "auth-tests", "version": "1.0.0"},
+    });
+    let call = |token: &str, id: i64, method: &str, params: Value| {
+        let mut params = params;
+        params["_meta"] = meta.clone();
+        let mut request = mcp
+            .post(Some(token))
+            .header("mcp-protocol-version", MODERN)
+            .header("mcp-method", method);
+        if let Some(name) = params["name"].as_str().or(params["taskId"].as_str()) {
+            request = request.header("mcp-name", name);
+        }
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        (request, body)
+    };
+    let (request, body) = call(
+        &alice,
+        4,
+        "tools/call",
+        json!({"name": "slow_compute", "arguments": {"seconds": 30}}),
+    );
+    let reply = mcp.send(request, &body).await;
+    assert_eq!(
+        reply.body["result"]["resultType"], "task",
+        "{:?}",
+        reply.body
+    );
+    let task = reply.body["result"]["taskId"].clone();
+    let (request, body) = call(&bob, 5, "tasks/get", json!({"taskId": task}));
+    let reply = mcp.send(request, &body).await;
+    assert_eq!(reply.body["error"]["code"], -32602, "{:?}", reply.body);
+    let (request, body) = call(&bob, 6, "tasks/cancel", json!({"taskId": task}));
+    let reply = mcp.send(request, &body).await;
+    assert_eq!(reply.body["error"]["code"], -32602, "{:?}", reply.body);
+    let (request, body) = call(&alice, 7, "tasks/get", json!({"taskId": task}));
+    let reply = mcp.send(request, &body).await;
+    assert_eq!(
+        reply.body["result"]["status"], "working",
+        "{:?}",
+        reply.body
+    );
+    let (request, body) = call(&alice, 8, "tasks/cancel", json!({"taskId": task}));
+    let reply = mcp.send(request, &body).await;
+    assert!(reply.body.get("result").is_some(), "{:?}", reply.body);
+}
+
 #[tokio::test]
 async fn metadata_is_served_at_both_well_known_paths() {
     let key = SigningKey::generate("k1");

@@ -49,6 +49,26 @@ impl Extensions {
     }
 }
 
+/// Who a message speaks for, as the layer that authenticated it names the
+/// caller: an opaque key (for a bearer token: its issuer, subject and
+/// client). What a caller creates that others could reach by its id (a
+/// legacy HTTP session, a 2026-07-28 task) belongs to its owner; a caller
+/// with another owner, or with none, is answered as if it did not exist.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Owner(Arc<str>);
+
+impl Owner {
+    /// The owner named by `key`.
+    pub fn new(key: impl Into<Arc<str>>) -> Self {
+        Owner(key.into())
+    }
+
+    /// The key.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 impl std::fmt::Debug for Extensions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Extensions { .. }")

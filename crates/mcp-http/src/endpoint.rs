@@ -17,8 +17,8 @@ use bytes::BytesMut;
 use futures::{FutureExt as _, Stream};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use mcp_core::{
-    BoxFuture, DirectSession, Extensions, FrameKind, FrameSink, OutboundFrame, ReadFrame, Service,
-    SessionConfig, SinkClosed, box_future,
+    BoxFuture, DirectSession, Extensions, FrameKind, FrameSink, OutboundFrame, Owner, ReadFrame,
+    Service, SessionConfig, SinkClosed, box_future,
 };
 use mcp_schema::jsonrpc::{self, ErrorObject, Frame, Message, RequestId};
 use mcp_schema::text_search::TextSearch;
@@ -411,12 +411,14 @@ impl Answer {
                     handle_post(endpoint, parts.headers, parts.extensions, body).map(Ok)
                 })
             }
-            Method::GET => {
-                Box::pin(async move { Ok(handle_get(&endpoint, request.headers()).await) })
-            }
-            Method::DELETE => {
-                Box::pin(async move { Ok(handle_delete(&endpoint, request.headers()).await) })
-            }
+            Method::GET => Box::pin(async move {
+                let owner = request.extensions().get::<Owner>();
+                Ok(handle_get(&endpoint, request.headers(), owner).await)
+            }),
+            Method::DELETE => Box::pin(async move {
+                let owner = request.extensions().get::<Owner>();
+                Ok(handle_delete(&endpoint, request.headers(), owner).await)
+            }),
             _ => {
                 let refusal = (
                     StatusCode::METHOD_NOT_ALLOWED,
@@ -510,6 +512,7 @@ async fn answer_post(
 ) -> Response {
     let scope_guard = request_extensions.get::<ToolScopeGuard>().cloned();
     let extensions = request_extensions.get::<MessageExtensions>().cloned();
+    let owner = request_extensions.get::<Owner>().cloned();
     drop(request_extensions);
     let body = match read_body(body, endpoint.config.max_body_bytes).await {
         Ok(body) => body,
@@ -545,24 +548,33 @@ async fn answer_post(
     match session_id {
         Some(id) => {
             let version = found.protocol_version;
-            post_to_session(endpoint, id, version, read.into_frame(), extensions).await
+            let owner = owner.as_ref();
+            post_to_session(endpoint, id, owner, version, read.into_frame(), extensions).await
         }
         None if is_initialize(read.frame()) && !names_modern_version(found.protocol_version) => {
             // Boxed, as the other rare paths: the future of every POST is
             // as large as its largest path.
-            Box::pin(post_initialize(endpoint, read.into_frame(), extensions)).await
+            Box::pin(post_initialize(
+                endpoint,
+                owner,
+                read.into_frame(),
+                extensions,
+            ))
+            .await
         }
         None => post_stateless(endpoint, &found, read, extensions).await,
     }
 }
 
-/// A new legacy session.
+/// A new legacy session, belonging to `owner`.
 async fn post_initialize(
     endpoint: &Arc<McpEndpoint>,
+    owner: Option<Owner>,
     frame: Frame,
     extensions: Option<Arc<Extensions>>,
 ) -> Response {
     let session = match endpoint.sessions.create(
+        owner.clone(),
         Arc::clone(&endpoint.service),
         Arc::clone(&endpoint.session_config),
     ) {
@@ -592,7 +604,7 @@ async fn post_initialize(
     .await;
     if session.revision().is_none() {
         // initialize failed (bad params): no session was established.
-        endpoint.sessions.remove(&session.id).await;
+        endpoint.sessions.remove(&session.id, owner.as_ref()).await;
         return response;
     }
     if let Ok(value) = HeaderValue::from_str(&session.id) {
@@ -601,15 +613,16 @@ async fn post_initialize(
     response
 }
 
-/// A message for an existing legacy session.
+/// A message for an existing legacy session of `owner`'s.
 async fn post_to_session(
     endpoint: &Arc<McpEndpoint>,
     id: &str,
+    owner: Option<&Owner>,
     protocol_version: Option<&HeaderValue>,
     frame: Frame,
     extensions: Option<Arc<Extensions>>,
 ) -> Response {
-    let Some(session) = endpoint.sessions.get(id) else {
+    let Some(session) = endpoint.sessions.get(id, owner) else {
         let error = ErrorObject::invalid_request(
             "unknown or expired session; start a new one with initialize",
         );
@@ -1208,7 +1221,11 @@ fn sse_stream(
     })
 }
 
-async fn handle_get(endpoint: &Arc<McpEndpoint>, headers: &HeaderMap) -> Response {
+async fn handle_get(
+    endpoint: &Arc<McpEndpoint>,
+    headers: &HeaderMap,
+    owner: Option<&Owner>,
+) -> Response {
     let headers = McpHeaders::read(headers);
     if !accepts(headers.accept, ["text/event-stream"]) {
         let error = ErrorObject::invalid_request("Accept must list text/event-stream");
@@ -1223,7 +1240,7 @@ async fn handle_get(endpoint: &Arc<McpEndpoint>, headers: &HeaderMap) -> Respons
         // use subscriptions/listen.
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
     };
-    let Some(session) = endpoint.sessions.get(id) else {
+    let Some(session) = endpoint.sessions.get(id, owner) else {
         let error = ErrorObject::invalid_request("unknown or expired session");
         return error_response(StatusCode::NOT_FOUND, None, &error);
     };
@@ -1247,7 +1264,11 @@ async fn handle_get(endpoint: &Arc<McpEndpoint>, headers: &HeaderMap) -> Respons
     }
 }
 
-async fn handle_delete(endpoint: &Arc<McpEndpoint>, headers: &HeaderMap) -> Response {
+async fn handle_delete(
+    endpoint: &Arc<McpEndpoint>,
+    headers: &HeaderMap,
+    owner: Option<&Owner>,
+) -> Response {
     let id = match headers::session_id(headers.get(names::SESSION_ID)) {
         Ok(id) => id,
         Err(why) => return bad_request(why),
@@ -1255,7 +1276,7 @@ async fn handle_delete(endpoint: &Arc<McpEndpoint>, headers: &HeaderMap) -> Resp
     let Some(id) = id else {
         return bad_request("Mcp-Session-Id header is required");
     };
-    if endpoint.sessions.remove(id).await {
+    if endpoint.sessions.remove(id, owner).await {
         StatusCode::NO_CONTENT.into_response()
     } else {
         let error = ErrorObject::invalid_request("unknown or expired session");

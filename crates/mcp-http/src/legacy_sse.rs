@@ -23,7 +23,7 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::Stream;
-use mcp_core::{FrameKind, InboundFrame, OutboundFrame, Peer, Transport};
+use mcp_core::{FrameKind, InboundFrame, OutboundFrame, Owner, Peer, Transport};
 use mcp_schema::jsonrpc::ErrorObject;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -39,6 +39,9 @@ pub const SESSION_ID_PARAM: &str = "sessionId";
 struct LegacySession {
     inbound: mpsc::Sender<InboundFrame>,
     peer: Peer,
+    /// Who opened it (where an authorization layer said); only they may
+    /// post to it.
+    owner: Option<Owner>,
 }
 
 /// The live legacy SSE sessions of an endpoint.
@@ -57,8 +60,13 @@ impl LegacySessions {
         self.map().len()
     }
 
-    fn inbound(&self, id: &str) -> Option<mpsc::Sender<InboundFrame>> {
-        self.map().get(id).map(|s| s.inbound.clone())
+    /// Where the messages of `owner`'s session `id` go; to anyone else the
+    /// session does not exist.
+    fn inbound(&self, id: &str, owner: Option<&Owner>) -> Option<mpsc::Sender<InboundFrame>> {
+        self.map()
+            .get(id)
+            .filter(|s| s.owner.as_ref() == owner)
+            .map(|s| s.inbound.clone())
     }
 
     fn remove(&self, id: &str) {
@@ -100,7 +108,10 @@ fn named_event(name: &str, data: &str) -> Bytes {
 }
 
 /// GET on the SSE path: a new session and its event stream.
-pub(crate) async fn handle_sse(State(endpoint): State<Arc<McpEndpoint>>) -> Response {
+pub(crate) async fn handle_sse(
+    State(endpoint): State<Arc<McpEndpoint>>,
+    owner: Option<Extension<Owner>>,
+) -> Response {
     let sessions = Arc::clone(&endpoint.legacy_sse);
     if sessions.len() >= endpoint.config.max_sessions {
         let error = ErrorObject::internal("too many sessions; try again later");
@@ -125,6 +136,7 @@ pub(crate) async fn handle_sse(State(endpoint): State<Arc<McpEndpoint>>) -> Resp
         LegacySession {
             inbound: in_tx,
             peer,
+            owner: owner.map(|Extension(owner)| owner),
         },
     );
     tracing::debug!(session = %id, "legacy SSE session started");
@@ -244,6 +256,7 @@ pub(crate) async fn handle_message(
     RawQuery(query): RawQuery,
     extensions: Option<Extension<MessageExtensions>>,
     scope_guard: Option<Extension<ToolScopeGuard>>,
+    owner: Option<Extension<Owner>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
@@ -258,7 +271,10 @@ pub(crate) async fn handle_message(
     if let Err(refusal) = check_json_content(headers.get(axum::http::header::CONTENT_TYPE)) {
         return *refusal;
     }
-    let Some(inbound) = endpoint.legacy_sse.inbound(&id) else {
+    let Some(inbound) = endpoint
+        .legacy_sse
+        .inbound(&id, owner.as_ref().map(|Extension(owner)| owner))
+    else {
         let error = ErrorObject::invalid_request("unknown or ended session");
         return error_response(StatusCode::NOT_FOUND, None, &error);
     };

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use foldhash::{HashMap, HashMapExt as _};
 use mcp_core::{
-    BoxFuture, DirectSession, FrameKind, FrameSink, OutboundFrame, Peer, ReadFrame, Service,
+    BoxFuture, DirectSession, FrameKind, FrameSink, OutboundFrame, Owner, Peer, ReadFrame, Service,
     SessionConfig, SinkClosed,
 };
 use mcp_schema::ProtocolVersion;
@@ -100,6 +100,9 @@ pub(crate) enum ResumeOutcome {
 /// A live legacy session.
 pub(crate) struct HttpSession {
     pub(crate) id: Arc<str>,
+    /// Who created it (where an authorization layer said); only they
+    /// may use it.
+    owner: Option<Owner>,
     engine: DirectSession,
     routes: Arc<Routes>,
     /// The sweeps of its manager, read when the session is used.
@@ -114,6 +117,7 @@ impl HttpSession {
     /// A new session whose engine sends through its routing table.
     fn new(
         id: Arc<str>,
+        owner: Option<Owner>,
         service: Arc<dyn Service>,
         config: Arc<SessionConfig>,
         store: Arc<dyn EventStore>,
@@ -130,6 +134,7 @@ impl HttpSession {
         let engine = DirectSession::new(Arc::clone(&routes) as Arc<dyn FrameSink>, service, config);
         Arc::new(HttpSession {
             id,
+            owner,
             engine,
             routes,
             last_active: AtomicU64::new(sweeps.load(Ordering::Relaxed)),
@@ -762,9 +767,10 @@ impl SessionManager {
         self.sessions.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A new session with a fresh random id.
+    /// A new session with a fresh random id, belonging to `owner`.
     pub(crate) fn create(
         &self,
+        owner: Option<Owner>,
         service: Arc<dyn Service>,
         config: Arc<SessionConfig>,
     ) -> Result<Arc<HttpSession>, SessionLimit> {
@@ -774,6 +780,7 @@ impl SessionManager {
         let id: Arc<str> = Arc::from(new_session_id());
         let session = HttpSession::new(
             Arc::clone(&id),
+            owner,
             service,
             config,
             Arc::clone(&self.store),
@@ -784,14 +791,24 @@ impl SessionManager {
         Ok(session)
     }
 
-    /// The live session with this id.
-    pub(crate) fn get(&self, id: &str) -> Option<Arc<HttpSession>> {
-        self.map().get(id).cloned()
+    /// The live session with this id, if `owner` owns it: to anyone else
+    /// it does not exist.
+    pub(crate) fn get(&self, id: &str, owner: Option<&Owner>) -> Option<Arc<HttpSession>> {
+        self.map()
+            .get(id)
+            .filter(|session| session.owner.as_ref() == owner)
+            .cloned()
     }
 
-    /// Ends and forgets a session; whether it existed.
-    pub(crate) async fn remove(&self, id: &str) -> bool {
-        let session = self.map().remove(id);
+    /// Ends and forgets a session `owner` owns; whether there was one.
+    pub(crate) async fn remove(&self, id: &str, owner: Option<&Owner>) -> bool {
+        let session = {
+            let mut map = self.map();
+            match map.get(id) {
+                Some(session) if session.owner.as_ref() == owner => map.remove(id),
+                _ => None,
+            }
+        };
         match session {
             Some(session) => {
                 session.close().await;

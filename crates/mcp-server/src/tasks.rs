@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use mcp_core::{HandlerResult, Peer, Progress, RequestContext};
+use mcp_core::{HandlerResult, Owner, Peer, Progress, RequestContext};
 use mcp_schema::jsonrpc;
 use mcp_schema::{
     CallToolResult, ClientCapabilities, CreateTaskResult, DetailedTask, ErrorObject,
@@ -99,11 +99,14 @@ impl TaskConfig {
 const MIN_REQUESTED_TTL: Duration = Duration::from_secs(1);
 
 /// Who may see a task.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum TaskOwner {
     /// The legacy session with this (random) identity.
     Session(u128),
-    /// Anyone who knows the id (modern era).
+    /// Whoever the transport authenticated as this owner and knows the id
+    /// (modern era, behind an authorization layer).
+    Caller(Owner),
+    /// Anyone who knows the id (modern era, no authorization layer).
     Anyone,
 }
 
@@ -121,7 +124,10 @@ impl TaskOwner {
                 .get_or_insert_with(|| SessionTaskOwner(rand::random()));
             TaskOwner::Session(owner.0)
         } else {
-            TaskOwner::Anyone
+            match ctx.extensions().get::<Owner>() {
+                Some(owner) => TaskOwner::Caller(Owner::clone(&owner)),
+                None => TaskOwner::Anyone,
+            }
         }
     }
 

@@ -117,8 +117,11 @@ where
                 .get::<MessageExtensions>()
                 .cloned()
                 .unwrap_or_default();
+            let owner = principal.owner();
             message_extensions.0.insert(principal.clone());
+            message_extensions.0.insert(owner.clone());
             extensions.insert(message_extensions);
+            extensions.insert(owner);
             extensions.insert(ToolScopeGuard(Arc::new(ScopeChallenge {
                 shared: Arc::clone(&shared),
                 granted: principal.scopes.clone(),

@@ -53,6 +53,15 @@ impl Principal {
             .all(|r| self.scopes.iter().any(|s| s == r.as_ref()))
     }
 
+    /// Who this principal is as an owner of sessions and tasks: the
+    /// token's issuer (`iss`), subject and client together, so that two
+    /// users, or one user through two clients, never share them.
+    pub fn owner(&self) -> mcp_core::Owner {
+        let issuer = self.claims.get("iss").and_then(Value::as_str);
+        let key = serde_json::json!([issuer, self.subject, self.client_id]).to_string();
+        mcp_core::Owner::new(key)
+    }
+
     /// The principal the HTTP layer authenticated for this request, if any.
     pub fn of(ctx: &mcp_core::RequestContext) -> Option<Arc<Principal>> {
         ctx.extensions().get::<Principal>()
