@@ -131,6 +131,8 @@ pub async fn run(args: &HostArgs) -> Result<()> {
                 .serve
                 .session_idle_timeout
                 .map(Duration::from_secs_f64),
+            max_connections: settings.serve.max_connections,
+            max_connections_per_ip: settings.serve.max_connections_per_ip,
         };
         serve_service(
             Arc::new(gateway),

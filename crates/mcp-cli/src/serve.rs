@@ -36,6 +36,14 @@ pub struct Transport {
     /// the loopback ones; `*` accepts any (only behind a trusted proxy).
     #[arg(long, value_name = "HOST_OR_ORIGIN")]
     allow: Vec<String>,
+    /// With --http: at most this many connections at once (default
+    /// 10000); more are closed as soon as they come.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections: Option<u64>,
+    /// With --http: at most this many connections at once from one IP
+    /// address (default: no limit).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections_per_ip: Option<u64>,
     #[command(flatten)]
     oauth: crate::oauth::OAuthArgs,
 }
@@ -50,30 +58,29 @@ impl Transport {
                 server.serve_stdio().await;
                 Ok(())
             }
-            Some(addr) => serve_http(server, addr, &self.allow, &self.oauth).await,
+            Some(addr) => {
+                let config = server.session_config();
+                let listener = bind(addr).await?;
+                let limits = Limits {
+                    max_connections: self.max_connections.map(|n| n as usize),
+                    max_connections_per_ip: self.max_connections_per_ip.map(|n| n as usize),
+                    ..Limits::default()
+                };
+                let service = std::sync::Arc::new(server);
+                let extra = Extra::default();
+                serve_service(
+                    service,
+                    config,
+                    listener,
+                    &self.allow,
+                    &self.oauth,
+                    extra,
+                    limits,
+                )
+                .await
+            }
         }
     }
-}
-
-/// Serves `server` over Streamable HTTP until Ctrl-C or SIGTERM.
-pub async fn serve_http(
-    server: mcp_server::Server,
-    addr: std::net::SocketAddr,
-    allow: &[String],
-    oauth: &crate::oauth::OAuthArgs,
-) -> Result<()> {
-    let config = server.session_config();
-    let listener = bind(addr).await?;
-    serve_service(
-        std::sync::Arc::new(server),
-        config,
-        listener,
-        allow,
-        oauth,
-        Extra::default(),
-        Limits::default(),
-    )
-    .await
 }
 
 /// Limits of the HTTP endpoint beyond its defaults.
@@ -83,6 +90,10 @@ pub struct Limits {
     pub max_sessions: Option<usize>,
     /// How long an idle legacy session lives.
     pub session_idle_timeout: Option<std::time::Duration>,
+    /// Connections open at once.
+    pub max_connections: Option<usize>,
+    /// Connections open at once from one IP address.
+    pub max_connections_per_ip: Option<usize>,
 }
 
 /// Reads `--http`: an address such as `127.0.0.1:8080` or `[::1]:8080`,
@@ -156,6 +167,12 @@ pub async fn serve_service(
     }
     if let Some(idle) = limits.session_idle_timeout {
         config = config.session_idle_timeout(idle);
+    }
+    if let Some(max) = limits.max_connections {
+        config = config.max_connections(max);
+    }
+    if let Some(max) = limits.max_connections_per_ip {
+        config = config.max_connections_per_ip(max);
     }
     let origin = format!("http://{local}");
     let resource = format!("{origin}/mcp");

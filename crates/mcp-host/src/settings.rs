@@ -9,6 +9,8 @@
 //! allow = ["mcp.example.com"] # Host names and Origins beyond loopback
 //! max_sessions = 10000        # legacy HTTP sessions at once
 //! session_idle_timeout = 1800 # seconds
+//! max_connections = 10000     # HTTP connections at once
+//! max_connections_per_ip = 64 # from one address (default: no limit)
 //!
 //! [servers]                   # how every upstream is supervised
 //! connect_timeout = 30        # seconds to start, handshake and list
@@ -60,6 +62,10 @@ pub struct ServeSettings {
     pub max_sessions: Option<usize>,
     /// Seconds after which an idle legacy HTTP session ends.
     pub session_idle_timeout: Option<f64>,
+    /// HTTP connections open at once, at most.
+    pub max_connections: Option<usize>,
+    /// HTTP connections open at once from one IP address, at most.
+    pub max_connections_per_ip: Option<usize>,
 }
 
 /// `[servers]`: how upstreams are supervised; unset keys keep the
@@ -177,8 +183,17 @@ impl HostSettings {
                 None => {}
             }
         }
-        if self.serve.max_sessions == Some(0) {
-            return Err("serve.max_sessions must be at least 1".into());
+        for (key, value) in [
+            ("serve.max_sessions", self.serve.max_sessions),
+            ("serve.max_connections", self.serve.max_connections),
+            (
+                "serve.max_connections_per_ip",
+                self.serve.max_connections_per_ip,
+            ),
+        ] {
+            if value == Some(0) {
+                return Err(format!("{key} must be at least 1"));
+            }
         }
         if let Some(idle) = self.serve.session_idle_timeout {
             seconds(idle, "serve.session_idle_timeout")?;

@@ -33,6 +33,19 @@ pub struct HttpConfig {
     pub max_sessions: usize,
     /// Request bodies larger than this get 413.
     pub max_body_bytes: usize,
+    /// How long a client has to send a request's headers, counted from the
+    /// connection's start or from the end of its last response: a
+    /// connection that sends nothing (or trickles its headers) for this
+    /// long is closed.
+    pub header_read_timeout: Duration,
+    /// How long a client has to send a request's whole body; a slower one
+    /// gets 408 and the connection is closed.
+    pub body_read_timeout: Duration,
+    /// At most this many connections at once; more are closed as soon as
+    /// they are accepted.
+    pub max_connections: usize,
+    /// At most this many connections at once from one IP address, if set.
+    pub max_connections_per_ip: Option<usize>,
     /// JSON or SSE responses.
     pub response_mode: ResponseMode,
     /// Idle SSE streams get a comment this often.
@@ -54,7 +67,9 @@ pub struct HttpConfig {
 
 impl HttpConfig {
     /// Defaults for an endpoint bound to a loopback `port`: path `/mcp`,
-    /// 30 min idle timeout, 10,000 sessions, 4 MiB bodies, automatic
+    /// 30 min idle timeout, 10,000 sessions, 4 MiB bodies, 30 s for a
+    /// request's headers (and for an idle connection's next request) and
+    /// 30 s for its body, 10,000 connections (any number per address), automatic
     /// response mode, 15 s keep-alive, 1 s retry, loopback hosts only, a
     /// bounded in-memory event store, the legacy HTTP+SSE transport at
     /// `/sse` and `/message`, WebSocket at `/ws`.
@@ -64,6 +79,10 @@ impl HttpConfig {
             session_idle_timeout: Duration::from_secs(30 * 60),
             max_sessions: 10_000,
             max_body_bytes: 4 * 1024 * 1024,
+            header_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(30),
+            max_connections: 10_000,
+            max_connections_per_ip: None,
             response_mode: ResponseMode::Auto,
             keep_alive: Duration::from_secs(15),
             retry: Duration::from_secs(1),
@@ -73,6 +92,31 @@ impl HttpConfig {
             legacy_message_path: "/message".to_owned(),
             websocket_path: Some("/ws".to_owned()),
         }
+    }
+
+    /// Sets how long a client has to send a request's headers (and an
+    /// idle connection its next request).
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// Sets how long a client has to send a request's body.
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.body_read_timeout = timeout;
+        self
+    }
+
+    /// Sets how many connections may be open at once.
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max.max(1);
+        self
+    }
+
+    /// Sets how many connections one IP address may have open at once.
+    pub fn max_connections_per_ip(mut self, max: usize) -> Self {
+        self.max_connections_per_ip = Some(max.max(1));
+        self
     }
 
     /// Sets the endpoint path.

@@ -446,8 +446,31 @@ impl tower::Service<Request> for Answer {
 
 /// The whole body, or its refusal: 413 past `limit` bytes, 400 when it
 /// cannot be read; either with a JSON-RPC error body.
-pub(crate) async fn read_body(body: Body, limit: usize) -> Result<Bytes, Refusal> {
-    match read_limited(Limited::new(body, limit)).await {
+pub(crate) async fn read_body(
+    body: Body,
+    limit: usize,
+    deadline: Duration,
+) -> Result<Bytes, Refusal> {
+    let mut reading = std::pin::pin!(read_limited(Limited::new(body, limit)));
+    // Most bodies have come with their headers: no timer for them.
+    let read = match poll_once(&mut reading).await {
+        Poll::Ready(read) => read,
+        Poll::Pending => match tokio::time::timeout(deadline, reading).await {
+            Ok(read) => read,
+            Err(_) => {
+                let error = ErrorObject::invalid_request(format!(
+                    "the request body did not arrive within {} s",
+                    deadline.as_secs_f64()
+                ));
+                let mut response = error_response(StatusCode::REQUEST_TIMEOUT, None, &error);
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                return Err(Box::new(response));
+            }
+        },
+    };
+    match read {
         Ok(bytes) => Ok(bytes),
         Err(e) if e.is::<LengthLimitError>() => {
             let error =
@@ -514,7 +537,8 @@ async fn answer_post(
     let extensions = request_extensions.get::<MessageExtensions>().cloned();
     let owner = request_extensions.get::<Owner>().cloned();
     drop(request_extensions);
-    let body = match read_body(body, endpoint.config.max_body_bytes).await {
+    let config = &endpoint.config;
+    let body = match read_body(body, config.max_body_bytes, config.body_read_timeout).await {
         Ok(body) => body,
         Err(refusal) => return *refusal,
     };
@@ -1334,7 +1358,9 @@ mod tests {
         let whole = Body::from(Bytes::from_static(b"{}"));
         let read = read_limited(Limited::new(whole, 2)).await.unwrap();
         assert_eq!(read, "{}");
-        let refused = read_body(Body::from("abcdef"), 5).await.unwrap_err();
+        let refused = read_body(Body::from("abcdef"), 5, Duration::from_secs(1))
+            .await
+            .unwrap_err();
         assert_eq!(refused.status(), StatusCode::PAYLOAD_TOO_LARGE);
     }
 

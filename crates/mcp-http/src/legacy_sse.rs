@@ -260,7 +260,8 @@ pub(crate) async fn handle_message(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let body = match read_body(body, endpoint.config.max_body_bytes).await {
+    let config = &endpoint.config;
+    let body = match read_body(body, config.max_body_bytes, config.body_read_timeout).await {
         Ok(body) => body,
         Err(refusal) => return *refusal,
     };

@@ -1,18 +1,22 @@
 //! Running an endpoint on a socket: TCP_NODELAY on every connection,
+//! connections bounded in number and in the time their clients take,
 //! graceful shutdown.
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::future::IntoFuture;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::ServiceExt;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+
 use axum::extract::Request;
 use axum::response::Response;
-use axum::serve::ListenerExt;
 use futures::future::{BoxFuture, Either, Ready};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 
 use crate::endpoint::{Answer, McpEndpoint};
@@ -46,7 +50,10 @@ pub async fn serve_with(
 }
 
 /// Serves `app`, the endpoint's service, on `listener` until `shutdown`
-/// resolves, as [`serve`] says.
+/// resolves, as [`serve`] says. Each connection is bounded by the
+/// endpoint's limits: the time its client has to send a request's headers
+/// (or, idle, its next request), the connections open at once, in all
+/// and from one address.
 async fn run<S>(
     listener: TcpListener,
     endpoint: Arc<McpEndpoint>,
@@ -57,37 +64,155 @@ where
     S: tower::Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
     S::Future: Send,
 {
-    // Without TCP_NODELAY, a response written in two small pieces waits for
-    // the peer's delayed ACK (about 40 ms) on every call.
-    let listener = listener.tap_io(|tcp| {
+    let config = &endpoint.config;
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(config.header_read_timeout);
+    let admission = Arc::new(Admission::new(
+        config.max_connections,
+        config.max_connections_per_ip,
+    ));
+    let stop = tokio_util::sync::CancellationToken::new();
+    let connections = tokio_util::task::TaskTracker::new();
+    tokio::pin!(shutdown);
+    loop {
+        let (tcp, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    accept_failed(e).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let Some(admitted) = admission.admit(peer.ip()) else {
+            tracing::debug!(%peer, "connection refused: too many open");
+            continue;
+        };
+        // Without TCP_NODELAY, a response written in two small pieces
+        // waits for the peer's delayed ACK (about 40 ms) on every call.
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!("TCP_NODELAY: {e}");
         }
-    });
-    let (began_tx, began_rx) = tokio::sync::oneshot::channel::<()>();
-    let closing = Arc::clone(&endpoint);
-    let server =
-        axum::serve(listener, app.into_make_service()).with_graceful_shutdown(async move {
-            shutdown.await;
-            closing.shutdown();
-            let _ = began_tx.send(());
+        let app = app.clone();
+        let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+            // Always ready: the endpoint and routers wait for nothing.
+            app.clone().call(request.map(axum::body::Body::new))
         });
-    let deadline = async {
-        if began_rx.await.is_ok() {
-            tokio::time::sleep(SHUTDOWN_DEADLINE).await;
-        } else {
-            std::future::pending::<()>().await;
-        }
-    };
-    let result = tokio::select! {
-        result = server.into_future() => result,
-        _ = deadline => {
-            tracing::warn!("requests still in flight after the shutdown deadline; stopping anyway");
-            Ok(())
-        }
-    };
+        let connection = http
+            .serve_connection(TokioIo::new(tcp), service)
+            .with_upgrades();
+        let stopping = stop.clone();
+        connections.spawn(async move {
+            tokio::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                () = stopping.cancelled() => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            }
+            drop(admitted);
+        });
+    }
+    drop(listener);
+    endpoint.shutdown();
+    stop.cancel();
+    connections.close();
+    if tokio::time::timeout(SHUTDOWN_DEADLINE, connections.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("requests still in flight after the shutdown deadline; stopping anyway");
+    }
     endpoint.close_sessions();
-    result
+    Ok(())
+}
+
+/// After a failed `accept`: a connection that went away before it was
+/// taken is nothing; anything else (out of descriptors, say) is logged,
+/// and accepting resumes a moment later rather than spinning.
+async fn accept_failed(error: std::io::Error) {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    if matches!(
+        error.kind(),
+        ConnectionAborted | ConnectionRefused | ConnectionReset
+    ) {
+        return;
+    }
+    tracing::warn!("accepting a connection failed: {error}; retrying in 100 ms");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+/// Counts the open connections, in all and per address, against their
+/// limits.
+struct Admission {
+    max: usize,
+    max_per_ip: Option<usize>,
+    open: Mutex<Open>,
+}
+
+#[derive(Default)]
+struct Open {
+    total: usize,
+    per_ip: HashMap<IpAddr, usize>,
+}
+
+impl Admission {
+    fn new(max: usize, max_per_ip: Option<usize>) -> Self {
+        Admission {
+            max,
+            max_per_ip,
+            open: Mutex::new(Open::default()),
+        }
+    }
+
+    fn open(&self) -> std::sync::MutexGuard<'_, Open> {
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Room for one more connection from `ip`, held until the returned
+    /// handle drops; `None` when a limit is reached.
+    fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Admitted> {
+        let mut open = self.open();
+        if open.total >= self.max {
+            return None;
+        }
+        if let Some(max) = self.max_per_ip {
+            let from_ip = open.per_ip.entry(ip).or_default();
+            if *from_ip >= max {
+                return None;
+            }
+            *from_ip += 1;
+        }
+        open.total += 1;
+        Some(Admitted {
+            admission: Arc::clone(self),
+            ip,
+        })
+    }
+}
+
+/// One admitted connection; gives its room back when dropped.
+struct Admitted {
+    admission: Arc<Admission>,
+    ip: IpAddr,
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        let mut open = self.admission.open();
+        open.total -= 1;
+        if self.admission.max_per_ip.is_some()
+            && let Some(from_ip) = open.per_ip.get_mut(&self.ip)
+        {
+            *from_ip -= 1;
+            if *from_ip == 0 {
+                open.per_ip.remove(&self.ip);
+            }
+        }
+    }
 }
 
 /// The endpoint's own path answered directly (the Host/Origin guard, then
