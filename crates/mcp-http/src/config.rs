@@ -46,6 +46,12 @@ pub struct HttpConfig {
     pub max_connections: usize,
     /// At most this many connections at once from one IP address, if set.
     pub max_connections_per_ip: Option<usize>,
+    /// A response stream whose reader falls behind by this many messages
+    /// is closed (a session's client resumes it from the event store).
+    pub max_queued_messages: usize,
+    /// A response stream whose reader falls behind by this many bytes is
+    /// closed, likewise; one message is always taken, whatever its size.
+    pub max_queued_bytes: usize,
     /// JSON or SSE responses.
     pub response_mode: ResponseMode,
     /// Idle SSE streams get a comment this often.
@@ -69,7 +75,8 @@ impl HttpConfig {
     /// Defaults for an endpoint bound to a loopback `port`: path `/mcp`,
     /// 30 min idle timeout, 10,000 sessions, 4 MiB bodies, 30 s for a
     /// request's headers (and for an idle connection's next request) and
-    /// 30 s for its body, 10,000 connections (any number per address), automatic
+    /// 30 s for its body, 10,000 connections (any number per address), a
+    /// stream closed when its reader is 1,024 messages or 1 MiB behind, automatic
     /// response mode, 15 s keep-alive, 1 s retry, loopback hosts only, a
     /// bounded in-memory event store, the legacy HTTP+SSE transport at
     /// `/sse` and `/message`, WebSocket at `/ws`.
@@ -83,6 +90,8 @@ impl HttpConfig {
             body_read_timeout: Duration::from_secs(30),
             max_connections: 10_000,
             max_connections_per_ip: None,
+            max_queued_messages: 1024,
+            max_queued_bytes: 1024 * 1024,
             response_mode: ResponseMode::Auto,
             keep_alive: Duration::from_secs(15),
             retry: Duration::from_secs(1),
@@ -117,6 +126,22 @@ impl HttpConfig {
     pub fn max_connections_per_ip(mut self, max: usize) -> Self {
         self.max_connections_per_ip = Some(max.max(1));
         self
+    }
+
+    /// Sets how far, in messages and bytes, a response stream's reader
+    /// may fall behind before the stream is closed.
+    pub fn max_queued(mut self, messages: usize, bytes: usize) -> Self {
+        self.max_queued_messages = messages.max(1);
+        self.max_queued_bytes = bytes;
+        self
+    }
+
+    /// The limits of each response stream's queue.
+    pub(crate) fn queue_limits(&self) -> crate::outbound::QueueLimits {
+        crate::outbound::QueueLimits {
+            messages: self.max_queued_messages,
+            bytes: self.max_queued_bytes,
+        }
     }
 
     /// Sets the endpoint path.

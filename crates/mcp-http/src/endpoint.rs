@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::outbound::{self, QueueLimits, StreamReceiver, StreamSender};
 use axum::body::HttpBody as _;
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
@@ -24,7 +25,6 @@ use mcp_schema::jsonrpc::{self, ErrorObject, Frame, Message, RequestId};
 use mcp_schema::text_search::TextSearch;
 use mcp_schema::{ProtocolVersion, error_codes, methods};
 use serde::Deserialize;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tower::Layer;
 
@@ -785,7 +785,7 @@ async fn post_stateless(
         let id = request_ids(read.frame()).next();
         return error_response(StatusCode::BAD_REQUEST, id, &error);
     }
-    let sink = Arc::new(ResponseSink::default());
+    let sink = Arc::new(ResponseSink::new(endpoint.config.queue_limits()));
     let session = DirectSession::for_one_message(
         Arc::clone(&sink) as Arc<dyn FrameSink>,
         Arc::clone(&endpoint.service),
@@ -867,15 +867,12 @@ enum Work {
     /// to the sender once the response is already streaming, behind what
     /// came before it (a stateless request). Stops when the response is
     /// dropped unfinished: the client went away, which cancels it.
-    Answering(
-        BoxFuture<'static, Option<String>>,
-        mpsc::UnboundedSender<Delivery>,
-    ),
+    Answering(BoxFuture<'static, Option<String>>, StreamSender),
 }
 
 impl Work {
     /// Where the text this work ends with goes once the response streams.
-    fn answer_to(self) -> Option<mpsc::UnboundedSender<Delivery>> {
+    fn answer_to(self) -> Option<StreamSender> {
         match self {
             Work::Sending(_) => None,
             Work::Answering(_, answer_to) => Some(answer_to),
@@ -905,7 +902,7 @@ impl Handling {
     /// Work that ends with the response's text (empty when it has none).
     fn abandoned_if_dropped(
         work: impl Future<Output = Option<String>> + Send + 'static,
-        answer_to: mpsc::UnboundedSender<Delivery>,
+        answer_to: StreamSender,
     ) -> Self {
         Handling {
             work: Some(Work::Answering(Box::pin(work), answer_to)),
@@ -943,7 +940,7 @@ fn answer_delivery(text: String) -> Option<Delivery> {
 
 /// Puts the response a handling ended with behind the deliveries already
 /// sent to its response.
-fn queue_answer(to: Option<mpsc::UnboundedSender<Delivery>>, answer: Option<String>) {
+fn queue_answer(to: Option<StreamSender>, answer: Option<String>) {
     if let (Some(to), Some(delivery)) = (to, answer.and_then(answer_delivery)) {
         let _ = to.send(delivery);
     }
@@ -965,12 +962,22 @@ impl Drop for Handling {
 /// They are held until the response opens its stream (most requests send
 /// none, and no channel is made for them); from then on they go straight
 /// onto that stream.
-#[derive(Default)]
-struct ResponseSink(std::sync::Mutex<Outlet>);
+struct ResponseSink {
+    outlet: std::sync::Mutex<Outlet>,
+    /// How far the response's reader may fall behind.
+    limits: QueueLimits,
+}
 
 impl ResponseSink {
+    fn new(limits: QueueLimits) -> Self {
+        ResponseSink {
+            outlet: std::sync::Mutex::default(),
+            limits,
+        }
+    }
+
     fn outlet(&self) -> std::sync::MutexGuard<'_, Outlet> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.outlet.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Whether nothing has been sent yet.
@@ -981,15 +988,10 @@ impl ResponseSink {
     /// The response's stream, with what was held already in it. Takes the
     /// caller's handle, so that the stream ends once the session lets go
     /// of the sink and the returned sender is dropped.
-    fn open(
-        self: Arc<Self>,
-    ) -> (
-        mpsc::UnboundedSender<Delivery>,
-        mpsc::UnboundedReceiver<Delivery>,
-    ) {
-        let opened = self.outlet().open();
+    fn open(self: Arc<Self>) -> (StreamSender, StreamReceiver) {
+        let opened = self.outlet().open(self.limits);
         debug_assert!(opened.is_some(), "opened twice");
-        opened.unwrap_or_else(mpsc::unbounded_channel)
+        opened.unwrap_or_else(|| outbound::channel(self.limits))
     }
 }
 
@@ -1059,7 +1061,7 @@ fn status_of(text: &str, era: Era) -> StatusCode {
 /// and goes on on a task of its own if it is not done by then.
 async fn respond(
     endpoint: &Arc<McpEndpoint>,
-    mut receiver: mpsc::UnboundedReceiver<Delivery>,
+    mut receiver: StreamReceiver,
     guard: Option<StreamGuard>,
     era: Era,
     mut handling: Option<Handling>,
@@ -1136,7 +1138,7 @@ fn json_response(text: MessageText, era: Era) -> Response {
 fn sse_response(
     endpoint: &Arc<McpEndpoint>,
     opening: Vec<Delivery>,
-    receiver: mpsc::UnboundedReceiver<Delivery>,
+    receiver: StreamReceiver,
     guard: Option<StreamGuard>,
 ) -> Response {
     let retry = endpoint.config.retry;
@@ -1187,7 +1189,7 @@ struct StreamState {
     first: Option<Bytes>,
     retry: Duration,
     ended: bool,
-    receiver: mpsc::UnboundedReceiver<Delivery>,
+    receiver: StreamReceiver,
     keep_alive: tokio::time::Interval,
     shutdown: CancellationToken,
     _guard: Option<StreamGuard>,
@@ -1196,7 +1198,7 @@ struct StreamState {
 fn sse_stream(
     first: Option<Bytes>,
     ended: bool,
-    receiver: mpsc::UnboundedReceiver<Delivery>,
+    receiver: StreamReceiver,
     timing: StreamTiming,
     shutdown: CancellationToken,
     guard: Option<StreamGuard>,

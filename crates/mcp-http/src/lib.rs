@@ -24,6 +24,7 @@ pub mod event_store;
 pub mod guard;
 mod headers;
 pub mod legacy_sse;
+mod outbound;
 mod serve;
 mod session;
 mod spare_headers;

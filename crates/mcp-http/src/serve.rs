@@ -21,6 +21,10 @@ use tokio::net::TcpListener;
 
 use crate::endpoint::{Answer, McpEndpoint};
 
+/// The most a connection buffers on its way out, beyond the socket's own
+/// buffer and its stream's queue, and the most its request headers take.
+const CONNECTION_BUFFER: usize = 64 * 1024;
+
 /// How long a shutdown waits for requests in flight.
 pub const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
 
@@ -67,7 +71,11 @@ where
     let config = &endpoint.config;
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
-        .header_read_timeout(config.header_read_timeout);
+        .header_read_timeout(config.header_read_timeout)
+        // What a connection buffers on its way out (and for a request's
+        // headers): with the stream's own queue, this bounds what a
+        // reader that stops reading costs (hyper's default is ~400 KiB).
+        .max_buf_size(CONNECTION_BUFFER);
     let admission = Arc::new(Admission::new(
         config.max_connections,
         config.max_connections_per_ip,

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::outbound::{self, QueueLimits, StreamReceiver, StreamSender};
 use foldhash::{HashMap, HashMapExt as _};
 use mcp_core::{
     BoxFuture, DirectSession, FrameKind, FrameSink, OutboundFrame, Owner, Peer, ReadFrame, Service,
@@ -22,7 +23,6 @@ use mcp_core::{
 use mcp_schema::ProtocolVersion;
 use mcp_schema::jsonrpc::{Frame, RequestId};
 use smallvec::{SmallVec, smallvec};
-use tokio::sync::mpsc;
 
 use crate::config::{HttpConfig, ResponseMode};
 use crate::event_store::{EventId, EventStore};
@@ -120,14 +120,14 @@ impl HttpSession {
         owner: Option<Owner>,
         service: Arc<dyn Service>,
         config: Arc<SessionConfig>,
-        store: Arc<dyn EventStore>,
-        json_replies: bool,
+        routing: RouteSettings,
         sweeps: Arc<AtomicU64>,
     ) -> Arc<HttpSession> {
         let routes = Arc::new(Routes {
             session: Arc::clone(&id),
-            store,
-            json_replies,
+            store: routing.store,
+            json_replies: routing.json_replies,
+            limits: routing.limits,
             order: tokio::sync::Mutex::new(()),
             table: Mutex::new(RouteTable::default()),
         });
@@ -189,8 +189,8 @@ impl HttpSession {
     pub(crate) fn open_stream(
         &self,
         requests: Vec<RequestId>,
-    ) -> Result<mpsc::UnboundedReceiver<Delivery>, StreamRefused> {
-        let (sink, rx) = mpsc::unbounded_channel();
+    ) -> Result<StreamReceiver, StreamRefused> {
+        let (sink, rx) = outbound::channel(self.routes.limits);
         self.open_route(RequestIds::from_vec(requests), Outlet::Open(sink))?;
         Ok(rx)
     }
@@ -260,12 +260,13 @@ impl HttpSession {
     /// A connection for the stream of [`HttpSession::open_request`], with
     /// what was kept for it. Ends at once if the stream is gone (the
     /// session closed, or a resumed connection took it over).
-    pub(crate) fn attach(&self, stream: RouteKey) -> mpsc::UnboundedReceiver<Delivery> {
-        let opened =
-            (self.routes.table().streams.get_mut(&stream)).and_then(|route| route.outlet.open());
+    pub(crate) fn attach(&self, stream: RouteKey) -> StreamReceiver {
+        let limits = self.routes.limits;
+        let opened = (self.routes.table().streams.get_mut(&stream))
+            .and_then(|route| route.outlet.open(limits));
         match opened {
             Some((_, receiver)) => receiver,
-            None => mpsc::unbounded_channel().1,
+            None => outbound::ended(),
         }
     }
 
@@ -299,7 +300,7 @@ impl HttpSession {
     }
 
     /// Opens the standalone stream; `None` if one is already open.
-    pub(crate) async fn open_standalone(&self) -> Option<mpsc::UnboundedReceiver<Delivery>> {
+    pub(crate) async fn open_standalone(&self) -> Option<StreamReceiver> {
         let priming = self.primes_streams();
         // Held throughout, so no other standalone stream is attached
         // meanwhile (a resumed one included).
@@ -313,7 +314,7 @@ impl HttpSession {
         if open || self.is_closed() {
             return None;
         }
-        let (sink, rx) = mpsc::unbounded_channel();
+        let (sink, rx) = outbound::channel(self.routes.limits);
         if priming {
             let _ = sink.send(self.routes.prime(STANDALONE).await);
         }
@@ -327,11 +328,8 @@ impl HttpSession {
     }
 
     /// Resumes the stream of `last_event_id` on a new connection.
-    pub(crate) async fn resume(
-        &self,
-        last_event_id: String,
-    ) -> (ResumeOutcome, mpsc::UnboundedReceiver<Delivery>) {
-        let (sink, rx) = mpsc::unbounded_channel();
+    pub(crate) async fn resume(&self, last_event_id: String) -> (ResumeOutcome, StreamReceiver) {
+        let (sink, rx) = outbound::channel(self.routes.limits);
         let _order = self.routes.order.lock().await;
         if self.is_closed() {
             return (ResumeOutcome::Unknown, rx);
@@ -348,7 +346,7 @@ impl HttpSession {
                     .into_iter()
                     .filter(|(_, text)| !text.is_empty())
                 {
-                    let _ = sink.send(Delivery {
+                    let _ = sink.replay(Delivery {
                         text: MessageText::Shared(text),
                         event_id: Some(id),
                         last: false,
@@ -429,6 +427,8 @@ struct Routes {
     /// A response that is the first message of its stream goes out as a
     /// plain JSON reply (`ResponseMode::Auto`), so it is not stored.
     json_replies: bool,
+    /// How far a stream's reader may fall behind.
+    limits: QueueLimits,
     /// Held while a message is stored and handed on, and while a resumed
     /// connection is given what it missed and attached: so each stream
     /// gets its messages in the order they are stored, none twice.
@@ -467,7 +467,7 @@ struct StreamRoute {
 
 impl StreamRoute {
     /// A route for a connection whose stream is already under way.
-    fn started(sink: mpsc::UnboundedSender<Delivery>) -> Self {
+    fn started(sink: StreamSender) -> Self {
         StreamRoute {
             outlet: Outlet::Open(sink),
             requests: RequestIds::new(),
@@ -485,7 +485,7 @@ pub(crate) enum Outlet {
     /// Kept, until a connection reads the stream.
     Held(Vec<Delivery>),
     /// Sent to the connection reading the stream.
-    Open(mpsc::UnboundedSender<Delivery>),
+    Open(StreamSender),
 }
 
 impl Default for Outlet {
@@ -515,16 +515,11 @@ impl Outlet {
     /// The connection that reads the stream from now on, with what was
     /// kept already in it: its sender and receiver. `None` if one reads it
     /// already.
-    pub(crate) fn open(
-        &mut self,
-    ) -> Option<(
-        mpsc::UnboundedSender<Delivery>,
-        mpsc::UnboundedReceiver<Delivery>,
-    )> {
+    pub(crate) fn open(&mut self, limits: QueueLimits) -> Option<(StreamSender, StreamReceiver)> {
         let Outlet::Held(held) = self else {
             return None;
         };
-        let (sender, receiver) = mpsc::unbounded_channel();
+        let (sender, receiver) = outbound::channel(limits);
         for delivery in held.drain(..) {
             let _ = sender.send(delivery);
         }
@@ -730,8 +725,19 @@ pub(crate) struct SessionManager {
     idle_limit: u64,
     /// Sweeps so far: the sessions' coarse clock.
     sweeps: Arc<AtomicU64>,
+    routing: RouteSettings,
+}
+
+/// How every session of an endpoint routes its messages.
+#[derive(Clone)]
+struct RouteSettings {
+    /// Where they are kept for resumption.
     store: Arc<dyn EventStore>,
+    /// Whether a response that is the first message of its stream goes
+    /// out as a plain JSON reply.
     json_replies: bool,
+    /// How far a stream's reader may fall behind.
+    limits: QueueLimits,
 }
 
 impl SessionManager {
@@ -743,8 +749,11 @@ impl SessionManager {
             max: config.max_sessions,
             idle_limit,
             sweeps: Arc::new(AtomicU64::new(0)),
-            store: Arc::clone(&config.event_store),
-            json_replies: config.response_mode == ResponseMode::Auto,
+            routing: RouteSettings {
+                store: Arc::clone(&config.event_store),
+                json_replies: config.response_mode == ResponseMode::Auto,
+                limits: config.queue_limits(),
+            },
         });
         let weak = Arc::downgrade(&manager);
         tokio::spawn(async move {
@@ -783,8 +792,7 @@ impl SessionManager {
             owner,
             service,
             config,
-            Arc::clone(&self.store),
-            self.json_replies,
+            self.routing.clone(),
             Arc::clone(&self.sweeps),
         );
         self.map().insert(id, Arc::clone(&session));
