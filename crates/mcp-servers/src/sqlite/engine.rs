@@ -3,23 +3,14 @@
 //! writing pragmas, transaction control and extension loading, one
 //! statement per call, and a time budget (a progress handler that stops a
 //! statement once its budget is spent or its caller has gone).
-//!
-//! Each connection lives on a thread of its own; async code hands it jobs
-//! over a channel and awaits the answer, so no SQLite call runs on the
-//! async threads and no lock is held across an `.await`.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use mcp_server::HandlerError;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
-use rusqlite::types::Value as SqlValue;
 use rusqlite::{Batch, Connection, ErrorCode, OpenFlags, Statement};
-use serde_json::Value;
-
-use super::values;
 
 /// How many SQLite virtual-machine steps run between two looks at the
 /// budget.
@@ -216,7 +207,8 @@ impl Session {
         }
     }
 
-    fn start(&self, abandoned: Arc<AtomicBool>) {
+    /// Marks the start of a call: its budget starts now.
+    pub(super) fn start(&self, abandoned: Arc<AtomicBool>) {
         *lock(&self.watch.refusal) = None;
         *lock(&self.watch.running) = Some(Running {
             deadline: Instant::now() + self.budget,
@@ -225,7 +217,8 @@ impl Session {
         });
     }
 
-    fn finish(&self) {
+    /// Marks the end of a call.
+    pub(super) fn finish(&self) {
         *lock(&self.watch.running) = None;
     }
 }
@@ -278,234 +271,6 @@ fn pragma_refusal(name: &str, value: Option<&str>) -> Option<String> {
             READING_PRAGMAS.join(", ")
         ),
     })
-}
-
-/// Binds `params` to `statement`: an array binds by position, an object by
-/// name (`name`, `:name`, `@name` or `$name`). Every parameter of the
-/// statement must be given, and nothing else.
-pub fn bind(statement: &mut Statement<'_>, params: Option<&Value>) -> Result<(), String> {
-    let expected = statement.parameter_count();
-    match params {
-        None | Some(Value::Null) if expected == 0 => Ok(()),
-        None | Some(Value::Null) => Err(format!(
-            "the statement has {expected} parameter(s) and `params` is missing"
-        )),
-        Some(Value::Array(items)) => {
-            if items.len() != expected {
-                return Err(format!(
-                    "the statement has {expected} parameter(s) and `params` has {}",
-                    items.len()
-                ));
-            }
-            for (i, item) in items.iter().enumerate() {
-                let value = values::from_json(item, &format!("params[{i}]"))?;
-                statement
-                    .raw_bind_parameter(i + 1, value)
-                    .map_err(|e| format!("params[{i}]: {e}"))?;
-            }
-            Ok(())
-        }
-        Some(Value::Object(named)) => {
-            let mut bound = vec![false; expected];
-            for (name, item) in named {
-                let index = parameter_index(statement, name)?;
-                let value = values::from_json(item, &format!("params.{name}"))?;
-                statement
-                    .raw_bind_parameter(index, value)
-                    .map_err(|e| format!("params.{name}: {e}"))?;
-                bound[index - 1] = true;
-            }
-            let missing: Vec<String> = (1..=expected)
-                .filter(|i| !bound[i - 1])
-                .map(|i| {
-                    statement
-                        .parameter_name(i)
-                        .map_or_else(|| format!("?{i}"), str::to_owned)
-                })
-                .collect();
-            if missing.is_empty() {
-                Ok(())
-            } else {
-                Err(format!("`params` does not give {}", missing.join(", ")))
-            }
-        }
-        Some(other) => Err(format!(
-            "`params` must be an array (by position) or an object (by name), not {other}"
-        )),
-    }
-}
-
-fn parameter_index(statement: &Statement<'_>, name: &str) -> Result<usize, String> {
-    let candidates: Vec<String> = if name.starts_with([':', '@', '$']) {
-        vec![name.to_owned()]
-    } else {
-        [":", "@", "$"]
-            .iter()
-            .map(|p| format!("{p}{name}"))
-            .collect()
-    };
-    for candidate in &candidates {
-        if let Some(index) = statement
-            .parameter_index(candidate)
-            .map_err(|e| format!("params.{name}: {e}"))?
-        {
-            return Ok(index);
-        }
-    }
-    let known: Vec<&str> = (1..=statement.parameter_count())
-        .filter_map(|i| statement.parameter_name(i))
-        .collect();
-    Err(format!(
-        "the statement has no parameter named {name} (its named parameters: {})",
-        if known.is_empty() {
-            "none".to_owned()
-        } else {
-            known.join(", ")
-        }
-    ))
-}
-
-/// Rows read from a statement, within caps.
-pub struct Rows {
-    /// Column names, in order.
-    pub columns: Vec<String>,
-    /// Each row's values as JSON, in column order.
-    pub rows: Vec<Vec<Value>>,
-    /// Whether rows were left out (the row cap or the size cap).
-    pub truncated: bool,
-}
-
-/// Steps `statement` to its end or until `max_rows` rows or about
-/// `max_bytes` of values are read.
-pub fn read_rows(
-    session: &Session,
-    statement: &mut Statement<'_>,
-    max_rows: usize,
-    max_bytes: usize,
-) -> Result<Rows, String> {
-    let columns: Vec<String> = statement
-        .column_names()
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
-    let width = columns.len();
-    let mut rows = Vec::new();
-    let mut size = 0usize;
-    let mut truncated = false;
-    let mut cursor = statement.raw_query();
-    loop {
-        let row = match cursor.next() {
-            Ok(Some(row)) => row,
-            Ok(None) => break,
-            Err(e) => return Err(session.explain(e)),
-        };
-        if rows.len() >= max_rows || (size >= max_bytes && !rows.is_empty()) {
-            truncated = true;
-            break;
-        }
-        let mut values = Vec::with_capacity(width);
-        for i in 0..width {
-            let value = row.get_ref(i).map_err(|e| session.explain(e))?;
-            size += values::approximate_size(value);
-            values.push(values::to_json(value));
-        }
-        rows.push(values);
-    }
-    Ok(Rows {
-        columns,
-        rows,
-        truncated,
-    })
-}
-
-/// Runs one statement with parameters, for the writing tools: the rows it
-/// returns (`RETURNING`) within the caps, the rows it changed and the last
-/// inserted rowid.
-pub fn run_statement(
-    session: &Session,
-    sql: &str,
-    params: &[SqlValue],
-    max_rows: usize,
-    max_bytes: usize,
-) -> Result<(Rows, u64, i64), String> {
-    let mut statement = session.prepare_one(sql)?;
-    for (i, value) in params.iter().enumerate() {
-        statement
-            .raw_bind_parameter(i + 1, value)
-            .map_err(|e| session.explain(e))?;
-    }
-    let rows = read_rows(session, &mut statement, max_rows, max_bytes)?;
-    drop(statement);
-    Ok((
-        rows,
-        session.conn.changes(),
-        session.conn.last_insert_rowid(),
-    ))
-}
-
-type Job = Box<dyn FnOnce(&mut Session) + Send>;
-
-/// A thread owning one [`Session`], running the jobs sent to it in order.
-#[derive(Clone)]
-pub struct Worker {
-    jobs: std::sync::mpsc::Sender<Job>,
-}
-
-/// Marks a job abandoned when the future awaiting it is dropped first, so
-/// that the progress handler stops its statement.
-struct AbandonOnDrop(Arc<AtomicBool>, bool);
-
-impl Drop for AbandonOnDrop {
-    fn drop(&mut self) {
-        if !self.1 {
-            self.0.store(true, Ordering::Relaxed);
-        }
-    }
-}
-
-impl Worker {
-    /// Starts the thread for `session`. It ends when every handle to the
-    /// worker is dropped.
-    pub fn spawn(name: &str, mut session: Session) -> std::io::Result<Worker> {
-        let (jobs, inbox) = std::sync::mpsc::channel::<Job>();
-        std::thread::Builder::new()
-            .name(name.to_owned())
-            .spawn(move || {
-                for job in inbox {
-                    job(&mut session);
-                }
-            })?;
-        Ok(Worker { jobs })
-    }
-
-    /// Runs `job` on the connection's thread within the time budget and
-    /// waits for its result.
-    pub async fn run<T, F>(&self, job: F) -> Result<T, HandlerError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Session) -> T + Send + 'static,
-    {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        let abandoned = Arc::new(AtomicBool::new(false));
-        let mut guard = AbandonOnDrop(Arc::clone(&abandoned), false);
-        let job: Job = Box::new(move |session: &mut Session| {
-            if abandoned.load(Ordering::Relaxed) {
-                return;
-            }
-            session.start(abandoned);
-            let result = job(session);
-            session.finish();
-            let _ = reply.send(result);
-        });
-        self.jobs
-            .send(job)
-            .map_err(|_| HandlerError::failed("the database connection is closed"))?;
-        let result = answer
-            .await
-            .map_err(|_| HandlerError::failed("the database connection ended during the call"));
-        guard.1 = true;
-        result
-    }
 }
 
 #[cfg(test)]

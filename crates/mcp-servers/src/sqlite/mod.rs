@@ -33,8 +33,10 @@
 mod engine;
 mod resources;
 mod schema;
+mod statements;
 mod tools;
 mod values;
+mod worker;
 
 use std::path::PathBuf;
 use std::sync::{Arc, PoisonError, RwLock};
@@ -42,7 +44,8 @@ use std::time::Duration;
 
 use mcp_server::Server;
 
-use engine::{Role, Session, Worker};
+use engine::{Role, Session};
+use worker::Worker;
 
 /// How the SQLite server is set up: the database file, whether it may be
 /// changed, and its limits.

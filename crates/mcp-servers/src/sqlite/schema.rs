@@ -422,7 +422,7 @@ pub fn read_row(
             .raw_bind_parameter(i + 1, value)
             .map_err(|e| session.explain(e))?;
     }
-    let rows = super::engine::read_rows(session, &mut statement, 1, usize::MAX)?;
+    let rows = super::statements::read_rows(session, &mut statement, 1, usize::MAX)?;
     Ok(rows.rows.into_iter().next().map(|row| {
         rows.columns
             .iter()
