@@ -755,12 +755,13 @@ async fn execute_reports_changes_and_keeps_the_resources_in_step() {
                 .any(|r| r.uri == format!("sqlite:///{table}")),
             "{resources:?}"
         );
-        ok(
+        let dropped = ok(
             &client,
             "execute",
             json!({"sql": format!("DROP TABLE {table}")}),
         )
         .await;
+        assert_eq!(dropped["changes"], 0, "DROP TABLE changes no row");
         client.invalidate_cache();
         let resources = within("resources/list", client.list_all_resources())
             .await

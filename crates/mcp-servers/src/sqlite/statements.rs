@@ -156,6 +156,7 @@ pub fn run_statement(
     max_rows: usize,
     max_bytes: usize,
 ) -> Result<(Rows, u64, i64), String> {
+    let total_before = session.conn().total_changes();
     let mut statement = session.prepare_one(sql)?;
     for (i, value) in params.iter().enumerate() {
         statement
@@ -166,7 +167,19 @@ pub fn run_statement(
     drop(statement);
     Ok((
         rows,
-        session.conn().changes(),
+        changes_since(session, total_before),
         session.conn().last_insert_rowid(),
     ))
+}
+
+/// The rows the statement just run inserted, updated or deleted, given the
+/// connection's total count of changes before it: SQLite's count of the
+/// last INSERT, UPDATE or DELETE would otherwise be reported for a
+/// statement (CREATE, DROP, SELECT) that changed no row.
+pub fn changes_since(session: &Session, total_before: u64) -> u64 {
+    if session.conn().total_changes() == total_before {
+        0
+    } else {
+        session.conn().changes()
+    }
 }

@@ -39,13 +39,14 @@ pub(super) fn execute(database: &Arc<Database>) -> ToolDef {
                 let sql = args.sql;
                 let outcome = writer(&database)?
                     .run(move |session| {
+                        let total_before = session.conn().total_changes();
                         let mut statement = session.prepare_one(&sql)?;
                         statements::bind(&mut statement, params.as_ref())?;
                         let rows =
                             statements::read_rows(session, &mut statement, max_rows, max_bytes)?;
                         drop(statement);
                         Ok::<_, String>(ChangeOutput {
-                            changes: session.conn().changes(),
+                            changes: statements::changes_since(session, total_before),
                             last_insert_rowid: session.conn().last_insert_rowid(),
                             uri: None,
                             columns: if rows.rows.is_empty() {
