@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use mcp_client::{Client, ClientError, EraChoice};
+use mcp_client::{Client, ClientError, EraChoice, RequestOptions};
 use mcp_schema::{
     CallToolResult, CompleteArgument, CompleteRequestParams, CompletionReference, ProtocolVersion,
     ResourceContents, ResourceTemplateReference,
@@ -626,6 +626,37 @@ async fn a_runaway_query_ends_within_its_budget() {
         )
         .await;
         assert_eq!(after["rows"], json!([[3]]), "the connection still serves");
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_query_is_stopped_and_frees_the_connection() {
+    let dir = Scratch::new();
+    let db = shop(&dir);
+    for era in ERAS {
+        // A budget far beyond the test's own bounds: only the cancellation
+        // can stop the statement in time for the next call.
+        let config = Config::new(&db).time_budget(Duration::from_secs(3600));
+        let client = connect(config, era).await;
+        let runaway = json!({"sql": "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) \
+                                     SELECT count(*) FROM n"});
+        let gave_up = within(
+            "the abandoned call",
+            client.call_tool_with(
+                "query",
+                runaway,
+                RequestOptions::new().timeout(Duration::from_millis(300)),
+            ),
+        )
+        .await;
+        assert!(gave_up.is_err(), "the runaway query returned: {gave_up:?}");
+        let after = ok(
+            &client,
+            "query",
+            json!({"sql": "SELECT count(*) FROM users"}),
+        )
+        .await;
+        assert_eq!(after["rows"], json!([[3]]), "{era}");
     }
 }
 

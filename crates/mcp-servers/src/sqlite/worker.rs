@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use mcp_server::HandlerError;
+use mcp_server::{Context, HandlerError};
 
 use super::engine::Session;
 
@@ -71,5 +71,18 @@ impl Worker {
             .map_err(|_| HandlerError::failed("the database connection ended during the call"));
         guard.1 = true;
         result
+    }
+
+    /// Like [`Worker::run`], and ends early when the client cancels the
+    /// request: the statement is stopped at its next progress check.
+    pub async fn run_until_cancelled<T, F>(&self, ctx: &Context, job: F) -> Result<T, HandlerError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Session) -> T + Send + 'static,
+    {
+        tokio::select! {
+            result = self.run(job) => result,
+            () = ctx.cancelled() => Err(HandlerError::failed("the call was cancelled")),
+        }
     }
 }

@@ -73,7 +73,7 @@ pub(super) fn query(database: &Arc<Database>) -> ToolDef {
         "Runs one read-only SQL statement and returns its rows (at most `max_rows`, 1000 unless \
          asked). Values go in `params`, bound to `?` or `:name` placeholders. The statement is \
          stopped when it runs past the server's time budget.",
-        move |args: QueryArgs, _: Context| {
+        move |args: QueryArgs, ctx: Context| {
             let database = Arc::clone(&database);
             async move {
                 let config = &database.config;
@@ -87,7 +87,7 @@ pub(super) fn query(database: &Arc<Database>) -> ToolDef {
                 let sql = args.sql;
                 let rows = database
                     .reader
-                    .run(move |session| {
+                    .run_until_cancelled(&ctx, move |session| {
                         let mut statement = session.prepare_one(&sql)?;
                         if !statement.readonly() {
                             return Err(if can_write {
@@ -140,14 +140,16 @@ pub(super) fn explain(database: &Arc<Database>) -> ToolDef {
         "explain",
         "Shows SQLite's query plan for one SQL statement (EXPLAIN QUERY PLAN) without running \
          it: which tables are scanned and which indexes are used.",
-        move |args: ExplainArgs, _: Context| {
+        move |args: ExplainArgs, ctx: Context| {
             let database = Arc::clone(&database);
             async move {
                 let params = args.params.map(Params::into_value);
                 let sql = args.sql;
                 let plan = database
                     .reader
-                    .run(move |session| plan_of(session, &sql, params.as_ref()))
+                    .run_until_cancelled(&ctx, move |session| {
+                        plan_of(session, &sql, params.as_ref())
+                    })
                     .await?
                     .map_err(HandlerError::failed)?;
                 let tree = render_plan(&plan);

@@ -38,7 +38,7 @@ pub(super) fn execute(database: &Arc<Database>) -> ToolDef {
                 let params = args.params.map(Params::into_value);
                 let sql = args.sql;
                 let outcome = writer(&database)?
-                    .run(move |session| {
+                    .run_until_cancelled(&ctx, move |session| {
                         let total_before = session.conn().total_changes();
                         let mut statement = session.prepare_one(&sql)?;
                         statements::bind(&mut statement, params.as_ref())?;
