@@ -94,6 +94,39 @@ async fn connect(config: Config, era: ProtocolVersion) -> Client {
     .expect("connect")
 }
 
+/// The server for `config` over Streamable HTTP on a free loopback port,
+/// and a client of it in revision `era`.
+async fn connect_over_http(config: Config, era: ProtocolVersion) -> Client {
+    let server = server(config).expect("the server starts");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a free port");
+    let port = listener.local_addr().expect("its address").port();
+    let endpoint = mcp_http::McpEndpoint::new(
+        Arc::new(server.clone()),
+        server.session_config(),
+        mcp_http::HttpConfig::loopback(port),
+    );
+    tokio::spawn(mcp_http::serve(listener, endpoint, std::future::pending()));
+    let transport = within(
+        "the HTTP connection",
+        mcp_http::client::connect(mcp_http::HttpClientConfig::new(format!(
+            "http://127.0.0.1:{port}/mcp"
+        ))),
+    )
+    .await
+    .expect("connect over HTTP")
+    .into_transport();
+    within(
+        "connect",
+        Client::builder("sqlite-tests", "1.0.0")
+            .era(EraChoice::Pinned(era))
+            .connect(transport),
+    )
+    .await
+    .expect("connect")
+}
+
 async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(30), fut)
         .await
@@ -798,6 +831,35 @@ async fn execute_reports_changes_and_keeps_the_resources_in_step() {
             .await
             .unwrap();
         assert!(resources.is_empty(), "{resources:?}");
+    }
+}
+
+#[tokio::test]
+async fn over_streamable_http_the_server_reads_and_refuses_alike() {
+    let dir = Scratch::new();
+    let db = shop(&dir);
+    for era in ERAS {
+        let client = connect_over_http(Config::new(&db), era).await;
+        let rows = ok(
+            &client,
+            "query",
+            json!({"sql": "SELECT name FROM users WHERE score > :least ORDER BY id",
+                   "params": {"least": 8}}),
+        )
+        .await;
+        assert_eq!(rows["rows"], json!([["Ada"]]), "{era}");
+        let brian = read_json(&client, "sqlite:///users/2").await;
+        assert_eq!(brian["name"], "Brian");
+        let message = refused(
+            &client,
+            "query",
+            json!({"sql": "SELECT 1; COMMIT; DROP TABLE users"}),
+        )
+        .await;
+        assert!(message.contains("only one SQL statement"), "{message}");
+        let missing = read_error(&client, "sqlite:///users/42").await;
+        assert_eq!(missing.code, era.resource_not_found_code(), "{era}");
+        assert_eq!(count(&db, "users"), 3);
     }
 }
 
