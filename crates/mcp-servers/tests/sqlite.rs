@@ -768,6 +768,13 @@ async fn the_row_tools_insert_update_and_delete_by_key() {
         )
         .await;
         assert!(nothing.contains("no row"), "{nothing}");
+        let orphan = refused(
+            &client,
+            "insert_row",
+            json!({"table": "orders", "values": {"user_id": 999, "total": 1}}),
+        )
+        .await;
+        assert!(orphan.contains("FOREIGN KEY constraint failed"), "{orphan}");
         let view = refused(
             &client,
             "delete_row",

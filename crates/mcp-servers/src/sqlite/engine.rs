@@ -108,8 +108,10 @@ impl Session {
         } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags)?;
         conn.busy_timeout(budget)?;
-        if role == Role::Reader {
-            conn.pragma_update(None, "query_only", true)?;
+        match role {
+            Role::Reader => conn.pragma_update(None, "query_only", true)?,
+            // The foreign keys the schema declares hold for every change.
+            Role::Writer => conn.pragma_update(None, "foreign_keys", true)?,
         }
         let watch = Arc::new(Watch::default());
         let refusals = Arc::clone(&watch);

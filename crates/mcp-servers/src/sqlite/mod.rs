@@ -75,8 +75,9 @@ impl Config {
     }
 
     /// Offers the writing tools (`execute`, `insert_row`, `update_row`,
-    /// `delete_row`) and creates the file if missing. Without it they are
-    /// not listed, and the file must exist.
+    /// `delete_row`) and creates the file if missing; their changes honour
+    /// the foreign keys the schema declares. Without it they are not
+    /// listed, and the file must exist.
     pub fn write(mut self, write: bool) -> Config {
         self.write = write;
         self
