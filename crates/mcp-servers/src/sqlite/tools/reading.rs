@@ -15,6 +15,7 @@ use crate::sqlite::engine::Session;
 use crate::sqlite::schema;
 use crate::sqlite::statements;
 
+/// `list_tables`: the tables and views.
 pub(super) fn list_tables(database: &Arc<Database>) -> ToolDef {
     let database = Arc::clone(database);
     ToolDef::structured(
@@ -36,6 +37,7 @@ pub(super) fn list_tables(database: &Arc<Database>) -> ToolDef {
     .annotations(hints(true, false, true))
 }
 
+/// `describe_table`: one table's columns, keys and indexes.
 pub(super) fn describe_table(database: &Arc<Database>) -> ToolDef {
     let database = Arc::clone(database);
     ToolDef::structured(
@@ -66,6 +68,7 @@ pub(super) fn describe_table(database: &Arc<Database>) -> ToolDef {
     .annotations(hints(true, false, true))
 }
 
+/// `query`: one read-only statement's rows, within the caps.
 pub(super) fn query(database: &Arc<Database>) -> ToolDef {
     let database = Arc::clone(database);
     ToolDef::structured(
@@ -134,6 +137,7 @@ pub(super) fn query(database: &Arc<Database>) -> ToolDef {
     .annotations(hints(true, false, true))
 }
 
+/// `explain`: a statement's query plan, without running it.
 pub(super) fn explain(database: &Arc<Database>) -> ToolDef {
     let database = Arc::clone(database);
     ToolDef::structured(

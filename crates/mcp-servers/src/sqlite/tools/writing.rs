@@ -23,6 +23,7 @@ fn writer(database: &Database) -> Result<&Worker, HandlerError> {
         .ok_or_else(|| HandlerError::failed("this server is read-only (started without --write)"))
 }
 
+/// `execute`: one statement that changes the database.
 pub(super) fn execute(database: &Arc<Database>) -> ToolDef {
     let database = Arc::clone(database);
     ToolDef::structured(
@@ -123,6 +124,7 @@ fn columns_and_values(
         .collect()
 }
 
+/// `insert_row`: one new row from values by column name.
 pub(super) fn insert_row(database: &Arc<Database>) -> ToolDef {
     let database = Arc::clone(database);
     ToolDef::structured(
@@ -195,6 +197,7 @@ fn json_to_sql_lossless(value: &Value) -> SqlValue {
     values::from_json(value, "key").unwrap_or_else(|_| SqlValue::Text(value.to_string()))
 }
 
+/// `update_row`: new values for the row with a given key.
 pub(super) fn update_row(database: &Arc<Database>) -> ToolDef {
     let database = Arc::clone(database);
     ToolDef::structured(
@@ -256,6 +259,7 @@ pub(super) fn update_row(database: &Arc<Database>) -> ToolDef {
     .annotations(hints(false, true, true))
 }
 
+/// `delete_row`: removes the row with a given key.
 pub(super) fn delete_row(database: &Arc<Database>) -> ToolDef {
     let database = Arc::clone(database);
     ToolDef::structured(
