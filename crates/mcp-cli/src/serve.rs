@@ -12,6 +12,22 @@ pub enum BuiltIn {
         #[command(flatten)]
         transport: Transport,
     },
+    /// One SQLite database: its schema and rows as resources, read-only
+    /// queries (enforced by SQLite), and with --write tools that change it.
+    Sqlite {
+        /// The database file (created with --write if missing).
+        #[arg(value_name = "DB_FILE")]
+        database: std::path::PathBuf,
+        /// Offer the tools that change the database (execute, insert_row,
+        /// update_row, delete_row); without it they are not listed.
+        #[arg(long)]
+        write: bool,
+        /// How long one statement may run before it is stopped, in seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+        time_budget: f64,
+        #[command(flatten)]
+        transport: Transport,
+    },
 }
 
 impl BuiltIn {
@@ -19,6 +35,22 @@ impl BuiltIn {
     pub async fn run(self) -> Result<()> {
         let (server, transport) = match self {
             BuiltIn::Everything { transport } => (mcp_servers::everything::server(), transport),
+            BuiltIn::Sqlite {
+                database,
+                write,
+                time_budget,
+                transport,
+            } => {
+                let budget = std::time::Duration::try_from_secs_f64(time_budget).map_err(|_| {
+                    anyhow::anyhow!(
+                        "--time-budget {time_budget}: give a positive number of seconds"
+                    )
+                })?;
+                let config = mcp_servers::sqlite::Config::new(database)
+                    .write(write)
+                    .time_budget(budget);
+                (mcp_servers::sqlite::server(config)?, transport)
+            }
         };
         transport.serve(server).await
     }

@@ -2,6 +2,9 @@
 //!
 //! - [`everything`]: every protocol feature, including the fixtures of the
 //!   official conformance suite; used by tests, benchmarks and interop.
+//! - [`sqlite`]: one SQLite database: its schema and rows as resources,
+//!   read-only queries enforced by SQLite itself, and (with `--write`)
+//!   tools that change it.
 //!
 //! ```
 //! let server = mcp_servers::everything::server();
@@ -10,3 +13,4 @@
 
 mod calculator;
 pub mod everything;
+pub mod sqlite;
