@@ -2,6 +2,9 @@
 //!
 //! - [`everything`]: every protocol feature, including the fixtures of the
 //!   official conformance suite; used by tests, benchmarks and interop.
+//! - [`prompts`]: a versioned library of prompt templates (Markdown files
+//!   with YAML front matter and Handlebars bodies), from a watched
+//!   directory or the built-in default library.
 //!
 //! ```
 //! let server = mcp_servers::everything::server();
@@ -10,3 +13,4 @@
 
 mod calculator;
 pub mod everything;
+pub mod prompts;
