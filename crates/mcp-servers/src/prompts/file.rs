@@ -127,9 +127,16 @@ impl PromptVersion {
         let mut registry = Handlebars::new();
         registry.set_strict_mode(true);
         registry.register_escape_fn(handlebars::no_escape);
-        registry
-            .register_template_string(BODY, body)
-            .map_err(|e| named(format!("the template cannot be compiled: {e}")))?;
+        registry.register_template_string(BODY, body).map_err(|e| {
+            let lines_before_body = text[..text.len() - body.len()].matches('\n').count();
+            let place = e.pos().map_or_else(String::new, |(line, column)| {
+                format!("line {}, column {column}: ", line + lines_before_body)
+            });
+            named(format!(
+                "the template cannot be compiled: {place}{}",
+                e.reason()
+            ))
+        })?;
         Ok(PromptVersion {
             name,
             version,
@@ -144,9 +151,39 @@ impl PromptVersion {
         })
     }
 
-    /// Renders the body with `data` (the arguments, by name).
+    /// Renders the body with `data` (the arguments, by name); a text
+    /// beyond [`MAX_RENDERED_BYTES`] is an error.
     pub fn render(&self, data: &serde_json::Value) -> Result<String, handlebars::RenderError> {
-        self.registry.render(BODY, data)
+        let mut out = CappedText::default();
+        self.registry.render_to_write(BODY, data, &mut out)?;
+        String::from_utf8(out.0).map_err(|e| {
+            handlebars::RenderErrorReason::Other(format!("the rendered text is not UTF-8: {e}"))
+                .into()
+        })
+    }
+}
+
+/// The largest text one rendering may produce, in bytes.
+pub const MAX_RENDERED_BYTES: usize = 4 * 1024 * 1024;
+
+/// Rendered text, refusing to grow beyond [`MAX_RENDERED_BYTES`].
+#[derive(Default)]
+struct CappedText(Vec<u8>);
+
+impl std::io::Write for CappedText {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.0.len() + bytes.len() > MAX_RENDERED_BYTES {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::FileTooLarge,
+                format!("the rendered text would exceed {MAX_RENDERED_BYTES} bytes"),
+            ));
+        }
+        self.0.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -231,6 +268,15 @@ mod tests {
             PromptVersion::parse("b.md", "---\nname: b\nversion: one\n---\nHi\n").unwrap_err();
         assert_eq!(bad.name.as_deref(), Some("b"));
         assert!(bad.reason.contains("semantic version"), "{bad}");
+        let unclosed =
+            PromptVersion::parse("c.md", "---\nname: c\n---\nok\n{{#if x}}\n").unwrap_err();
+        assert!(
+            unclosed
+                .reason
+                .starts_with("the template cannot be compiled: line "),
+            "{unclosed}"
+        );
+        assert!(!unclosed.reason.contains('\n'), "{unclosed}");
     }
 
     #[test]
@@ -249,5 +295,18 @@ mod tests {
             .render(&serde_json::json!({"x": null, "items": ["1", "2"]}))
             .unwrap();
         assert_eq!(out, "A\nno\n- 1\n- 2\nB <&>\n");
+    }
+
+    #[test]
+    fn a_rendering_beyond_the_cap_is_an_error() {
+        let text =
+            "---\nname: t\n---\n{{#each rows}}{{#each ../rows}}{{../../cell}}{{/each}}{{/each}}\n";
+        let prompt = PromptVersion::parse("t.md", text).unwrap();
+        let rows: Vec<u32> = (0..100).collect();
+        let cell = "x".repeat(1000);
+        let error = prompt
+            .render(&serde_json::json!({"rows": rows, "cell": cell}))
+            .unwrap_err();
+        assert!(error.to_string().contains("exceed"), "{error}");
     }
 }

@@ -7,7 +7,8 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use mcp_server::{PromptDef, completion};
+use mcp_schema::GetPromptResult;
+use mcp_server::{HandlerError, PromptArguments, PromptDef, completion};
 
 use super::PromptsError;
 use super::file::{FileProblem, MAX_FILE_BYTES, PromptVersion, VERSION_ARGUMENT};
@@ -67,13 +68,19 @@ impl PromptFamily {
             .collect()
     }
 
+    /// Renders the version the `version` argument names (else the newest)
+    /// with `args`, as `prompts/get` answers.
+    pub fn render(&self, args: &PromptArguments) -> Result<GetPromptResult, HandlerError> {
+        render::render(self, args)
+    }
+
     /// What changes when any of its files does.
     pub fn fingerprint(&self) -> u64 {
         self.fingerprint
     }
 
     /// The prompt as served: listed with the newest version's description
-    /// and arguments (plus `version`), rendered by [`render::render`].
+    /// and arguments (plus `version`), rendered by [`render`](Self::render).
     pub fn prompt_def(self: &Arc<Self>) -> PromptDef {
         let family = Arc::clone(self);
         let Some(newest) = self.newest() else {
@@ -83,14 +90,14 @@ impl PromptFamily {
                 format!("(unavailable: {})", reasons.join("; ")),
                 move |args, _ctx| {
                     let family = Arc::clone(&family);
-                    async move { render::render(&family, &args) }
+                    async move { family.render(&args) }
                 },
             );
         };
         let description = newest.description.clone().unwrap_or_default();
         let mut def = PromptDef::new(self.name.clone(), description, move |args, _ctx| {
             let family = Arc::clone(&family);
-            async move { render::render(&family, &args) }
+            async move { family.render(&args) }
         });
         for argument in &newest.arguments {
             def = def.argument(
@@ -281,6 +288,7 @@ impl PromptLibrary {
 fn prompt_paths(dir: &Path, problems: &mut Vec<FileProblem>) -> Vec<PathBuf> {
     let walker = walkdir::WalkDir::new(dir)
         .max_depth(MAX_DEPTH)
+        .follow_links(true)
         .sort_by_file_name()
         .into_iter()
         .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
@@ -354,6 +362,77 @@ mod tests {
         let problem = &library.problems()[0];
         assert_eq!(problem.source, "b.md");
         assert!(problem.reason.contains("a.md"), "{problem}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn loading_follows_links_and_skips_hidden_and_other_files() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("linked.md"), file("linked", "1.0.0")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path().join("linked.md"), dir.path().join("l.md"))
+            .unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/nested.md"), file("nested", "1.0.0")).unwrap();
+        std::fs::write(dir.path().join(".hidden.md"), file("hidden", "1.0.0")).unwrap();
+        std::fs::write(dir.path().join("notes.txt"), file("notes", "1.0.0")).unwrap();
+        let library = PromptLibrary::load(dir.path()).unwrap();
+        let names: Vec<&String> = library.families().keys().collect();
+        assert_eq!(names, ["linked", "nested"]);
+        assert_eq!(
+            library.family("nested").unwrap().versions[0].source,
+            "sub/nested.md"
+        );
+        assert!(PromptLibrary::load(&dir.path().join("notes.txt")).is_err());
+    }
+
+    /// Log lines written to a shared buffer.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn each_broken_file_is_logged_as_a_warning_with_its_reason() {
+        let library = PromptLibrary::from_sources([
+            ("good.md".to_owned(), file("good", "1.0.0")),
+            (
+                "nameless.md".to_owned(),
+                "---\nversion: 1.0.0\n---\nHi\n".to_owned(),
+            ),
+            (
+                "unclosed.md".to_owned(),
+                "---\nname: u\n---\n{{#if x}}\n".to_owned(),
+            ),
+        ]);
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || library.warn_about_problems());
+        let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = log.lines().collect();
+        assert_eq!(lines.len(), 2, "{log}");
+        assert!(lines[0].contains("WARN"), "{log}");
+        assert!(
+            lines[0].contains("nameless.md") && lines[0].contains("no `name`"),
+            "{log}"
+        );
+        assert!(
+            lines[1].contains("unclosed.md") && lines[1].contains("template"),
+            "{log}"
+        );
     }
 
     #[test]

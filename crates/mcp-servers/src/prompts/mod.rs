@@ -48,6 +48,10 @@
 //! - A line `<!-- role: assistant -->` (or `user`) in the rendered text
 //!   starts a message of that role; the text before the first marker is
 //!   the user's.
+//! - Files are read up to [`MAX_FILE_BYTES`] each, [`MAX_FILES`] in all;
+//!   a rendering stops at [`MAX_RENDERED_BYTES`]. Symbolic links are
+//!   followed (changes behind a link that leads out of the directory are
+//!   not watched); hidden files and directories are skipped.
 //! - A file that cannot be used (bad YAML, no name, a bad template) is
 //!   logged with the reason and left out; if all of a prompt's files are
 //!   broken, `prompts/get` answers why.
@@ -68,7 +72,9 @@ mod watch;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use file::{ArgumentSpec, FileProblem, MAX_FILE_BYTES, PromptVersion, VERSION_ARGUMENT};
+pub use file::{
+    ArgumentSpec, FileProblem, MAX_FILE_BYTES, MAX_RENDERED_BYTES, PromptVersion, VERSION_ARGUMENT,
+};
 pub use library::{MAX_FILES, PromptFamily, PromptLibrary};
 pub use render::{META_ABOUT, META_VERSION, META_VERSIONS, argument_value, split_messages};
 
