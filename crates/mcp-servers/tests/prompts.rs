@@ -1,4 +1,5 @@
-//! The prompt library served over an in-memory transport to `mcp-client`,
+//! The prompt library served to `mcp-client` over an in-memory transport
+//! (and Streamable HTTP on a loopback socket for versions and watching),
 //! in a legacy revision (2025-11-25) and in 2026-07-28, with real prompt
 //! files in a temporary directory: listing, rendering (`{{#if}}`,
 //! `{{#each}}` over JSON lists), strict variables, versions, completion,
@@ -120,15 +121,67 @@ fn library() -> tempfile::TempDir {
     dir
 }
 
-/// A client of `server` in `revision`, recording the notifications it
-/// receives.
+/// How a test client reaches the server.
+#[derive(Clone, Copy, Debug)]
+enum Wire {
+    /// An in-memory pair of transports.
+    Memory,
+    /// Streamable HTTP on a loopback socket.
+    Http,
+}
+
+/// A client of `server` in `revision`, over an in-memory transport,
+/// recording the notifications it receives.
 async fn connect(server: &Server, revision: ProtocolVersion) -> (Client, Arc<Mutex<Vec<String>>>) {
-    let (server_side, client_side) = mcp_core::Transport::pair();
-    let _session = mcp_core::serve(
-        server_side,
-        Arc::new(server.clone()),
-        server.session_config(),
-    );
+    connect_over(Wire::Memory, server, revision).await
+}
+
+/// Both wires, each in both eras.
+fn wires_and_eras() -> Vec<(Wire, ProtocolVersion)> {
+    [Wire::Memory, Wire::Http]
+        .into_iter()
+        .flat_map(|wire| ERAS.map(|revision| (wire, revision)))
+        .collect()
+}
+
+/// A client of `server` in `revision` over `wire`, recording the
+/// notifications it receives.
+async fn connect_over(
+    wire: Wire,
+    server: &Server,
+    revision: ProtocolVersion,
+) -> (Client, Arc<Mutex<Vec<String>>>) {
+    let client_side = match wire {
+        Wire::Memory => {
+            let (server_side, client_side) = mcp_core::Transport::pair();
+            let _session = mcp_core::serve(
+                server_side,
+                Arc::new(server.clone()),
+                server.session_config(),
+            );
+            client_side
+        }
+        Wire::Http => {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let endpoint = mcp_http::McpEndpoint::new(
+                Arc::new(server.clone()),
+                server.session_config(),
+                mcp_http::HttpConfig::loopback(port),
+            );
+            tokio::spawn(mcp_http::serve(
+                listener,
+                endpoint,
+                std::future::pending::<()>(),
+            ));
+            let config = mcp_http::HttpClientConfig::new(format!("http://127.0.0.1:{port}/mcp"))
+                .transport(mcp_http::HttpTransportKind::StreamableHttp);
+            mcp_http::client::connect(config)
+                .await
+                .unwrap()
+                .into_transport()
+        }
+    };
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&seen);
     let client = tokio::time::timeout(
@@ -336,8 +389,8 @@ async fn an_undefined_variable_is_an_error_naming_it() {
 async fn the_newest_semantic_version_is_served_unless_the_version_argument_picks_another() {
     let dir = library();
     let server = unwatched(dir.path());
-    for revision in ERAS {
-        let (client, _) = connect(&server, revision).await;
+    for (wire, revision) in wires_and_eras() {
+        let (client, _) = connect_over(wire, &server, revision).await;
         let newest = client
             .get_prompt("summarize", args(&[("text", "T")]))
             .await
@@ -477,11 +530,11 @@ async fn listed(client: &Client, name: &str, present: bool) {
 #[tokio::test]
 async fn adding_editing_and_removing_a_file_changes_the_catalog_and_tells_the_client() {
     const LIST_CHANGED: &str = "notifications/prompts/list_changed";
-    for revision in ERAS {
+    for (wire, revision) in wires_and_eras() {
         let dir = library();
         let config = PromptsConfig::directory(dir.path()).debounce(Duration::from_millis(50));
         let server = prompts::server(config).unwrap();
-        let (client, seen) = connect(&server, revision).await;
+        let (client, seen) = connect_over(wire, &server, revision).await;
         let listening = (revision == ProtocolVersion::V2026_07_28).then(|| {
             let filter = mcp_schema::SubscriptionFilter {
                 prompts_list_changed: Some(true),
