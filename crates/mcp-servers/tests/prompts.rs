@@ -409,6 +409,26 @@ async fn the_newest_semantic_version_is_served_unless_the_version_argument_picks
         assert_eq!(old.description.as_deref(), Some("Summarizes a text (old)."));
         assert_eq!(old.meta.as_ref().unwrap()[META_VERSION], "1.9.0");
 
+        // An empty version (a field left blank) is the newest; an empty
+        // optional argument counts as left out.
+        let blank = client
+            .get_prompt(
+                "summarize",
+                args(&[
+                    ("text", "T"),
+                    ("version", ""),
+                    ("audience", ""),
+                    ("points", ""),
+                ]),
+            )
+            .await
+            .unwrap();
+        assert_eq!(blank.meta.as_ref().unwrap()[META_VERSION], "1.10.0");
+        assert!(
+            text(&blank).starts_with("Summarize this for anyone:"),
+            "{blank:?}"
+        );
+
         for unknown in ["2.0.0", "latest"] {
             let error = rpc_error(
                 client

@@ -353,6 +353,28 @@ mod tests {
     }
 
     #[test]
+    fn a_picked_version_checks_its_own_required_arguments() {
+        let old = "---\nname: p\nversion: 1.0.0\narguments:\n  - name: who\n    required: true\n---\n{{who}}\n";
+        let library = PromptLibrary::from_sources([
+            ("old.md".to_owned(), old.to_owned()),
+            ("new.md".to_owned(), file("p", "2.0.0")),
+        ]);
+        let family = library.family("p").unwrap();
+        let pick = |pairs: &[(&str, &str)]| {
+            let args: PromptArguments = pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            family.render(&args)
+        };
+        let error = pick(&[("version", "1.0.0")]).unwrap_err();
+        assert!(error.to_string().contains("\"who\""), "{error}");
+        let rendered = pick(&[("version", "1.0.0"), ("who", "Ada")]).unwrap();
+        assert_eq!(rendered.messages[0].content.as_text(), Some("Ada"));
+        assert!(pick(&[]).is_ok());
+    }
+
+    #[test]
     fn of_two_files_with_one_version_the_later_loses() {
         let library = PromptLibrary::from_sources([
             ("a.md".to_owned(), file("p", "1.0.0")),

@@ -44,7 +44,11 @@
 //!   `version` argument every prompt takes names another. The result's
 //!   `_meta` lists them ([`META_VERSIONS`]) and names the one rendered
 //!   ([`META_VERSION`]). `version` and arguments with `enum` values
-//!   complete (`completion/complete`).
+//!   complete (`completion/complete`). The listing shows the newest
+//!   version's arguments, so those it requires must be given whatever
+//!   version is picked.
+//! - An optional argument given as an empty string counts as left out, as
+//!   does an empty `version`.
 //! - A line `<!-- role: assistant -->` (or `user`) in the rendered text
 //!   starts a message of that role; the text before the first marker is
 //!   the user's.

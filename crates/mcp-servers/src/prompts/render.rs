@@ -64,7 +64,8 @@ fn pick_version<'a>(
     family: &'a PromptFamily,
     args: &PromptArguments,
 ) -> Result<&'a PromptVersion, HandlerError> {
-    let Some(wanted) = args.get(VERSION_ARGUMENT) else {
+    let wanted = args.get(VERSION_ARGUMENT).filter(|v| !v.trim().is_empty());
+    let Some(wanted) = wanted else {
         return family.newest().ok_or_else(|| broken(family));
     };
     let known = family.version_list();
@@ -96,11 +97,23 @@ fn broken(family: &PromptFamily) -> HandlerError {
 
 /// The template's data: every declared argument (given, else its default,
 /// else null, so that `{{#if}}` is false and `{{#each}}` renders its
-/// `{{else}}`), and any other argument given.
+/// `{{else}}`), and any other argument given. An optional argument given
+/// as an empty string counts as left out (many clients send one for each
+/// field left blank); a required one of the version rendered must be
+/// given.
 fn template_data(prompt: &PromptVersion, args: &PromptArguments) -> Result<Value, HandlerError> {
     let mut data = Map::new();
     for argument in &prompt.arguments {
-        let given = args.get(&argument.name).or(argument.default.as_ref());
+        let given = args
+            .get(&argument.name)
+            .filter(|v| argument.required || !v.is_empty());
+        if argument.required && given.is_none() {
+            return Err(HandlerError::invalid_params(format!(
+                "prompt {} {} needs argument {:?}",
+                prompt.name, prompt.version, argument.name
+            )));
+        }
+        let given = given.or(argument.default.as_ref());
         if let (Some(value), Some(values)) = (given, &argument.values)
             && !values.contains(value)
         {
