@@ -28,6 +28,20 @@ pub enum BuiltIn {
         #[command(flatten)]
         transport: Transport,
     },
+    /// A library of prompt templates: the Markdown files of DIR (YAML front
+    /// matter, Handlebars body; several versions side by side), watched for
+    /// changes; without DIR, the built-in examples (email reply, product
+    /// description, data-analysis report, code function).
+    Prompts {
+        /// The directory of prompt files (`*.md`, searched recursively).
+        #[arg(value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
+        /// Read DIR once, without watching it for changes.
+        #[arg(long)]
+        no_watch: bool,
+        #[command(flatten)]
+        transport: Transport,
+    },
 }
 
 impl BuiltIn {
@@ -50,6 +64,20 @@ impl BuiltIn {
                     .write(write)
                     .time_budget(budget);
                 (mcp_servers::sqlite::server(config)?, transport)
+            }
+            BuiltIn::Prompts {
+                dir,
+                no_watch,
+                transport,
+            } => {
+                let config = match dir {
+                    Some(dir) => mcp_servers::prompts::PromptsConfig::directory(dir),
+                    None => mcp_servers::prompts::PromptsConfig::default(),
+                };
+                (
+                    mcp_servers::prompts::server(config.watch(!no_watch))?,
+                    transport,
+                )
             }
         };
         transport.serve(server).await

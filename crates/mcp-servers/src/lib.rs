@@ -5,6 +5,9 @@
 //! - [`sqlite`]: one SQLite database: its schema and rows as resources,
 //!   read-only queries enforced by SQLite itself, and (with `--write`)
 //!   tools that change it.
+//! - [`prompts`]: a versioned library of prompt templates (Markdown files
+//!   with YAML front matter and Handlebars bodies), from a watched
+//!   directory or the built-in default library.
 //!
 //! ```
 //! let server = mcp_servers::everything::server();
@@ -14,3 +17,4 @@
 mod calculator;
 pub mod everything;
 pub mod sqlite;
+pub mod prompts;
