@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_client::{Client, EraChoice, RequestOptions};
-use mcp_schema::{CallToolResult, CompleteResult, ContentBlock, ProtocolVersion, ResourceContents};
+use mcp_schema::{
+    CallToolResult, CompleteResult, ContentBlock, ProtocolVersion, ResourceContents, Root,
+};
 use mcp_servers::filesystem::{Config, Limits};
 use serde_json::{Value, json};
 
@@ -54,6 +56,7 @@ fn fixture() -> Fixture {
     std::os::unix::fs::symlink(base.join("data2/secret.txt"), data.join("link_out")).unwrap();
     std::os::unix::fs::symlink(base.join("outside"), data.join("dir_out")).unwrap();
     std::os::unix::fs::symlink("hello.txt", data.join("link_in")).unwrap();
+    std::os::unix::fs::symlink(".env", data.join("innocent.txt")).unwrap();
     Fixture {
         _temp: temp,
         base,
@@ -64,6 +67,14 @@ fn fixture() -> Fixture {
 type Seen = Arc<Mutex<Vec<(String, String)>>>;
 
 async fn connect_with(config: Config, era: ProtocolVersion) -> (Client, Seen) {
+    connect_with_roots(config, era, None).await
+}
+
+async fn connect_with_roots(
+    config: Config,
+    era: ProtocolVersion,
+    roots: Option<Vec<Root>>,
+) -> (Client, Seen) {
     let server = mcp_servers::filesystem::server(config).expect("server");
     let (server_side, client_side) = mcp_core::Transport::pair();
     let _session = mcp_core::serve(
@@ -73,9 +84,13 @@ async fn connect_with(config: Config, era: ProtocolVersion) -> (Client, Seen) {
     );
     let seen: Seen = Arc::default();
     let log = Arc::clone(&seen);
+    let mut builder = Client::builder("fs-tests", "1.0.0");
+    if let Some(roots) = roots {
+        builder = builder.roots(roots);
+    }
     let client = tokio::time::timeout(
         Duration::from_secs(10),
-        Client::builder("fs-tests", "1.0.0")
+        builder
             .era(EraChoice::Pinned(era))
             .on_notification(move |n| {
                 let params = n
@@ -317,7 +332,7 @@ async fn secret_files_are_refused_by_default() {
     let f = fixture();
     for era in ERAS {
         let client = connect(&f, era).await;
-        for path in [".env", "keys/id_rsa", ".ssh/config"] {
+        for path in [".env", "keys/id_rsa", ".ssh/config", "innocent.txt"] {
             let message = refused(&client, "read_text_file", json!({"path": path}), "SECRET").await;
             assert!(message.contains("deny-list"), "{message}");
         }
@@ -879,4 +894,73 @@ async fn wait_for(seen: &Seen, method: &str, needle: &str) {
     tokio::time::timeout(Duration::from_secs(20), found)
         .await
         .unwrap_or_else(|_| panic!("no {method} with {needle}: {:?}", seen.lock().unwrap()));
+}
+
+#[tokio::test]
+async fn client_roots_narrow_the_scope_and_never_widen_it() {
+    let f = fixture();
+    let root = |path: &Path| Root::new(format!("file://{}", path.display()), None);
+    for era in ERAS {
+        // A root inside: only that part is reachable.
+        let (client, _) = connect_with_roots(
+            Config::new([&f.data]),
+            era,
+            Some(vec![root(&f.data.join("notes"))]),
+        )
+        .await;
+        let inside = call(&client, "read_text_file", json!({"path": "notes/a.md"})).await;
+        assert!(text(&inside).contains("TODO"), "{}", text(&inside));
+        refused(
+            &client,
+            "read_text_file",
+            json!({"path": "hello.txt"}),
+            "world",
+        )
+        .await;
+        let allowed = call(&client, "list_allowed_directories", json!({})).await;
+        assert_eq!(
+            text(&allowed),
+            format!("Allowed directories:\n{}", f.data.join("notes").display())
+        );
+        let error = client
+            .read_resource(&format!("file://{}/hello.txt", f.data.display()))
+            .await
+            .expect_err("outside the roots is not a resource");
+        assert_eq!(error.rpc().unwrap().code, era.resource_not_found_code());
+
+        // A root outside grants nothing, not even what it names.
+        let (client, _) = connect_with_roots(
+            Config::new([&f.data]),
+            era,
+            Some(vec![root(&f.base.join("outside"))]),
+        )
+        .await;
+        refused(
+            &client,
+            "read_text_file",
+            json!({"path": "hello.txt"}),
+            "world",
+        )
+        .await;
+        refused(
+            &client,
+            "read_text_file",
+            json!({"path": f.base.join("outside/file.txt")}),
+            "OUTSIDE-CONTENT",
+        )
+        .await;
+
+        // A root wider than the operator's directory grants that directory only.
+        let (client, _) =
+            connect_with_roots(Config::new([&f.data]), era, Some(vec![root(&f.base)])).await;
+        let read = call(&client, "read_text_file", json!({"path": "hello.txt"})).await;
+        assert_eq!(text(&read), "hello\nworld\n");
+        refused(
+            &client,
+            "read_text_file",
+            json!({"path": f.base.join("outside/file.txt")}),
+            "OUTSIDE-CONTENT",
+        )
+        .await;
+    }
 }

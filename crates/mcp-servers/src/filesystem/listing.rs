@@ -11,13 +11,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::State;
+use super::roots::Access;
 use super::scope::{AccessError, Located};
 use super::tools::{Reply, Spec, blocking, reads, schema_of};
 
 /// Opens a directory through its allowed directory's handle, after the
 /// containment and deny checks (a denied directory's entries are not shown).
-pub(crate) fn open_directory(state: &State, path: &str) -> Result<(Located, Dir), AccessError> {
-    let located = state.scope.locate(path)?;
+pub(crate) fn open_directory(state: &Access, path: &str) -> Result<(Located, Dir), AccessError> {
+    let located = state.locate(path)?;
     let dir = state
         .scope
         .dir(located.root)
@@ -110,7 +111,7 @@ fn truncation_notice(max: usize) -> String {
     format!("\n[truncated: only the first {max} entries are listed]")
 }
 
-fn list(args: super::read::PathArgs, state: &State) -> Result<Reply, AccessError> {
+fn list(args: super::read::PathArgs, state: &Access) -> Result<Reply, AccessError> {
     let (_, dir) = open_directory(state, &args.path)?;
     let max = state.limits.max_entries;
     let (entries, truncated) = entries(&dir, max).map_err(|e| AccessError::io(&args.path, e))?;
@@ -178,7 +179,7 @@ pub(crate) fn format_size(bytes: u64) -> String {
     format!("{value:.2} {}", UNITS[unit])
 }
 
-fn list_sizes(args: SizesArgs, state: &State) -> Result<Reply, AccessError> {
+fn list_sizes(args: SizesArgs, state: &Access) -> Result<Reply, AccessError> {
     let (_, dir) = open_directory(state, &args.path)?;
     let max = state.limits.max_entries;
     let (mut entries, truncated) =
@@ -359,7 +360,7 @@ impl TreeWalk<'_> {
     }
 }
 
-fn tree(args: TreeArgs, state: &State) -> Result<Reply, AccessError> {
+fn tree(args: TreeArgs, state: &Access) -> Result<Reply, AccessError> {
     let (located, dir) = open_directory(state, &args.path)?;
     let max = state.limits.max_entries;
     let mut walk = TreeWalk {

@@ -40,12 +40,16 @@
 //! operator allows them, the write tools are not listed at all without
 //! [`Config::write`], and files are resources (`file:///…`, with the
 //! template `file:///{+path}` and path completion). Client roots narrow the
-//! scope, never widen it.
+//! scope of tool calls and resource reads, never widen it: a client that
+//! declares roots reaches only the parts of the allowed directories inside
+//! them (a root outside them grants nothing); `resources/list` and
+//! completion show the operator's directories.
 
 mod edit;
 mod listing;
 mod read;
 mod resources;
+mod roots;
 mod scope;
 mod search;
 mod tools;

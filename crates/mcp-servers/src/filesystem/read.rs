@@ -14,13 +14,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::State;
+use super::roots::Access;
 use super::scope::{AccessError, Located};
 use super::tools::{Reply, Spec, blocking, reads, schema_of};
 
 /// Opens a file for reading through its directory's handle, after the
 /// containment and deny checks.
-pub(crate) fn open_file(state: &State, path: &str) -> Result<(Located, File), AccessError> {
-    let located = state.scope.locate(path)?;
+pub(crate) fn open_file(state: &Access, path: &str) -> Result<(Located, File), AccessError> {
+    let located = state.locate(path)?;
     let file = state
         .scope
         .dir(located.root)
@@ -224,7 +225,7 @@ pub(crate) struct ReadTextArgs {
     limit: Option<u64>,
 }
 
-fn read_text(args: ReadTextArgs, state: &State) -> Result<Reply, AccessError> {
+fn read_text(args: ReadTextArgs, state: &Access) -> Result<Reply, AccessError> {
     let lines = match (args.head, args.tail, args.offset, args.limit) {
         (Some(_), Some(_), _, _) => {
             return Err(AccessError::Invalid(
@@ -261,7 +262,7 @@ pub(crate) struct PathArgs {
 }
 
 /// The whole of a file up to `max` bytes, refused beyond.
-pub(crate) fn read_whole(state: &State, path: &str) -> Result<(Located, Vec<u8>), AccessError> {
+pub(crate) fn read_whole(state: &Access, path: &str) -> Result<(Located, Vec<u8>), AccessError> {
     let (located, file) = open_file(state, path)?;
     let max = state.limits.max_file_bytes;
     let mut bytes = Vec::new();
@@ -287,7 +288,7 @@ pub(crate) fn mime_of(path: &std::path::Path) -> String {
         .to_owned()
 }
 
-fn read_media(args: PathArgs, state: &State) -> Result<Reply, AccessError> {
+fn read_media(args: PathArgs, state: &Access) -> Result<Reply, AccessError> {
     let (located, bytes) = read_whole(state, &args.path)?;
     let mime = mime_of(&located.relative);
     let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
@@ -335,7 +336,7 @@ struct ReadMany {
     files: Vec<FileRead>,
 }
 
-fn read_many(args: ReadManyArgs, state: &State) -> Result<Reply, AccessError> {
+fn read_many(args: ReadManyArgs, state: &Access) -> Result<Reply, AccessError> {
     let max = state.limits.max_read_bytes;
     let mut parts = Vec::with_capacity(args.paths.len());
     let mut files = Vec::with_capacity(args.paths.len());
@@ -406,8 +407,8 @@ fn date(time: std::io::Result<SystemTime>) -> Option<String> {
     time.ok().map(httpdate::fmt_http_date)
 }
 
-fn file_info(args: PathArgs, state: &State) -> Result<Reply, AccessError> {
-    let located = state.scope.locate(&args.path)?;
+fn file_info(args: PathArgs, state: &Access) -> Result<Reply, AccessError> {
+    let located = state.locate(&args.path)?;
     let dir = state.scope.dir(located.root);
     let metadata = dir
         .metadata(located.handle_path())
@@ -461,12 +462,11 @@ struct AllowedDirectories {
     directories: Vec<String>,
 }
 
-fn allowed(_: mcp_server::NoArguments, state: &State) -> Result<Reply, AccessError> {
+fn allowed(_: mcp_server::NoArguments, state: &Access) -> Result<Reply, AccessError> {
     let directories: Vec<String> = state
-        .scope
-        .allowed()
+        .directories()
         .iter()
-        .map(|a| a.path.display().to_string())
+        .map(|p| p.display().to_string())
         .collect();
     let text = format!("Allowed directories:\n{}", directories.join("\n"));
     Ok(Reply::with(text, &AllowedDirectories { directories }))

@@ -18,6 +18,7 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use super::State;
 use super::listing::{Kind, entries};
 use super::read::{mime_of, read_whole};
+use super::roots::{self, Access};
 use super::scope::{AccessError, Located};
 
 /// The characters written as they are in a file URI's path.
@@ -69,7 +70,7 @@ fn is_text(mime: &str, bytes: &[u8]) -> bool {
 
 /// Reads the resource at absolute `path`.
 fn read(
-    state: &State,
+    state: &Access,
     path: &str,
     uri: &str,
     ctx: &Context,
@@ -151,9 +152,12 @@ fn listed_one(state: &Arc<State>, located: &Located, kind: Kind) -> ResourceDef 
         let path = path.clone();
         let uri = uri.clone();
         async move {
-            tokio::task::spawn_blocking(move || read(&state, &path, &uri, &ctx))
-                .await
-                .map_err(HandlerError::failed)?
+            let roots = roots::of(&ctx, &state.scope).await?;
+            tokio::task::spawn_blocking(move || {
+                read(&Access::new(&state, roots), &path, &uri, &ctx)
+            })
+            .await
+            .map_err(HandlerError::failed)?
         }
     })
 }
@@ -270,9 +274,12 @@ pub(crate) fn template(state: &Arc<State>) -> Result<TemplateDef, String> {
             let state = Arc::clone(&reader);
             async move {
                 let path = format!("/{}", vars.get("path").map(String::as_str).unwrap_or(""));
-                tokio::task::spawn_blocking(move || read(&state, &path, &uri, &ctx))
-                    .await
-                    .map_err(HandlerError::failed)?
+                let roots = roots::of(&ctx, &state.scope).await?;
+                tokio::task::spawn_blocking(move || {
+                    read(&Access::new(&state, roots), &path, &uri, &ctx)
+                })
+                .await
+                .map_err(HandlerError::failed)?
             }
         })?
         .description(

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::State;
 use super::listing::{Exclude, Kind, entries, glob, open_directory};
+use super::roots::Access;
 use super::scope::{AccessError, Located};
 use super::tools::{Reply, Spec, blocking, reads, schema_of};
 
@@ -21,7 +22,7 @@ use super::tools::{Reply, Spec, blocking, reads, schema_of};
 /// without following symbolic links or entering denied directories;
 /// visits at most `max_walk` entries. Returns whether the cap stopped it.
 fn walk(
-    state: &State,
+    state: &Access,
     start: &Located,
     dir: Dir,
     mut visit: impl FnMut(&Dir, &Path, Kind) -> ControlFlow<()>,
@@ -79,7 +80,7 @@ struct FoundFiles {
     truncated: bool,
 }
 
-fn search_files(args: FilesArgs, state: &State) -> Result<Reply, AccessError> {
+fn search_files(args: FilesArgs, state: &Access) -> Result<Reply, AccessError> {
     let (located, dir) = open_directory(state, &args.path)?;
     let pattern = glob(&args.pattern)?.compile_matcher();
     let exclude = Exclude::new(&args.exclude_patterns)?;
@@ -230,7 +231,7 @@ impl Sink for Collect<'_> {
     }
 }
 
-fn search_content(args: ContentArgs, state: &State) -> Result<Reply, AccessError> {
+fn search_content(args: ContentArgs, state: &Access) -> Result<Reply, AccessError> {
     let pattern = if args.literal {
         regex::escape(&args.pattern)
     } else {
@@ -264,7 +265,7 @@ fn search_content(args: ContentArgs, state: &State) -> Result<Reply, AccessError
         truncated: false,
     };
     let mut text = String::new();
-    let located = state.scope.locate(&args.path)?;
+    let located = state.locate(&args.path)?;
     let root = state.scope.dir(located.root);
     let is_dir = root
         .metadata(located.handle_path())

@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::State;
+use super::roots::{self, Access};
 use super::scope::AccessError;
 
 /// What a tool answers: content blocks, and structured content when the
@@ -71,12 +72,13 @@ pub(crate) struct Spec {
 }
 
 /// A tool whose handler `work` runs on a blocking thread with the
-/// arguments `A` and the shared state; an [`AccessError`] becomes an
+/// arguments `A` and what the request may reach (the shared state
+/// narrowed to the client's roots); an [`AccessError`] becomes an
 /// `isError` result saying why.
 pub(crate) fn blocking<A, F>(spec: Spec, state: &Arc<State>, work: F) -> ToolDef
 where
     A: DeserializeOwned + JsonSchema + Send + 'static,
-    F: Fn(A, &State) -> Result<Reply, AccessError> + Send + Sync + 'static,
+    F: Fn(A, &Access) -> Result<Reply, AccessError> + Send + Sync + 'static,
 {
     let mut tool = Tool::new(spec.name, schema_of::<A>()).with_description(spec.description);
     if let Some(output) = spec.output {
@@ -86,15 +88,17 @@ where
     annotations.title = Some(spec.title.to_owned());
     let work = Arc::new(work);
     let state = Arc::clone(state);
-    ToolDef::from_parts(tool, move |args, _ctx| {
+    ToolDef::from_parts(tool, move |args, ctx| {
         let work = Arc::clone(&work);
         let state = Arc::clone(&state);
         async move {
             let args: A = serde_json::from_value(Value::Object(args))
                 .map_err(|e| HandlerError::invalid_params(format!("arguments: {e}")))?;
-            let reply = tokio::task::spawn_blocking(move || work(args, &state))
-                .await
-                .map_err(|e| HandlerError::failed(format!("the operation stopped: {e}")))?;
+            let roots = roots::of(&ctx, &state.scope).await?;
+            let reply =
+                tokio::task::spawn_blocking(move || work(args, &Access::new(&state, roots)))
+                    .await
+                    .map_err(|e| HandlerError::failed(format!("the operation stopped: {e}")))?;
             match reply {
                 Ok(reply) => Ok(CallToolResult {
                     content: reply.content,

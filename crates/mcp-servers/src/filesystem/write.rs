@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::State;
 use super::edit::{self, Edit};
 use super::read::{PathArgs, read_whole};
+use super::roots::Access;
 use super::scope::AccessError;
 use super::tools::{Reply, Spec, blocking, schema_of, writes};
 
@@ -24,8 +25,8 @@ struct Target {
     name: OsString,
 }
 
-fn target(state: &State, path: &str) -> Result<Target, AccessError> {
-    let located = state.scope.locate(path)?;
+fn target(state: &Access, path: &str) -> Result<Target, AccessError> {
+    let located = state.locate(path)?;
     let Some(name) = located.relative.file_name().map(ToOwned::to_owned) else {
         return Err(AccessError::Invalid(format!(
             "{path} is an allowed directory itself; name a path beneath it"
@@ -85,7 +86,7 @@ struct WriteArgs {
     content: String,
 }
 
-fn write_file(args: WriteArgs, state: &State) -> Result<Reply, AccessError> {
+fn write_file(args: WriteArgs, state: &Access) -> Result<Reply, AccessError> {
     let target = target(state, &args.path)?;
     write_atomically(&args.path, &target, args.content.as_bytes())?;
     Ok(done(format!("Successfully wrote to {}", args.path)))
@@ -114,7 +115,7 @@ struct Edited {
     applied: bool,
 }
 
-fn edit_file(args: EditArgs, state: &State) -> Result<Reply, AccessError> {
+fn edit_file(args: EditArgs, state: &Access) -> Result<Reply, AccessError> {
     let target = target(state, &args.path)?;
     let (_, bytes) = read_whole(state, &args.path)?;
     let original = String::from_utf8(bytes).map_err(|_| {
@@ -132,8 +133,8 @@ fn edit_file(args: EditArgs, state: &State) -> Result<Reply, AccessError> {
     Ok(Reply::with(diff.clone(), &Edited { diff, applied }))
 }
 
-fn create_directory(args: PathArgs, state: &State) -> Result<Reply, AccessError> {
-    let located = state.scope.locate(&args.path)?;
+fn create_directory(args: PathArgs, state: &Access) -> Result<Reply, AccessError> {
+    let located = state.locate(&args.path)?;
     state
         .scope
         .dir(located.root)
@@ -154,7 +155,10 @@ struct MoveArgs {
     destination: String,
 }
 
-fn source_and_destination(state: &State, args: &MoveArgs) -> Result<(Target, Target), AccessError> {
+fn source_and_destination(
+    state: &Access,
+    args: &MoveArgs,
+) -> Result<(Target, Target), AccessError> {
     let source = target(state, &args.source)?;
     let destination = target(state, &args.destination)?;
     if destination
@@ -170,7 +174,7 @@ fn source_and_destination(state: &State, args: &MoveArgs) -> Result<(Target, Tar
     Ok((source, destination))
 }
 
-fn move_file(args: MoveArgs, state: &State) -> Result<Reply, AccessError> {
+fn move_file(args: MoveArgs, state: &Access) -> Result<Reply, AccessError> {
     let (source, destination) = source_and_destination(state, &args)?;
     source
         .parent
@@ -188,7 +192,7 @@ fn move_file(args: MoveArgs, state: &State) -> Result<Reply, AccessError> {
     )))
 }
 
-fn copy_file(args: MoveArgs, state: &State) -> Result<Reply, AccessError> {
+fn copy_file(args: MoveArgs, state: &Access) -> Result<Reply, AccessError> {
     let (source, destination) = source_and_destination(state, &args)?;
     let metadata = source
         .parent
@@ -220,7 +224,7 @@ struct DeleteArgs {
     recursive: bool,
 }
 
-fn delete_file(args: DeleteArgs, state: &State) -> Result<Reply, AccessError> {
+fn delete_file(args: DeleteArgs, state: &Access) -> Result<Reply, AccessError> {
     let target = target(state, &args.path)?;
     let io = |e| AccessError::io(&args.path, e);
     let metadata = target.parent.symlink_metadata(&target.name).map_err(io)?;
