@@ -964,3 +964,57 @@ async fn client_roots_narrow_the_scope_and_never_widen_it() {
         .await;
     }
 }
+
+/// Serves the server over Streamable HTTP on a free loopback port.
+async fn on_http(config: Config) -> String {
+    let server = mcp_servers::filesystem::server(config).expect("server");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let endpoint = mcp_http::McpEndpoint::new(
+        Arc::new(server.clone()),
+        server.session_config(),
+        mcp_http::HttpConfig::loopback(port),
+    );
+    tokio::spawn(mcp_http::serve(listener, endpoint, std::future::pending()));
+    format!("http://127.0.0.1:{port}/mcp")
+}
+
+#[tokio::test]
+async fn over_streamable_http_in_both_eras() {
+    let f = fixture();
+    let url = on_http(Config::new([&f.data])).await;
+    for era in ERAS {
+        let transport = mcp_http::client::connect(mcp_http::HttpClientConfig::new(url.clone()))
+            .await
+            .unwrap()
+            .into_transport();
+        let client = tokio::time::timeout(
+            Duration::from_secs(10),
+            Client::builder("fs-tests", "1.0.0")
+                .era(EraChoice::Pinned(era))
+                .connect(transport),
+        )
+        .await
+        .expect("connect in time")
+        .expect("connect");
+        assert_eq!(client.revision(), era);
+        let read = call(&client, "read_text_file", json!({"path": "hello.txt"})).await;
+        assert_eq!(text(&read), "hello\nworld\n");
+        refused(
+            &client,
+            "read_text_file",
+            json!({"path": "../data2/secret.txt"}),
+            "outside-secret",
+        )
+        .await;
+        let resource = client
+            .read_resource(&format!("file://{}/notes/a.md", f.data.display()))
+            .await
+            .unwrap();
+        let ResourceContents::Text(markdown) = &resource.contents[0] else {
+            panic!("{resource:?}")
+        };
+        assert_eq!(markdown.mime_type.as_deref(), Some("text/markdown"));
+        assert!(markdown.text.contains("TODO"));
+    }
+}

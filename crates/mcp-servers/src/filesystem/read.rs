@@ -337,7 +337,11 @@ struct ReadMany {
 }
 
 fn read_many(args: ReadManyArgs, state: &Access) -> Result<Reply, AccessError> {
-    let max = state.limits.max_read_bytes;
+    // The files share four times the cap of one read, each at least 4 KiB.
+    let max = (state.limits.max_read_bytes.saturating_mul(4) / args.paths.len().max(1)).clamp(
+        4096.min(state.limits.max_read_bytes),
+        state.limits.max_read_bytes,
+    );
     let mut parts = Vec::with_capacity(args.paths.len());
     let mut files = Vec::with_capacity(args.paths.len());
     for path in args.paths {
