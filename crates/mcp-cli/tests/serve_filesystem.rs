@@ -31,7 +31,11 @@ async fn serve_filesystem_reads_refuses_secrets_and_writes_only_when_allowed() {
 
     let output = mcp(&["tool", "-s", &read_only, "read_text_file", "path=hello.txt"]).await;
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(stdout(&output).contains("hello from the tree"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("hello from the tree"),
+        "{}",
+        stdout(&output)
+    );
 
     let output = mcp(&["read", "-s", &read_only, &format!("file://{dir}/hello.txt")]).await;
     assert!(output.status.success(), "{}", stderr(&output));
@@ -42,12 +46,34 @@ async fn serve_filesystem_reads_refuses_secrets_and_writes_only_when_allowed() {
     assert!(!both.contains("never-shown"), "{both}");
     assert!(both.contains("deny-list"), "{both}");
 
-    let output = mcp(&["tool", "-s", &read_only, "write_file", "path=new.txt", "content=x"]).await;
-    assert!(!output.status.success(), "write_file exists without --write");
+    let output = mcp(&[
+        "tool",
+        "-s",
+        &read_only,
+        "write_file",
+        "path=new.txt",
+        "content=x",
+    ])
+    .await;
+    assert!(
+        !output.status.success(),
+        "write_file exists without --write"
+    );
     assert!(!tree.0.join("new.txt").exists());
 
     let writable = format!("{MCP} serve filesystem {dir} --write");
-    let output = mcp(&["tool", "-s", &writable, "write_file", "path=new.txt", "content=written"]).await;
+    let output = mcp(&[
+        "tool",
+        "-s",
+        &writable,
+        "write_file",
+        "path=new.txt",
+        "content=written",
+    ])
+    .await;
     assert!(output.status.success(), "{}", stderr(&output));
-    assert_eq!(std::fs::read_to_string(tree.0.join("new.txt")).unwrap(), "written");
+    assert_eq!(
+        std::fs::read_to_string(tree.0.join("new.txt")).unwrap(),
+        "written"
+    );
 }
