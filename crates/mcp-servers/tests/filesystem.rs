@@ -589,6 +589,20 @@ async fn listing_tree_and_searches() {
             [f.data.join("notes/a.md"), f.data.join("notes/deep/b.md")]
                 .map(|p| p.display().to_string())
         );
+        let capped = call(
+            &client,
+            "search_files",
+            json!({"path": ".", "pattern": "**/*.md", "maxResults": 1}),
+        )
+        .await;
+        assert!(text(&capped).contains("[truncated"), "{}", text(&capped));
+        let exact = call(
+            &client,
+            "search_files",
+            json!({"path": ".", "pattern": "**/*.md", "maxResults": 2}),
+        )
+        .await;
+        assert!(!text(&exact).contains("[truncated"), "{}", text(&exact));
         let top = call(
             &client,
             "search_files",

@@ -90,19 +90,21 @@ fn search_files(args: FilesArgs, state: &Access) -> Result<Reply, AccessError> {
         .min(state.limits.max_results);
     let base = state.scope.display(&located);
     let mut paths = Vec::new();
-    let mut truncated = walk(state, &located, dir, |_, path, _| {
+    let mut more = false;
+    let stopped = walk(state, &located, dir, |_, path, _| {
         if exclude.excludes(path) {
             return ControlFlow::Continue(());
         }
         if pattern.is_match(path) {
             if paths.len() == max {
+                more = true;
                 return ControlFlow::Break(());
             }
             paths.push(base.join(path).display().to_string());
         }
         ControlFlow::Continue(())
     });
-    truncated |= paths.len() == max && max > 0;
+    let truncated = stopped || more;
     let mut text = if paths.is_empty() {
         "No matches found".to_owned()
     } else {
