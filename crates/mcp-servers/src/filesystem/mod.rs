@@ -59,7 +59,7 @@ mod write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-pub use scope::{AccessError, DEFAULT_DENY};
+pub use scope::DEFAULT_DENY;
 
 use scope::Scope;
 
