@@ -42,6 +42,31 @@ pub enum BuiltIn {
         #[command(flatten)]
         transport: Transport,
     },
+    /// Files in the given directories, read-only unless --write: reading,
+    /// listing, searching (names and contents), resources, and with
+    /// --write atomic writes and edits. Secrets (.env, keys, .ssh/ ...)
+    /// are refused unless --allow-secrets.
+    Filesystem {
+        /// The directories to serve; nothing outside them is reachable.
+        #[arg(value_name = "DIR", required = true)]
+        directories: Vec<std::path::PathBuf>,
+        /// Offer the write tools (write_file, edit_file, create_directory,
+        /// move_file, copy_file, delete_file).
+        #[arg(long)]
+        write: bool,
+        /// Watch the directories: changes become resource notifications.
+        #[arg(long)]
+        watch: bool,
+        /// Also refuse paths matching this glob (repeatable), beside the
+        /// default secrets.
+        #[arg(long, value_name = "GLOB")]
+        deny: Vec<String>,
+        /// Turn the secret deny-list off.
+        #[arg(long)]
+        allow_secrets: bool,
+        #[command(flatten)]
+        transport: Transport,
+    },
 }
 
 impl BuiltIn {
@@ -78,6 +103,23 @@ impl BuiltIn {
                     mcp_servers::prompts::server(config.watch(!no_watch))?,
                     transport,
                 )
+            }
+            BuiltIn::Filesystem {
+                directories,
+                write,
+                watch,
+                deny,
+                allow_secrets,
+                transport,
+            } => {
+                let mut config = mcp_servers::filesystem::Config::new(directories)
+                    .write(write)
+                    .watch(watch)
+                    .allow_secrets(allow_secrets);
+                for glob in deny {
+                    config = config.deny(glob);
+                }
+                (mcp_servers::filesystem::server(config)?, transport)
             }
         };
         transport.serve(server).await

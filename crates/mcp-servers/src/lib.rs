@@ -8,6 +8,8 @@
 //! - [`prompts`]: a versioned library of prompt templates (Markdown files
 //!   with YAML front matter and Handlebars bodies), from a watched
 //!   directory or the built-in default library.
+//! - [`filesystem`]: the operator's directories as tools and resources,
+//!   read-only unless writing is allowed, contained by directory handles.
 //!
 //! ```
 //! let server = mcp_servers::everything::server();
@@ -18,3 +20,4 @@ mod calculator;
 pub mod everything;
 pub mod sqlite;
 pub mod prompts;
+pub mod filesystem;
