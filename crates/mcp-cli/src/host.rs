@@ -166,17 +166,25 @@ fn load(args: &HostArgs, vars: &Variables) -> Result<HostConfig> {
     Ok(HostConfig::load(&args.config, vars)?)
 }
 
-/// The servers `mcp host` runs without a config: this program's own
-/// `everything` server, as a child over stdio.
+/// The servers `mcp host` runs without a config, each this program's own,
+/// as a child over stdio: `everything`, the current directory through the
+/// filesystem server (read-only, secrets refused), and the built-in
+/// prompt library.
 fn embedded_default() -> Result<HostConfig> {
     let exe = std::env::current_exe().context("cannot find this program's own path")?;
-    let everything = ServerConfig::stdio(
-        "everything",
-        exe.display().to_string(),
-        vec!["serve".into(), "everything".into()],
-    );
+    let here = std::env::current_dir().context("cannot read the current directory")?;
+    let builtin = |name: &str, args: &[&str]| {
+        let mut argv = vec!["serve".to_owned(), name.to_owned()];
+        argv.extend(args.iter().map(|a| (*a).to_owned()));
+        ServerConfig::stdio(name, exe.display().to_string(), argv)
+    };
+    let directory = here.display().to_string();
     Ok(HostConfig {
-        servers: vec![everything],
+        servers: vec![
+            builtin("everything", &[]),
+            builtin("filesystem", &[&directory]),
+            builtin("prompts", &[]),
+        ],
         problems: Vec::new(),
     })
 }

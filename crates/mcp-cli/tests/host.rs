@@ -56,9 +56,14 @@ struct RunningHost {
 
 impl RunningHost {
     async fn start(config: &Path) -> RunningHost {
-        let mut child = tokio::process::Command::new(MCP)
-            .args(["host", "--config"])
-            .arg(config)
+        let mut command = tokio::process::Command::new(MCP);
+        command.args(["host", "--config"]).arg(config);
+        RunningHost::start_command(command).await
+    }
+
+    /// `command`, an `mcp host` without its address, on a free port.
+    async fn start_command(mut command: tokio::process::Command) -> RunningHost {
+        let mut child = command
             .args(["--http", "127.0.0.1:0"])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -152,6 +157,65 @@ async fn tool_names(client: &Client) -> Vec<String> {
         .into_iter()
         .map(|t| t.name)
         .collect()
+}
+
+/// Without a config the host runs its built-in servers: `everything`, the
+/// current directory (read-only, secrets refused) and the prompt library.
+#[tokio::test]
+async fn without_a_config_the_built_in_servers_run() {
+    let dir = ConfigDir::new("embedded");
+    std::fs::write(dir.0.join("notes.txt"), "from the current directory").unwrap();
+    std::fs::write(dir.0.join(".env"), "SECRET=1").unwrap();
+    let mut command = tokio::process::Command::new(MCP);
+    command.arg("host").current_dir(&dir.0);
+    let host = RunningHost::start_command(command).await;
+    let status = host
+        .until("every built-in server ready", |status| {
+            ["everything", "filesystem", "prompts"]
+                .iter()
+                .all(|name| server(status, name)["state"] == "ready")
+        })
+        .await;
+    assert_eq!(
+        status["servers"].as_array().map(Vec::len),
+        Some(3),
+        "{status}"
+    );
+    let client = host.client(EraChoice::Auto, None).await;
+    let tools = tool_names(&client).await;
+    assert!(
+        tools.contains(&"filesystem__read_text_file".to_owned()),
+        "{tools:?}"
+    );
+    assert!(
+        !tools.iter().any(|t| t == "filesystem__write_file"),
+        "{tools:?}"
+    );
+    let read = |path: &str| {
+        let path = dir.0.join(path).display().to_string();
+        client.call_tool("filesystem__read_text_file", json!({"path": path}))
+    };
+    let notes = within("a file read", read("notes.txt"))
+        .await
+        .expect("read");
+    assert_ne!(notes.is_error, Some(true), "{notes:?}");
+    assert!(
+        serde_json::to_string(&notes)
+            .unwrap()
+            .contains("from the current directory"),
+        "{notes:?}"
+    );
+    let secret = within("a secret read", read(".env"))
+        .await
+        .expect("answered");
+    assert_eq!(secret.is_error, Some(true), "{secret:?}");
+    let prompts = within("prompts", client.list_all_prompts())
+        .await
+        .expect("prompts");
+    assert!(
+        prompts.iter().any(|p| p.name == "prompts__email-reply"),
+        "{prompts:?}"
+    );
 }
 
 #[tokio::test]
