@@ -204,6 +204,11 @@ expect "filesystem: mcp resources tells that the server has none" \
 expect "filesystem: mcp info --json names the server" \
   -o '"name": "secure-filesystem-server"' -o '"protocolVersion": "2025-11-25"' -- "$mcp" info --json -s "$filesystem"
 
+echo "-- filesystem parity: the official server and mcp serve filesystem, the same operations"
+python3 .ci/filesystem-parity.py "$mcp" "$node_bin $modules/server-filesystem/dist/index.js" ||
+  fail "filesystem parity"
+passed=$((passed + 1))
+
 echo "-- memory (stdio)"
 memory="$node_bin $modules/server-memory/dist/index.js"
 expect "memory: mcp tool create_entities creates an entity" \

@@ -18,7 +18,7 @@
 //!
 //! | Official tool | Here | What is added |
 //! |---|---|---|
-//! | `read_text_file` (`head`, `tail`) | `read_text_file` | `offset`/`limit` line ranges; a size cap that says it truncated and which `offset` continues |
+//! | `read_text_file` (`head`, `tail`) | `read_text_file` | `offset`/`limit` line ranges; a size cap that says it truncated and which `offset` continues; `tail` counts lines, not the empty string after a file's last line break (the official `tail: 1` of `"a\nb\n"` is empty) |
 //! | `read_file` (deprecated) | `read_file` | the same as `read_text_file` |
 //! | `read_media_file` | `read_media_file` | size cap; other binaries as an embedded `blob` |
 //! | `read_multiple_files` | `read_multiple_files` | per-file size cap; structured result per file |
