@@ -18,6 +18,6 @@
 
 mod calculator;
 pub mod everything;
-pub mod sqlite;
-pub mod prompts;
 pub mod filesystem;
+pub mod prompts;
+pub mod sqlite;
