@@ -111,6 +111,37 @@ pub fn header_params(input_schema: &Value) -> Result<Vec<HeaderParam>, InvalidHe
     Ok(found)
 }
 
+/// Makes every annotated property of `input_schema` whose type is a
+/// nullable primitive (`["integer", "null"]`, as schema generators write
+/// an optional field) the plain primitive: some clients refuse a type list
+/// on an annotated property and drop the whole tool. The argument may
+/// still be left out; it can no longer be `null`. Returns how many
+/// properties changed.
+pub fn plain_annotated_types(input_schema: &mut Map<String, Value>) -> usize {
+    let Some(Value::Object(properties)) = input_schema.get_mut("properties") else {
+        return 0;
+    };
+    let mut changed = 0;
+    for property in properties.values_mut() {
+        let Value::Object(property) = property else {
+            continue;
+        };
+        if property.contains_key(ANNOTATION)
+            && let Some(Value::Array(types)) = property.get("type")
+        {
+            let named: Vec<&str> = types.iter().filter_map(Value::as_str).collect();
+            let not_null: Vec<&str> = named.iter().copied().filter(|t| *t != "null").collect();
+            if named.len() == 2 && types.len() == 2 && not_null.len() == 1 {
+                let plain = Value::String(not_null[0].to_owned());
+                property.insert("type".to_owned(), plain);
+                changed += 1;
+            }
+        }
+        changed += plain_annotated_types(property);
+    }
+    changed
+}
+
 fn invalid(path: &[String], reason: impl Into<String>) -> InvalidHeaderAnnotation {
     let mut location = String::new();
     for key in path {
@@ -368,6 +399,31 @@ mod tests {
 
     fn args(value: Value) -> Map<String, Value> {
         value.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn nullable_annotated_types_become_plain() {
+        let mut schema = json!({"type": "object", "properties": {
+            "shard": {"type": ["integer", "null"], "x-mcp-header": "Shard"},
+            "note": {"type": ["string", "null"]},
+            "target": {"type": "object", "properties": {
+                "dry": {"type": ["null", "boolean"], "x-mcp-header": "Dry"},
+                "odd": {"type": ["string", "integer", "null"], "x-mcp-header": "Odd"}}}}});
+        let object = schema.as_object_mut().unwrap();
+        assert_eq!(plain_annotated_types(object), 2);
+        assert_eq!(schema["properties"]["shard"]["type"], "integer");
+        assert_eq!(
+            schema["properties"]["note"]["type"],
+            json!(["string", "null"])
+        );
+        assert_eq!(
+            schema["properties"]["target"]["properties"]["dry"]["type"],
+            "boolean"
+        );
+        assert_eq!(
+            schema["properties"]["target"]["properties"]["odd"]["type"],
+            json!(["string", "integer", "null"])
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use mcp_core::{BoxFuture, box_future};
-use mcp_schema::header_params::{HeaderParam, header_params};
+use mcp_schema::header_params::{HeaderParam, header_params, plain_annotated_types};
 use mcp_schema::{CallToolResult, JsonObject, TaskSupport, Tool, ToolAnnotations, ToolExecution};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -139,6 +139,10 @@ impl ToolDef {
         F: Fn(JsonObject, Context) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<CallToolResult, HandlerError>> + Send + 'static,
     {
+        let mut tool = tool;
+        // Clients that refuse a nullable type on a header-mirrored argument
+        // would drop the tool: an optional argument is left out instead.
+        plain_annotated_types(&mut tool.input_schema);
         let schema = Value::Object(tool.input_schema.clone());
         let validator = match jsonschema::validator_for(&schema) {
             Ok(v) => Some(Arc::new(v)),
