@@ -67,6 +67,18 @@ impl PromptDef {
         self
     }
 
+    /// Sets a human-readable title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.prompt.title = Some(title.into());
+        self
+    }
+
+    /// Sets the metadata listed with the prompt (`_meta`).
+    pub fn meta(mut self, meta: mcp_schema::Meta) -> Self {
+        self.prompt.meta = Some(meta);
+        self
+    }
+
     /// Offers completions for argument `name`.
     pub fn complete(mut self, name: impl Into<String>, completer: Completer) -> Self {
         self.completers.insert(name.into(), completer);

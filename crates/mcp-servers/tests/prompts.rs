@@ -272,6 +272,13 @@ async fn lists_each_prompt_once_with_its_newest_arguments_and_a_version_argument
                 .contains("1.10.0, 1.9.0"),
             "{version:?}"
         );
+        // The versions are listed in the prompt's `_meta` too, newest first.
+        let versions = summarize
+            .meta
+            .as_ref()
+            .and_then(|meta| meta.get("io.github.mcp/versions"))
+            .cloned();
+        assert_eq!(versions, Some(json!(["1.10.0", "1.9.0"])), "{summarize:?}");
         let broken = listed.iter().find(|p| p.name == "broken").unwrap();
         assert!(
             broken

@@ -113,6 +113,15 @@ impl PromptFamily {
             }
         }
         let versions = self.version_list();
+        if let Some(title) = &newest.title {
+            def = def.title(title.clone());
+        }
+        let mut meta = mcp_schema::Meta::new();
+        meta.insert(
+            super::render::META_VERSIONS.to_owned(),
+            versions.clone().into(),
+        );
+        def = def.meta(meta);
         def.argument(
             VERSION_ARGUMENT,
             format!(

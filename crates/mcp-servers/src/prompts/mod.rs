@@ -41,8 +41,9 @@
 //!   for `{{#each}}`; any other text stays text.
 //! - Several files may hold one prompt `name` with different semantic
 //!   `version`s: the newest (1.10.0 beats 1.9.0) is served unless the
-//!   `version` argument every prompt takes names another. The result's
-//!   `_meta` lists them ([`META_VERSIONS`]) and names the one rendered
+//!   `version` argument every prompt takes names another. The listed
+//!   prompt's `_meta` and the result's list them ([`META_VERSIONS`]); the
+//!   result's also names the one rendered
 //!   ([`META_VERSION`]). `version` and arguments with `enum` values
 //!   complete (`completion/complete`). The listing shows the newest
 //!   version's arguments, so those it requires must be given whatever
