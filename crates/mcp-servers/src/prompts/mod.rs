@@ -154,7 +154,7 @@ pub enum PromptsError {
         /// The directory.
         path: PathBuf,
         /// Why.
-        source: notify_debouncer_mini::notify::Error,
+        source: notify_debouncer_full::notify::Error,
     },
     /// Watching was asked for outside a Tokio runtime.
     #[error(

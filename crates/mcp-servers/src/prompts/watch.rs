@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use mcp_server::Server;
-use notify_debouncer_mini::notify::RecursiveMode;
-use notify_debouncer_mini::{DebounceEventResult, new_debouncer};
+use notify_debouncer_full::notify::RecursiveMode;
+use notify_debouncer_full::{DebounceEventResult, new_debouncer};
 
 use super::file::FileProblem;
 use super::{PromptLibrary, PromptsError};
@@ -28,15 +28,23 @@ pub(super) fn watch(
         path: dir.clone(),
         source,
     };
-    let mut debouncer = new_debouncer(debounce, move |events: DebounceEventResult| match events {
-        Ok(_) => {
-            let _ = changed.try_send(());
-        }
-        Err(e) => tracing::warn!("watching the prompt directory: {e}"),
-    })
-    .map_err(cannot_watch)?;
+    let mut debouncer =
+        new_debouncer(
+            debounce,
+            None,
+            move |events: DebounceEventResult| match events {
+                Ok(_) => {
+                    let _ = changed.try_send(());
+                }
+                Err(errors) => {
+                    for e in errors {
+                        tracing::warn!("watching the prompt directory: {e}");
+                    }
+                }
+            },
+        )
+        .map_err(cannot_watch)?;
     debouncer
-        .watcher()
         .watch(&dir, RecursiveMode::Recursive)
         .map_err(cannot_watch)?;
     runtime.spawn(async move {
