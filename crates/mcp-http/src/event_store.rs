@@ -119,11 +119,14 @@ impl EventStoreLimits {
 
 /// A bounded in-memory [`EventStore`].
 ///
-/// Event ids are `{stream}:{seq}`, where `seq` is a decimal number from one
-/// counter shared by the whole store (so ids are unique within a session and
-/// increasing along a stream, and a session id that comes back after
-/// [`drop_session`](EventStore::drop_session) never meets its old ids). The
-/// id is split at its last `:`, so stream ids may contain `:` themselves.
+/// Event ids are `{stream}:{seq}-{tag}`, where `seq` is a decimal number
+/// from one counter shared by the whole store (so ids are unique within a
+/// session and increasing along a stream, and a session id that comes back
+/// after [`drop_session`](EventStore::drop_session) never meets its old
+/// ids), and `tag` 16 hex digits keyed by a secret of the store over the
+/// session, the stream and `seq`: an id cannot be guessed, nor one of
+/// another session's passed off. The id is split at its last `:`, so
+/// stream ids may contain `:` themselves.
 ///
 /// Eviction always removes a session's oldest event, so a session's events
 /// disappear in id order; each stream remembers the highest id it lost. A
@@ -137,6 +140,8 @@ impl EventStoreLimits {
 #[derive(Debug)]
 pub struct MemoryEventStore {
     limits: EventStoreLimits,
+    /// The secret key of the ids' tags.
+    tags: std::hash::RandomState,
     inner: Mutex<Inner>,
 }
 
@@ -179,17 +184,16 @@ struct StreamEvents {
     evicted_through: u64,
 }
 
-fn event_id(stream: &str, seq: u64) -> EventId {
-    format!("{stream}:{seq}")
-}
-
-fn parse_event_id(id: &str) -> Option<(&str, u64)> {
-    let (stream, seq) = id.rsplit_once(':')?;
-    if seq.is_empty() || !seq.bytes().all(|b| b.is_ascii_digit()) {
+/// An id's parts: its stream, its seq and its tag.
+fn parse_event_id(id: &str) -> Option<(&str, u64, u64)> {
+    let (stream, rest) = id.rsplit_once(':')?;
+    let (seq, tag) = rest.split_once('-')?;
+    if seq.is_empty() || !seq.bytes().all(|b| b.is_ascii_digit()) || tag.len() != 16 {
         return None;
     }
     let seq = seq.parse().ok().filter(|&s| s > 0)?;
-    Some((stream, seq))
+    let tag = u64::from_str_radix(tag, 16).ok()?;
+    Some((stream, seq, tag))
 }
 
 impl Default for MemoryEventStore {
@@ -203,8 +207,20 @@ impl MemoryEventStore {
     pub fn new(limits: EventStoreLimits) -> Self {
         Self {
             limits,
+            tags: std::hash::RandomState::new(),
             inner: Mutex::new(Inner::default()),
         }
+    }
+
+    /// The tag of event `seq` of `stream` in `session`.
+    fn tag(&self, session: &str, stream: &str, seq: u64) -> u64 {
+        use std::hash::BuildHasher;
+        self.tags.hash_one((session, stream, seq))
+    }
+
+    /// The id of event `seq` of `stream` in `session`.
+    fn event_id(&self, session: &str, stream: &str, seq: u64) -> EventId {
+        format!("{stream}:{seq}-{:016x}", self.tag(session, stream, seq))
     }
 
     /// The bounds this store enforces.
@@ -275,7 +291,8 @@ impl MemoryEventStore {
             }
         }
         inner.compact();
-        event_id(stream, seq)
+        drop(inner);
+        self.event_id(session, stream, seq)
     }
 
     fn replay_at(
@@ -284,7 +301,9 @@ impl MemoryEventStore {
         last_event_id: &str,
         now: Instant,
     ) -> Result<Replay, ReplayError> {
-        let (stream, seq) = parse_event_id(last_event_id).ok_or(ReplayError::UnknownEvent)?;
+        let (stream, seq, _) = parse_event_id(last_event_id)
+            .filter(|&(stream, seq, tag)| tag == self.tag(session, stream, seq))
+            .ok_or(ReplayError::UnknownEvent)?;
         let mut inner = self.lock();
         inner.evict_older_than(now, self.limits.max_age);
         inner.compact();
@@ -314,7 +333,7 @@ impl MemoryEventStore {
             .events
             .range(start..)
             .filter(|(_, message)| !message.is_empty())
-            .map(|(s, message)| (event_id(stream, *s), message.clone()))
+            .map(|(s, message)| (self.event_id(session, stream, *s), message.clone()))
             .collect();
         Ok(Replay {
             stream: stream.to_owned(),
@@ -469,7 +488,7 @@ mod tests {
             let stream = ["get", "post-1", "post:2"][i % 3];
             let id = store.append("s1", stream, msg("m")).await;
             assert!(seen.insert(id.clone()), "duplicate id {id}");
-            let (parsed_stream, seq) = parse_event_id(&id).unwrap();
+            let (parsed_stream, seq, _) = parse_event_id(&id).unwrap();
             assert_eq!(parsed_stream, stream);
             if let Some(prev) = last_seq.insert(stream, seq) {
                 assert!(seq > prev);
@@ -552,9 +571,24 @@ mod tests {
         );
         // An id of another stream's seq.
         let b = store.append("s", "b", msg("b1")).await;
-        let (_, b_seq) = parse_event_id(&b).unwrap();
+        let (_, b_seq, b_tag) = parse_event_id(&b).unwrap();
         assert_eq!(
-            store.replay_after("s", &format!("a:{b_seq}")).await,
+            store
+                .replay_after("s", &format!("a:{b_seq}-{b_tag:016x}"))
+                .await,
+            Err(ReplayError::UnknownEvent)
+        );
+        // A well-formed id whose tag is not the store's.
+        let (_, a_seq, a_tag) = parse_event_id(&a1).unwrap();
+        let forged = format!("a:{a_seq}-{:016x}", a_tag ^ 1);
+        assert_eq!(
+            store.replay_after("s", &forged).await,
+            Err(ReplayError::UnknownEvent)
+        );
+        // The same id from another store (another secret) is unknown here.
+        let other = MemoryEventStore::default();
+        assert_eq!(
+            other.replay_after("s", &a1).await,
             Err(ReplayError::UnknownEvent)
         );
     }
