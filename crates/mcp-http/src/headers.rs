@@ -157,10 +157,12 @@ pub(crate) fn check_headers(
             .as_ref()
             .and(known.meta.protocol_version.as_deref())
             .map(Cow::Borrowed),
+        // A version that is not a string is malformed `_meta`, which the
+        // engine answers (-32602), not a mismatch with the header.
         None => probe
             .meta
             .and_then(|meta| meta.client_capabilities.and(meta.protocol_version))
-            .map(|version| as_string(version).unwrap_or_default()),
+            .and_then(as_string),
     };
     let Some(body_version) = body_version else {
         return Ok(());

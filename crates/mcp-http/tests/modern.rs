@@ -363,6 +363,11 @@ async fn missing_meta() {
         json!({}),
         json!({"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}}),
         json!({"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}}),
+        // Members of the wrong type are malformed `_meta`, not a mismatch
+        // with the headers.
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": 20260728,
+                         "io.modelcontextprotocol/clientCapabilities": {}}}),
+        json!({"_meta": ""}),
     ];
     for (i, params) in cases.into_iter().enumerate() {
         let id = json!(100 + i);
