@@ -50,6 +50,20 @@ fn ping_request(port: u16) -> String {
     )
 }
 
+/// Sends a ping on `stream` and reads the status line's start: `None`
+/// when the server closed the connection instead of answering.
+async fn ping_status(server: &TestServer, stream: &mut TcpStream) -> Option<String> {
+    stream
+        .write_all(ping_request(server.port).as_bytes())
+        .await
+        .ok()?;
+    let mut answer = [0u8; 12];
+    within("the answer", stream.read_exact(&mut answer))
+        .await
+        .ok()?;
+    Some(String::from_utf8_lossy(&answer).into_owned())
+}
+
 /// A connection that trickles its headers, or sends none, is closed once
 /// the header time is up; the server serves others meanwhile.
 #[tokio::test]
@@ -108,15 +122,8 @@ async fn connections_past_the_cap_are_closed() {
     let mut first = connect(&server).await;
     let _second = connect(&server).await;
     // The server has taken both (it answers on the first).
-    first
-        .write_all(ping_request(server.port).as_bytes())
-        .await
-        .expect("sent");
-    let mut answer = [0u8; 12];
-    within("the answer", first.read_exact(&mut answer))
-        .await
-        .expect("answered");
-    assert_eq!(&answer, b"HTTP/1.1 200");
+    let answer = ping_status(&server, &mut first).await;
+    assert_eq!(answer.as_deref(), Some("HTTP/1.1 200"));
     let mut third = connect(&server).await;
     assert_eq!(until_closed(&mut third).await, "");
     drop(first);
@@ -124,16 +131,8 @@ async fn connections_past_the_cap_are_closed() {
     // closed one is given back as soon as the server sees it close).
     let mut fourth = loop {
         let mut stream = connect(&server).await;
-        stream
-            .write_all(ping_request(server.port).as_bytes())
-            .await
-            .expect("sent");
-        let mut answer = [0u8; 12];
-        if within("the answer", stream.read_exact(&mut answer))
-            .await
-            .is_ok()
-        {
-            assert_eq!(&answer, b"HTTP/1.1 200");
+        if let Some(answer) = ping_status(&server, &mut stream).await {
+            assert_eq!(answer, "HTTP/1.1 200");
             break stream;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -147,15 +146,8 @@ async fn connections_past_the_cap_are_closed() {
 async fn connections_past_the_cap_per_address_are_closed() {
     let server = TestServer::start(|c| c.max_connections_per_ip(1)).await;
     let mut first = connect(&server).await;
-    first
-        .write_all(ping_request(server.port).as_bytes())
-        .await
-        .expect("sent");
-    let mut answer = [0u8; 12];
-    within("the answer", first.read_exact(&mut answer))
-        .await
-        .expect("answered");
-    assert_eq!(&answer, b"HTTP/1.1 200");
+    let answer = ping_status(&server, &mut first).await;
+    assert_eq!(answer.as_deref(), Some("HTTP/1.1 200"));
     let mut second = connect(&server).await;
     assert_eq!(until_closed(&mut second).await, "");
 }
