@@ -318,9 +318,45 @@ fn request_ids(frame: &Frame) -> impl Iterator<Item = &RequestId> {
 
 /// Whether the MCP-Protocol-Version header names a stateless-era revision.
 fn names_modern_version(header: Option<&HeaderValue>) -> bool {
+    modern_version_named(header).is_some()
+}
+
+/// The stateless-era revision the MCP-Protocol-Version header names, if
+/// it names one.
+fn modern_version_named(header: Option<&HeaderValue>) -> Option<ProtocolVersion> {
     headers::text(header)
         .and_then(|v| v.parse::<ProtocolVersion>().ok())
-        .is_some_and(|v| !v.is_legacy())
+        .filter(|v| !v.is_legacy())
+}
+
+/// The -32601 error (404) for a request, sent without a session under a
+/// header naming a stateless-era revision, whose method that revision does
+/// not have: `initialize` and `ping` among them, with or without `_meta`.
+/// The header names the revision requested, so it is judged by it.
+fn refuse_method_outside_revision(header: Option<&HeaderValue>, frame: &Frame) -> Option<Response> {
+    let Frame::Single(Message::Request(request)) = frame else {
+        return None;
+    };
+    let revision = modern_version_named(header)?;
+    if revision.defines_client_request(&request.method) {
+        return None;
+    }
+    let method = &request.method;
+    let hint = if method == methods::INITIALIZE {
+        "; a legacy client sends initialize without that header"
+    } else {
+        ""
+    };
+    let error = ErrorObject::method_not_found(method).with_data(serde_json::json!({
+        "reason": format!(
+            "{method} is not part of protocol revision {revision} (named by MCP-Protocol-Version){hint}"
+        ),
+    }));
+    Some(error_response(
+        StatusCode::NOT_FOUND,
+        Some(&request.id),
+        &error,
+    ))
 }
 
 fn is_initialize(frame: &Frame) -> bool {
@@ -781,6 +817,9 @@ async fn post_stateless(
     read: ReadFrame,
     extensions: Option<Arc<Extensions>>,
 ) -> Response {
+    if let Some(refusal) = refuse_method_outside_revision(headers.protocol_version, read.frame()) {
+        return refusal;
+    }
     if let Err(error) = check_headers(headers, &read, endpoint.service.as_ref()) {
         let id = request_ids(read.frame()).next();
         return error_response(StatusCode::BAD_REQUEST, id, &error);

@@ -434,9 +434,32 @@ async fn removed_methods_and_get() {
     .enumerate()
     {
         let id = json!(200 + i);
-        let reply = modern(&server, id.clone(), method, params, json!({})).await;
+        let reply = modern(&server, id.clone(), method, params.clone(), json!({})).await;
         let error = expect_error(&reply, StatusCode::NOT_FOUND, -32601, &id);
         assert!(error["message"].is_string(), "{method}: {error}");
+        assert!(
+            reply.headers.get(mcp_http::SESSION_ID).is_none(),
+            "{method}"
+        );
+        // Named by the header alone, without `_meta`, the revision is the
+        // same, and so is the answer: no legacy answer without a session.
+        let id = json!(210 + i);
+        let reply = server
+            .send(
+                server
+                    .post()
+                    .header(mcp_http::PROTOCOL_VERSION, MODERN)
+                    .header(mcp_http::METHOD, method),
+                &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+            )
+            .await;
+        let error = expect_error(&reply, StatusCode::NOT_FOUND, -32601, &id);
+        assert!(
+            error["data"]["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains(MODERN)),
+            "{method}: {error}"
+        );
         assert!(
             reply.headers.get(mcp_http::SESSION_ID).is_none(),
             "{method}"
