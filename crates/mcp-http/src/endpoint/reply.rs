@@ -1,0 +1,137 @@
+//! What the endpoint answers with: JSON-RPC errors as HTTP responses, the
+//! status a response gets in each era, single JSON answers.
+
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+use mcp_schema::error_codes;
+use mcp_schema::jsonrpc::{self, ErrorObject, RequestId};
+use mcp_schema::text_search::TextSearch;
+use serde::Deserialize;
+
+use crate::session::MessageText;
+use crate::spare_headers;
+
+/// `Content-Type: application/json`, made once.
+pub(super) const JSON_CONTENT: HeaderValue = HeaderValue::from_static("application/json");
+
+/// A JSON-RPC error as an HTTP response.
+pub(crate) fn error_response(
+    status: StatusCode,
+    id: Option<&RequestId>,
+    error: &ErrorObject,
+) -> Response {
+    json_with_status(status, jsonrpc::write_error(id, error))
+}
+
+/// A response of `status` carrying `body` as JSON, built as it is sent (a
+/// body converted into a response gets a content type of its own first).
+pub(super) fn json_with_status(status: StatusCode, body: impl Into<Body>) -> Response {
+    let mut response = Response::new(body.into());
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    *headers = spare_headers::take();
+    headers.insert(header::CONTENT_TYPE, JSON_CONTENT);
+    response
+}
+
+pub(super) fn bad_request(message: impl std::fmt::Display) -> Response {
+    error_response(
+        StatusCode::BAD_REQUEST,
+        None,
+        &ErrorObject::new(error_codes::INVALID_REQUEST, message.to_string()),
+    )
+}
+
+/// The response refusing a request before it reaches a session (boxed:
+/// refusals are the rare path).
+pub(crate) type Refusal = Box<Response>;
+
+/// Which era a response belongs to, for its status code.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Era {
+    Legacy,
+    Modern,
+}
+
+/// The HTTP status of a JSON response carrying `text`.
+fn status_of(text: &str, era: Era) -> StatusCode {
+    #[derive(Deserialize)]
+    struct ErrorProbe {
+        #[serde(default)]
+        id: Option<serde_json::Value>,
+        error: Option<ErrorObject>,
+    }
+    static ERROR: TextSearch = TextSearch::new("\"error\"");
+    if is_plain_result(text) || !ERROR.is_in(text) {
+        return StatusCode::OK;
+    }
+    let Ok(ErrorProbe {
+        id,
+        error: Some(error),
+    }) = serde_json::from_str::<ErrorProbe>(text)
+    else {
+        return StatusCode::OK;
+    };
+    let no_id = id.is_none_or(|v| v.is_null());
+    match (era, error.code) {
+        (_, error_codes::PARSE_ERROR | error_codes::INVALID_REQUEST) if no_id => {
+            StatusCode::BAD_REQUEST
+        }
+        (Era::Modern, error_codes::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+        (
+            Era::Modern,
+            error_codes::INVALID_PARAMS
+            | error_codes::INVALID_REQUEST
+            | error_codes::PARSE_ERROR
+            | error_codes::HEADER_MISMATCH
+            | error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY
+            | error_codes::UNSUPPORTED_PROTOCOL_VERSION,
+        ) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+/// Whether `text` opens as a result response to a numeric id, as this
+/// crate's writer lays one out (`{"jsonrpc":"2.0","id":7,"result":`): told
+/// from its first bytes, where an error would otherwise be searched for.
+fn is_plain_result(text: &str) -> bool {
+    text.strip_prefix(r#"{"jsonrpc":"2.0","id":"#)
+        .map(|rest| rest.trim_start_matches(|c: char| c.is_ascii_digit() || c == '-'))
+        .is_some_and(|rest| rest.starts_with(r#","result":"#))
+}
+
+/// A response carrying one JSON message.
+pub(super) fn json_response(text: MessageText, era: Era) -> Response {
+    let status = status_of(&text, era);
+    json_with_status(status, text.into_body())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_result_is_told_from_its_opening_and_an_error_by_its_code() {
+        let result = jsonrpc::write_response(
+            &RequestId::Number(-12),
+            &serde_json::value::RawValue::from_string(r#"{"text":"\"error\""}"#.to_owned())
+                .unwrap(),
+        );
+        assert!(is_plain_result(&result), "{result}");
+        assert_eq!(status_of(&result, Era::Modern), StatusCode::OK);
+        for not_plain in [
+            r#"{"jsonrpc":"2.0","id":"a","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"m"}}"#,
+            r#"{"id":1,"jsonrpc":"2.0","result":{}}"#,
+        ] {
+            assert!(!is_plain_result(not_plain), "{not_plain}");
+        }
+        let invalid_params = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"m"}}"#;
+        assert_eq!(
+            status_of(invalid_params, Era::Modern),
+            StatusCode::BAD_REQUEST
+        );
+        assert_eq!(status_of(invalid_params, Era::Legacy), StatusCode::OK);
+    }
+}
