@@ -146,8 +146,24 @@ pub struct Transport {
     /// address (default: no limit).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     max_connections_per_ip: Option<u64>,
+    /// With --http: at most this many legacy sessions at once (default
+    /// 10000); a new one beyond gets 503 while the others keep working.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_sessions: Option<u64>,
+    /// With --http: a legacy session unused this long (seconds, default
+    /// 1800) is ended, as if the client had deleted it.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    session_idle_timeout: Option<std::time::Duration>,
     #[command(flatten)]
     oauth: crate::oauth::OAuthArgs,
+}
+
+/// Reads a positive number of seconds, at most a day.
+fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
+    let seconds: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    mcp_host::settings::seconds(seconds, "the timeout")
 }
 
 impl Transport {
@@ -166,7 +182,8 @@ impl Transport {
                 let limits = Limits {
                     max_connections: self.max_connections.map(|n| n as usize),
                     max_connections_per_ip: self.max_connections_per_ip.map(|n| n as usize),
-                    ..Limits::default()
+                    max_sessions: self.max_sessions.map(|n| n as usize),
+                    session_idle_timeout: self.session_idle_timeout,
                 };
                 let service = std::sync::Arc::new(server);
                 let extra = Extra::default();

@@ -119,8 +119,14 @@ impl HostSettings {
             message,
         };
         let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
-        let settings: HostSettings = toml::from_str(&text).map_err(|e| error(e.to_string()))?;
-        settings.options().map_err(error)?;
+        Self::parse(&text).map_err(error)
+    }
+
+    /// Reads settings from their TOML text, checking the values as
+    /// [`HostSettings::options`] does.
+    pub fn parse(text: &str) -> Result<HostSettings, String> {
+        let settings: HostSettings = toml::from_str(text).map_err(|e| e.to_string())?;
+        settings.options()?;
         Ok(settings)
     }
 
