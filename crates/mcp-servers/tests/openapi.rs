@@ -176,6 +176,10 @@ async fn start_api() -> Api {
         .route("/store/inventory", get(inventory))
         .route("/moved", get(|| async { Redirect::to("/api/v3/pet/1") }))
         .route(
+            "/spec",
+            get(|| async { Redirect::to("/api/v3/openapi.json") }),
+        )
+        .route(
             "/to-metadata",
             get(|| async { Redirect::to("http://169.254.169.254/latest/meta-data/") }),
         )
@@ -500,7 +504,16 @@ async fn the_document_is_fetched_by_url_and_its_relative_server_resolved_against
         let rex = ok(&client, "getPetById", json!({"petId": 1})).await;
         assert_eq!(rex["body"]["name"], "Rex");
     }
+    // Through a redirect, the server is resolved against the final URL.
+    let client = connect(
+        Config::new(format!("{}/spec", api.base())).allow_private_network(true),
+        ProtocolVersion::V2025_11_25,
+    )
+    .await;
+    let rex = ok(&client, "getPetById", json!({"petId": 1})).await;
+    assert_eq!(rex["body"]["name"], "Rex");
     let seen = api.seen();
+    assert!(seen.iter().any(|s| s.path == "/api/v3/spec"));
     assert!(seen.iter().any(|s| s.path == "/api/v3/openapi.json"));
     assert!(seen.iter().any(|s| s.path == "/api/v3/pet/1"));
 }

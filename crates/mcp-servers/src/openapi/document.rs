@@ -23,6 +23,7 @@ impl Document {
     /// Parses `text` (JSON, or YAML) named `origin` in messages, and checks
     /// that it is OpenAPI 3.0 or 3.1.
     pub fn parse(text: &str, origin: &str) -> Result<Document, Error> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let root = if text.trim_start().starts_with('{') {
             serde_json::from_str(text).map_err(|e| Error::Parse {
                 origin: origin.to_owned(),

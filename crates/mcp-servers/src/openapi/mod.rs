@@ -93,6 +93,12 @@ pub use guard::forbidden_kind;
 use document::Document;
 use guard::{Guard, without_credentials};
 
+/// The largest document fetched from a URL.
+const MAX_DOCUMENT_BYTES: usize = 32 << 20;
+
+/// The most redirects followed to the document.
+const MAX_DOCUMENT_REDIRECTS: usize = 5;
+
 /// Where the document comes from.
 #[derive(Debug, Clone)]
 enum Source {
@@ -105,6 +111,7 @@ enum Source {
 /// name). With no include rule every operation is kept; with some, those
 /// matching any of them. Exclusions win.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Filter {
     /// Keep operations with one of these tags.
     pub include_tags: Vec<String>,
@@ -237,8 +244,8 @@ impl Config {
         self
     }
 
-    /// How long one request (connection, redirects excepted, and body) may
-    /// take.
+    /// How long one request may take, its body included (each redirect
+    /// hop is a request of its own).
     pub fn timeout(mut self, timeout: Duration) -> Config {
         self.timeout = timeout;
         self
@@ -367,6 +374,7 @@ fn credentials(headers: &[(String, String)]) -> Result<HeaderMap, Error> {
 async fn load(
     source: &Source,
     client: &reqwest::Client,
+    guard: &Guard,
 ) -> Result<(String, String, Option<Url>), Error> {
     match source {
         Source::Text(text) => Ok((text.clone(), "(inline document)".into(), None)),
@@ -382,16 +390,44 @@ async fn load(
                 url: location.clone(),
                 reason,
             };
-            let url = Url::parse(location).map_err(|e| fetch(e.to_string()))?;
-            let response = client
-                .get(url.clone())
-                .send()
-                .await
-                .map_err(|e| fetch(error_chain(&e)))?;
+            let mut url = Url::parse(location).map_err(|e| fetch(e.to_string()))?;
+            let mut hops = Vec::new();
+            let response = loop {
+                guard.check_url(&url).map_err(|e| fetch(e.to_string()))?;
+                let response = client
+                    .get(url.clone())
+                    .send()
+                    .await
+                    .map_err(|e| fetch(error_chain(&e)))?;
+                let location = response
+                    .headers()
+                    .get(reqwest::header::LOCATION)
+                    .and_then(|l| l.to_str().ok());
+                match location {
+                    Some(location) if response.status().is_redirection() => {
+                        let next = guard
+                            .check_hop(&url, location, &hops, MAX_DOCUMENT_REDIRECTS)
+                            .map_err(|e| fetch(e.to_string()))?;
+                        hops.push(std::mem::replace(&mut url, next));
+                    }
+                    _ => break response,
+                }
+            };
             if !response.status().is_success() {
                 return Err(fetch(format!("HTTP {}", response.status())));
             }
-            let text = response.text().await.map_err(|e| fetch(error_chain(&e)))?;
+            let mut response = response;
+            let mut bytes = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(|e| fetch(error_chain(&e)))? {
+                if bytes.len() + chunk.len() > MAX_DOCUMENT_BYTES {
+                    return Err(fetch(format!(
+                        "larger than {} MiB",
+                        MAX_DOCUMENT_BYTES >> 20
+                    )));
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            let text = String::from_utf8(bytes).map_err(|_| fetch("not UTF-8 text".into()))?;
             Ok((text, without_credentials(&url), Some(url)))
         }
     }
@@ -416,15 +452,7 @@ pub async fn server(config: Config) -> Result<Server, Error> {
         config.allowed_addresses.clone(),
     );
     let client = http::client(&guard, config.timeout, config.connect_timeout)?;
-    if let Source::Url(location) = &config.source
-        && let Ok(url) = Url::parse(location)
-    {
-        guard.check_url(&url).map_err(|e| Error::Fetch {
-            url: without_credentials(&url),
-            reason: e.to_string(),
-        })?;
-    }
-    let (text, origin, location) = load(&config.source, &client).await?;
+    let (text, origin, location) = load(&config.source, &client, &guard).await?;
     let doc = Document::parse(&text, &origin)?;
     let base = match &config.base_url {
         Some(given) => Url::parse(given).map_err(|e| Error::BaseUrl {

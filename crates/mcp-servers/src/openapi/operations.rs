@@ -522,15 +522,15 @@ fn body_media(
 /// The media type of the documented success response (JSON preferred).
 fn response_type(doc: &Document, operation: &Map<String, Value>) -> Option<String> {
     let responses = operation.get("responses")?.as_object()?;
-    let success = ["200", "2XX", "2xx", "201", "203", "default"]
-        .iter()
-        .find_map(|code| responses.get(*code))
+    let success = responses
+        .get("200")
         .or_else(|| {
             responses
                 .iter()
                 .find(|(code, _)| code.starts_with('2'))
                 .map(|(_, r)| r)
-        })?;
+        })
+        .or_else(|| responses.get("default"))?;
     let content = doc.resolve(success).ok()?.get("content")?.as_object()?;
     content
         .keys()
