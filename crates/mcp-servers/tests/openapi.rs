@@ -543,8 +543,21 @@ async fn a_file_document_needs_a_base_url_when_its_server_is_relative_or_missing
     .await
     .unwrap_err();
     assert!(e.to_string().contains("missing.json"), "{e}");
-    // With --base-url the file serves.
+    // With --base-url the file serves, as JSON or as YAML.
     let api = start_api().await;
+    let yaml = dir.path().join("petstore3.yaml");
+    let value: Value = serde_json::from_str(PETSTORE).unwrap();
+    std::fs::write(&yaml, serde_yaml_ng::to_string(&value).unwrap()).unwrap();
+    let client = connect(
+        Config::new(yaml.to_str().unwrap())
+            .base_url(api.base())
+            .allow_private_network(true),
+        ProtocolVersion::V2026_07_28,
+    )
+    .await;
+    assert_eq!(tools(&client).await.len(), 19);
+    let rex = ok(&client, "getPetById", json!({"petId": 1})).await;
+    assert_eq!(rex["body"]["name"], "Rex");
     let client = connect(
         Config::new(path.to_str().unwrap())
             .base_url(api.base())
