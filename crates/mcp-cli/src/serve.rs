@@ -67,6 +67,44 @@ pub enum BuiltIn {
         #[command(flatten)]
         transport: Transport,
     },
+    /// An HTTP API described by an OpenAPI 3.0 or 3.1 document (JSON or
+    /// YAML, a file or a URL): one tool per operation, GET operations as
+    /// api:// resources. Loopback, private and link-local addresses are
+    /// refused unless --allow-private-network.
+    Openapi {
+        /// The OpenAPI document: a .json or .yaml file, or an http(s) URL.
+        #[arg(value_name = "SPEC")]
+        spec: String,
+        /// The API's address, instead of the document's first server.
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+        /// A header sent with every request to the API, never shown to
+        /// clients (repeatable): 'Authorization: Bearer ${TOKEN}', where
+        /// ${VAR} is read from the environment.
+        #[arg(long = "header", value_name = "'NAME: VALUE'")]
+        headers: Vec<String>,
+        /// Only operations with this tag (repeatable).
+        #[arg(long, value_name = "TAG")]
+        include_tag: Vec<String>,
+        /// No operations with this tag (repeatable).
+        #[arg(long, value_name = "TAG")]
+        exclude_tag: Vec<String>,
+        /// Only this operation, by operationId or tool name (repeatable).
+        #[arg(long, value_name = "ID")]
+        include_op: Vec<String>,
+        /// Not this operation, by operationId or tool name (repeatable).
+        #[arg(long, value_name = "ID")]
+        exclude_op: Vec<String>,
+        /// Let requests reach loopback, private and link-local addresses.
+        #[arg(long)]
+        allow_private_network: bool,
+        /// The most bytes of a response body kept; the result says how
+        /// many more were dropped.
+        #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
+        max_response_bytes: usize,
+        #[command(flatten)]
+        transport: Transport,
+    },
 }
 
 impl BuiltIn {
@@ -120,6 +158,43 @@ impl BuiltIn {
                     config = config.deny(glob);
                 }
                 (mcp_servers::filesystem::server(config)?, transport)
+            }
+            BuiltIn::Openapi {
+                spec,
+                base_url,
+                headers,
+                include_tag,
+                exclude_tag,
+                include_op,
+                exclude_op,
+                allow_private_network,
+                max_response_bytes,
+                transport,
+            } => {
+                use mcp_servers::openapi;
+                let mut config = openapi::Config::new(spec)
+                    .allow_private_network(allow_private_network)
+                    .max_response_bytes(max_response_bytes);
+                if let Some(url) = base_url {
+                    config = config.base_url(url);
+                }
+                for header in &headers {
+                    let (name, value) = openapi::parse_header(header)?;
+                    config = config.header(name, value);
+                }
+                for tag in include_tag {
+                    config = config.include_tag(tag);
+                }
+                for tag in exclude_tag {
+                    config = config.exclude_tag(tag);
+                }
+                for id in include_op {
+                    config = config.include_op(id);
+                }
+                for id in exclude_op {
+                    config = config.exclude_op(id);
+                }
+                (openapi::server(config).await?, transport)
             }
         };
         transport.serve(server).await

@@ -10,6 +10,9 @@
 //!   directory or the built-in default library.
 //! - [`filesystem`]: the operator's directories as tools and resources,
 //!   read-only unless writing is allowed, contained by directory handles.
+//! - [`openapi`]: an HTTP API described by an OpenAPI 3.0 or 3.1 document,
+//!   one tool per operation and its GET operations as resources, behind an
+//!   SSRF guard.
 //!
 //! ```
 //! let server = mcp_servers::everything::server();
@@ -19,5 +22,6 @@
 mod calculator;
 pub mod everything;
 pub mod filesystem;
+pub mod openapi;
 pub mod prompts;
 pub mod sqlite;
