@@ -111,6 +111,36 @@ impl RateLimits {
         }
     }
 
+    /// Sets the limit of `POST /register` per address.
+    pub fn registration(mut self, limit: Option<RateLimit>) -> Self {
+        self.registration = limit;
+        self
+    }
+
+    /// Sets the limit of `GET /authorize` per address.
+    pub fn authorize(mut self, limit: Option<RateLimit>) -> Self {
+        self.authorize = limit;
+        self
+    }
+
+    /// Sets the limit of `POST /token` per address.
+    pub fn token(mut self, limit: Option<RateLimit>) -> Self {
+        self.token = limit;
+        self
+    }
+
+    /// Sets the limit of login form posts per address.
+    pub fn login(mut self, limit: Option<RateLimit>) -> Self {
+        self.login = limit;
+        self
+    }
+
+    /// Sets the limit of failed logins per user name.
+    pub fn failed_logins_per_user(mut self, limit: Option<RateLimit>) -> Self {
+        self.failed_logins_per_user = limit;
+        self
+    }
+
     /// Checks every limit.
     pub(crate) fn check(&self) -> Result<(), AuthServerError> {
         for limit in [
@@ -459,6 +489,26 @@ mod tests {
         // Sweeping keeps a lock that still runs.
         l.retain_recent();
         assert!(l.user_locked("alice").is_some());
+    }
+
+    #[test]
+    fn replenished_entries_are_dropped() {
+        let limits = RateLimits::none()
+            .token(Some(RateLimit::new(1000, Duration::from_secs(1))))
+            .failed_logins_per_user(Some(RateLimit::new(1000, Duration::from_secs(1))));
+        let l = Limiters::new(&limits).unwrap();
+        for i in 0..50u8 {
+            assert!(
+                l.check(Endpoint::Token, IpAddr::from([192, 0, 2, i]))
+                    .is_ok()
+            );
+        }
+        l.login_failed("alice");
+        assert_eq!(l.tracked(), 51);
+        // Each entry is whole again after one replenish interval (1 ms).
+        std::thread::sleep(Duration::from_millis(20));
+        l.retain_recent();
+        assert_eq!(l.tracked(), 0);
     }
 
     #[test]
