@@ -6,6 +6,13 @@
 //! tokens signed with ES256 keys published as a JWK Set. State lives in
 //! SQLite, so a restart loses nothing.
 //!
+//! It is meant to face the open network: registration, authorization,
+//! token and login requests are rate limited per client address, failed
+//! logins per user name as well ([`RateLimits`]); registered clients never
+//! used are deleted after a day, and at most 10,000 are kept; expired
+//! state is swept every minute ([`AuthorizationServer::sweep`]). All of it
+//! is set in [`AuthServerConfig`].
+//!
 //! ```
 //! use mcp_auth::server::{AuthServerConfig, AuthorizationServer, ClientConfig, UserAccount};
 //!
