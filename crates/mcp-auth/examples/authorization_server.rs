@@ -8,10 +8,15 @@
 //! User `alice` / password `wonderland`; client `conformance-client`
 //! (public) and `conformance-confidential` (secret `conformance-secret`),
 //! both with redirect URI `http://127.0.0.1:3000/callback`.
-//! `--auto-approve` turns on the test-only automatic approval as `alice`.
+//! `--auto-approve` turns on the test-only automatic approval as `alice`,
+//! and lifts the rate limits (a conformance suite drives every scenario
+//! from one address).
+
+use std::net::SocketAddr;
 
 use mcp_auth::server::{
-    AuthServerConfig, AuthorizationServer, ClientConfig, TokenEndpointAuthMethod, UserAccount,
+    AuthServerConfig, AuthorizationServer, ClientConfig, RateLimits, TokenEndpointAuthMethod,
+    UserAccount,
 };
 
 #[tokio::main]
@@ -33,11 +38,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             redirect,
         ));
     if auto {
-        builder = builder.auto_approve_as_user_for_testing("alice");
+        builder = builder
+            .auto_approve_as_user_for_testing("alice")
+            .rate_limits(RateLimits::none());
     }
     let server = AuthorizationServer::new(builder.build()?)?;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     println!("authorization server at {issuer}");
-    axum::serve(listener, server.router()).await?;
+    // The client's address, for the rate limits.
+    let app = server
+        .router()
+        .into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app).await?;
     Ok(())
 }

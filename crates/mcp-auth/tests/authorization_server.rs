@@ -72,7 +72,11 @@ async fn start_with(
     let server = AuthorizationServer::new(config).expect("server");
     let app = server.router();
     let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
+        let _ = axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .await;
     });
     Running { base, server, task }
 }
@@ -913,7 +917,11 @@ async fn client_id_metadata_document() {
             }),
         );
     let doc_task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
+        let _ = axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .await;
     });
 
     let s = start_with(|b| b.allow_loopback_client_id_documents_for_testing(true)).await;
@@ -1074,7 +1082,11 @@ async fn state_survives_a_restart() {
     assert_eq!(server.current_kid(), kid);
     let app = server.router();
     let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
+        let _ = axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .await;
     });
     let (status, body) = token(
         &c,
@@ -1167,7 +1179,11 @@ async fn a_client_registers_again_for_a_new_loopback_port() {
     let server = AuthorizationServer::new(config).expect("server");
     let app = server.router();
     let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
+        let _ = axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .await;
     });
     let store = Arc::new(MemoryTokenStore::default());
     let sign_in = async |redirect: &str| {

@@ -38,11 +38,12 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = EndpointFirst::new(&endpoint);
-    run(listener, endpoint, app, shutdown).await
+    run(listener, endpoint, app, false, shutdown).await
 }
 
 /// [`serve`], with the endpoint's router changed by `wrap` first: layers
-/// around it (authorization, say) and routes beside it.
+/// around it (authorization, say) and routes beside it. Each request
+/// carries its client's address as axum's `ConnectInfo<SocketAddr>`.
 pub async fn serve_with(
     listener: TcpListener,
     endpoint: Arc<McpEndpoint>,
@@ -50,18 +51,20 @@ pub async fn serve_with(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = wrap(endpoint.router());
-    run(listener, endpoint, app, shutdown).await
+    run(listener, endpoint, app, true, shutdown).await
 }
 
 /// Serves `app`, the endpoint's service, on `listener` until `shutdown`
 /// resolves, as [`serve`] says. Each connection is bounded by the
 /// endpoint's limits: the time its client has to send a request's headers
 /// (or, idle, its next request), the connections open at once, in all
-/// and from one address.
+/// and from one address. With `connect_info`, each request carries its
+/// client's address as `ConnectInfo<SocketAddr>`.
 async fn run<S>(
     listener: TcpListener,
     endpoint: Arc<McpEndpoint>,
     app: S,
+    connect_info: bool,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()>
 where
@@ -105,8 +108,14 @@ where
         }
         let app = app.clone();
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+            let mut request = request.map(axum::body::Body::new);
+            if connect_info {
+                request
+                    .extensions_mut()
+                    .insert(axum::extract::ConnectInfo(peer));
+            }
             // Always ready: the endpoint and routers wait for nothing.
-            app.clone().call(request.map(axum::body::Body::new))
+            app.clone().call(request)
         });
         let connection = http
             .serve_connection(TokioIo::new(tcp), service)

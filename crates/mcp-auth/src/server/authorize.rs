@@ -3,8 +3,6 @@
 
 use std::collections::{HashMap, HashSet};
 
-use argon2::Argon2;
-use argon2::password_hash::{PasswordHash, PasswordVerifier};
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::response::{Html, IntoResponse, Response};
@@ -12,7 +10,7 @@ use http::header::{CACHE_CONTROL, LOCATION};
 use http::{HeaderValue, StatusCode};
 
 use super::store::{ClientRecord, CodeGrant, PendingRequest};
-use super::{AuthorizationServer, util};
+use super::{AuthorizationServer, limits, util};
 
 /// Failed logins allowed on one authorization request.
 const MAX_LOGIN_ATTEMPTS: u32 = 5;
@@ -32,7 +30,7 @@ fn parse_params(raw: &[u8]) -> (HashMap<String, String>, HashSet<String>) {
 }
 
 /// A page explaining an error that cannot be sent to the client.
-fn error_page(status: StatusCode, message: &str) -> Response {
+pub(super) fn error_page(status: StatusCode, message: &str) -> Response {
     let body = format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>Authorization error</title></head>\
          <body><h1>Authorization error</h1><p>{}</p></body></html>",
@@ -127,6 +125,9 @@ impl AuthorizationServer {
                 "internal error",
             );
         }
+        if let Err(e) = self.inner.store.client_used(&req.client_id) {
+            tracing::warn!("authorization server: {e}");
+        }
         tracing::debug!(client_id = %req.client_id, "authorization server: code issued");
         let mut params = vec![("code", code.as_str())];
         if let Some(s) = &req.state {
@@ -199,22 +200,20 @@ impl AuthorizationServer {
     }
 
     /// Checks a password in constant time against the user's Argon2 hash
-    /// (an unknown user is checked against a dummy hash).
+    /// (an unknown user is checked against a dummy hash), at most
+    /// `max_concurrent_password_checks` at once.
     async fn check_user(&self, username: &str, password: &str) -> bool {
         let known = self.inner.users.get(username);
         let hash = known
             .cloned()
             .unwrap_or_else(|| self.inner.dummy_hash.clone());
         let password = password.to_owned();
-        let ok = tokio::task::spawn_blocking(move || {
-            PasswordHash::new(&hash).is_ok_and(|h| {
-                Argon2::default()
-                    .verify_password(password.as_bytes(), &h)
-                    .is_ok()
-            })
-        })
-        .await
-        .unwrap_or(false);
+        let Ok(_permit) = self.inner.password_checks.acquire().await else {
+            return false;
+        };
+        let ok = tokio::task::spawn_blocking(move || super::password::verify(&hash, &password))
+            .await
+            .unwrap_or(false);
         ok && known.is_some()
     }
 }
@@ -321,9 +320,23 @@ pub(super) async fn get_authorize(
         return s.approve(StatusCode::FOUND, &req, user);
     }
     let id = util::random_token();
-    if let Err(e) = s.inner.store.put_pending(&id, &req) {
-        tracing::warn!("authorization server: {e}");
-        return fail("server_error", "internal error");
+    match s
+        .inner
+        .store
+        .put_pending(&id, &req, s.inner.config.max_pending_requests)
+    {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::warn!("authorization server: too many authorization requests waiting");
+            return fail(
+                "temporarily_unavailable",
+                "too many authorization requests are waiting; try again later",
+            );
+        }
+        Err(e) => {
+            tracing::warn!("authorization server: {e}");
+            return fail("server_error", "internal error");
+        }
     }
     s.login_page(&id, &req, &client, None)
 }
@@ -367,8 +380,21 @@ pub(super) async fn post_authorize(State(s): State<AuthorizationServer>, body: B
     }
     let username = f.get("username").map(String::as_str).unwrap_or("");
     let password = f.get("password").map(String::as_str).unwrap_or("");
+    if let Some(wait) = s.inner.limits.user_locked(username) {
+        tracing::debug!("authorization server: login refused, too many failures for the name");
+        let page = error_page(
+            StatusCode::TOO_MANY_REQUESTS,
+            &format!(
+                "Too many failed sign-ins for this user name. Wait {} and try again \
+                 from the application.",
+                limits::in_words(wait)
+            ),
+        );
+        return limits::with_retry_after(page, wait);
+    }
     if !s.check_user(username, password).await {
         tracing::debug!("authorization server: login failed");
+        s.inner.limits.login_failed(username);
         match s.inner.store.login_failed(id) {
             Ok(n) if n < MAX_LOGIN_ATTEMPTS => {}
             Ok(_) => {

@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use argon2::Argon2;
-use argon2::password_hash::{PasswordHash, PasswordHasher, SaltString};
+use argon2::password_hash::PasswordHash;
 use serde::{Deserialize, Serialize};
 
 use super::AuthServerError;
+use super::limits::RateLimits;
 
 /// How a client authenticates at the token endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -102,14 +102,7 @@ impl UserAccount {
 
 /// Hashes `password` with Argon2id and a random salt into a PHC string.
 pub fn hash_password(password: &str) -> Result<String, AuthServerError> {
-    let mut salt = [0u8; 16];
-    rand::Rng::fill(&mut rand::rng(), &mut salt);
-    let salt =
-        SaltString::encode_b64(&salt).map_err(|e| AuthServerError::Config(format!("salt: {e}")))?;
-    Argon2::default()
-        .hash_password(password.as_bytes(), &salt)
-        .map(|h| h.to_string())
-        .map_err(|e| AuthServerError::Config(format!("password hash: {e}")))
+    super::password::hash(password)
 }
 
 /// A client registered in the configuration.
@@ -257,6 +250,23 @@ pub struct AuthServerConfig {
     /// approves every valid request as this user. For automated
     /// conformance tests only; off by default.
     pub auto_approve_as_user_for_testing: Option<String>,
+    /// Rate limits per client address and per user name.
+    pub rate_limits: RateLimits,
+    /// How long a dynamically registered client that has never been
+    /// used (no authorization approved, no token issued) is kept.
+    pub unused_client_lifetime: Duration,
+    /// The most dynamically registered clients kept; registration beyond
+    /// is refused (`503`, `temporarily_unavailable`) once the unused ones
+    /// past their lifetime are gone.
+    pub max_clients: usize,
+    /// The most authorization requests waiting for a login at once.
+    pub max_pending_requests: usize,
+    /// How often expired codes, tokens, logins and unused clients are
+    /// deleted, and the rate limiters' idle entries dropped.
+    pub sweep_interval: Duration,
+    /// The most password checks (19 MiB of Argon2 memory each) run at once;
+    /// more wait.
+    pub max_concurrent_password_checks: usize,
 }
 
 impl AuthServerConfig {
@@ -277,6 +287,12 @@ impl AuthServerConfig {
                 dynamic_registration: true,
                 allow_loopback_client_id_documents_for_testing: false,
                 auto_approve_as_user_for_testing: None,
+                rate_limits: RateLimits::default(),
+                unused_client_lifetime: Duration::from_secs(24 * 3600),
+                max_clients: 10_000,
+                max_pending_requests: 10_000,
+                sweep_interval: Duration::from_secs(60),
+                max_concurrent_password_checks: 4,
             },
         }
     }
@@ -284,7 +300,10 @@ impl AuthServerConfig {
 
 /// Builds an [`AuthServerConfig`]; defaults: no resources (audience = the
 /// issuer), 1 h access tokens, 30 days refresh tokens, 60 s codes, 10 min
-/// login pages, in-memory storage, dynamic registration open.
+/// login pages, in-memory storage, dynamic registration open, the
+/// [`RateLimits`] defaults, unused registered clients kept 24 h, at most
+/// 10,000 registered clients and 10,000 waiting logins, a sweep every
+/// minute, 4 password checks at once.
 #[derive(Clone, Debug)]
 pub struct AuthServerConfigBuilder {
     config: AuthServerConfig,
@@ -361,6 +380,42 @@ impl AuthServerConfigBuilder {
         self
     }
 
+    /// Sets the rate limits.
+    pub fn rate_limits(mut self, limits: RateLimits) -> Self {
+        self.config.rate_limits = limits;
+        self
+    }
+
+    /// Sets how long a registered client that was never used is kept.
+    pub fn unused_client_lifetime(mut self, d: Duration) -> Self {
+        self.config.unused_client_lifetime = d;
+        self
+    }
+
+    /// Sets the most dynamically registered clients kept.
+    pub fn max_clients(mut self, max: usize) -> Self {
+        self.config.max_clients = max;
+        self
+    }
+
+    /// Sets the most authorization requests waiting for a login at once.
+    pub fn max_pending_requests(mut self, max: usize) -> Self {
+        self.config.max_pending_requests = max;
+        self
+    }
+
+    /// Sets how often expired state is swept.
+    pub fn sweep_interval(mut self, d: Duration) -> Self {
+        self.config.sweep_interval = d;
+        self
+    }
+
+    /// Sets the most password checks run at once.
+    pub fn max_concurrent_password_checks(mut self, max: usize) -> Self {
+        self.config.max_concurrent_password_checks = max;
+        self
+    }
+
     /// Checks the settings and returns them.
     pub fn build(self) -> Result<AuthServerConfig, AuthServerError> {
         let c = self.config;
@@ -388,6 +443,17 @@ impl AuthServerConfigBuilder {
                     AuthServerError::Config(format!("client {}: {e}", client.client_id))
                 })?;
             }
+        }
+        c.rate_limits.check()?;
+        if c.sweep_interval.is_zero() {
+            return Err(AuthServerError::Config(
+                "the sweep interval must not be zero".into(),
+            ));
+        }
+        if c.max_concurrent_password_checks == 0 {
+            return Err(AuthServerError::Config(
+                "at least one password check must be allowed at once".into(),
+            ));
         }
         if let Some(user) = &c.auto_approve_as_user_for_testing
             && !c.users.iter().any(|u| &u.name == user)

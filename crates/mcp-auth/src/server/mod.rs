@@ -6,6 +6,13 @@
 //! tokens signed with ES256 keys published as a JWK Set. State lives in
 //! SQLite, so a restart loses nothing.
 //!
+//! It is meant to face the open network: registration, authorization,
+//! token and login requests are rate limited per client address, failed
+//! logins per user name as well ([`RateLimits`]); registered clients never
+//! used are deleted after a day, and at most 10,000 are kept; expired
+//! state is swept every minute ([`AuthorizationServer::sweep`]). All of it
+//! is set in [`AuthServerConfig`].
+//!
 //! ```
 //! use mcp_auth::server::{AuthServerConfig, AuthorizationServer, ClientConfig, UserAccount};
 //!
@@ -28,8 +35,11 @@ mod cimd;
 mod client_auth;
 mod config;
 mod keys;
+mod limits;
+mod password;
 mod register;
 mod store;
+mod sweep;
 mod token;
 mod util;
 
@@ -47,6 +57,7 @@ pub use config::{
     AuthServerConfig, AuthServerConfigBuilder, ClientConfig, TokenEndpointAuthMethod, UserAccount,
     hash_password,
 };
+pub use limits::{RateLimit, RateLimits};
 
 use keys::SigningKey;
 use store::{ClientRecord, Store};
@@ -156,6 +167,12 @@ struct Inner {
     jwks_cache: Mutex<HashMap<String, (Instant, serde_json::Value)>>,
     /// The issuer's path ("" at the root).
     base_path: String,
+    /// Rate limiters per client address and per user name.
+    limits: limits::Limiters,
+    /// Bounds the password checks (and their Argon2 memory) at once.
+    password_checks: tokio::sync::Semaphore,
+    /// Whether the periodic sweep runs.
+    sweeping: std::sync::atomic::AtomicBool,
 }
 
 /// The built-in authorization server. Cheap to clone; every clone shares
@@ -179,6 +196,7 @@ impl AuthorizationServer {
     pub fn new(config: AuthServerConfig) -> Result<Self, AuthServerError> {
         let store = Store::open(&config.storage_path)?;
         store.purge_expired()?;
+        let limits = limits::Limiters::new(&config.rate_limits)?;
         for c in &config.clients {
             store.put_client(&ClientRecord {
                 client_id: c.client_id.clone(),
@@ -219,6 +237,7 @@ impl AuthorizationServer {
             }))
             .build()
             .map_err(|e| AuthServerError::Config(format!("HTTP client: {e}")))?;
+        let config_max_checks = config.max_concurrent_password_checks.max(1);
         let base_path = url::Url::parse(&config.issuer)
             .map_err(|e| AuthServerError::Config(format!("issuer: {e}")))?
             .path()
@@ -235,6 +254,9 @@ impl AuthorizationServer {
                 cimd_cache: Mutex::new(HashMap::new()),
                 jwks_cache: Mutex::new(HashMap::new()),
                 base_path,
+                limits,
+                password_checks: tokio::sync::Semaphore::new(config_max_checks),
+                sweeping: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -316,8 +338,20 @@ impl AuthorizationServer {
     }
 
     /// The axum router of every endpoint, to mount at the issuer's origin.
+    ///
+    /// Registration, authorization, token and login requests are rate
+    /// limited per client address, which the router takes from axum's
+    /// `ConnectInfo<SocketAddr>`: serve it with
+    /// `into_make_service_with_connect_info::<SocketAddr>()` (as
+    /// `mcp_http::serve_with` does), or every client shares one limit.
+    /// Inside a Tokio runtime, this also starts the periodic
+    /// [`sweep`](Self::sweep) (once per server; it ends with the server).
     pub fn router(&self) -> Router {
+        self.start_sweeping();
         let base = &self.inner.base_path;
+        let limited = |endpoint: limits::Endpoint| {
+            axum::middleware::from_fn_with_state((self.clone(), endpoint), limits::limit)
+        };
         let metadata = |s: axum::extract::State<AuthorizationServer>| async move {
             json_response(StatusCode::OK, &s.metadata())
         };
@@ -343,9 +377,17 @@ impl AuthorizationServer {
             .route(&format!("{base}/.well-known/jwks.json"), get(jwks))
             .route(
                 &format!("{base}/authorize"),
-                get(authorize::get_authorize).post(authorize::post_authorize),
+                get(authorize::get_authorize)
+                    .layer(limited(limits::Endpoint::Authorize))
+                    .merge(
+                        axum::routing::post(authorize::post_authorize)
+                            .layer(limited(limits::Endpoint::Login)),
+                    ),
             )
-            .route(&format!("{base}/token"), axum::routing::post(token::token));
+            .route(
+                &format!("{base}/token"),
+                axum::routing::post(token::token).layer(limited(limits::Endpoint::Token)),
+            );
         if !base.is_empty() {
             router = router.route(
                 &format!("{base}/.well-known/openid-configuration"),
@@ -355,7 +397,8 @@ impl AuthorizationServer {
         if self.inner.config.dynamic_registration {
             router = router.route(
                 &format!("{base}/register"),
-                axum::routing::post(register::register),
+                axum::routing::post(register::register)
+                    .layer(limited(limits::Endpoint::Registration)),
             );
         }
         router

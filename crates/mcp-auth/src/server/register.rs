@@ -131,7 +131,23 @@ fn handle(s: &AuthorizationServer, body: &[u8]) -> Result<Response, OAuthError> 
         application_type: application_type.clone(),
         issued_at,
     };
-    s.inner.store.put_client(&rec)?;
+    let config = &s.inner.config;
+    let unused_since = issued_at - config.unused_client_lifetime.as_secs() as i64;
+    if !s
+        .inner
+        .store
+        .register_client(&rec, config.max_clients, unused_since)?
+    {
+        tracing::warn!(
+            max = config.max_clients,
+            "authorization server: registration refused, the store is full"
+        );
+        return Err(OAuthError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "temporarily_unavailable",
+            "the server holds as many registered clients as it may; try again later",
+        ));
+    }
     tracing::debug!(client_id = %client_id, "authorization server: client registered");
     let mut out = req.clone();
     out["client_id"] = client_id.into();

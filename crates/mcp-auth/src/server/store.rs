@@ -94,13 +94,35 @@ pub(crate) struct Store {
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS keys (kid TEXT PRIMARY KEY, pkcs8 BLOB NOT NULL, created INTEGER NOT NULL, seq INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS clients (client_id TEXT PRIMARY KEY, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS clients (client_id TEXT PRIMARY KEY, record TEXT NOT NULL, issued_at INTEGER NOT NULL DEFAULT 0, dynamic INTEGER NOT NULL DEFAULT 0, last_used INTEGER);
 CREATE TABLE IF NOT EXISTS pending (id TEXT PRIMARY KEY, record TEXT NOT NULL, expires INTEGER NOT NULL, failures INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS codes (digest TEXT PRIMARY KEY, record TEXT NOT NULL, used INTEGER NOT NULL DEFAULT 0, expires INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS families (family TEXT PRIMARY KEY, revoked INTEGER NOT NULL DEFAULT 0, expires INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS refresh_tokens (digest TEXT PRIMARY KEY, family TEXT NOT NULL, record TEXT NOT NULL, rotated INTEGER NOT NULL DEFAULT 0, expires INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS used_jtis (client_id TEXT NOT NULL, jti TEXT NOT NULL, expires INTEGER NOT NULL, PRIMARY KEY (client_id, jti));
 ";
+
+/// Adds the columns a store made before unused clients were swept lacks:
+/// every client is taken as registered (configured ones are marked again
+/// at start), at the time its record says, and used if a code or refresh
+/// token was issued to it.
+const MIGRATE_CLIENTS: &str = "
+ALTER TABLE clients ADD COLUMN issued_at INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE clients ADD COLUMN dynamic INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE clients ADD COLUMN last_used INTEGER;
+UPDATE clients SET issued_at = COALESCE(json_extract(record, '$.issued_at'), 0);
+UPDATE clients SET last_used = issued_at WHERE client_id IN (
+    SELECT json_extract(record, '$.client_id') FROM codes
+    UNION SELECT json_extract(record, '$.client_id') FROM refresh_tokens);
+";
+
+/// Finds the registered clients never used, oldest first.
+const INDEXES: &str = "
+CREATE INDEX IF NOT EXISTS clients_unused ON clients (issued_at) WHERE dynamic = 1 AND last_used IS NULL;
+";
+
+/// A client's last use is written at most this often (seconds).
+const LAST_USED_RESOLUTION: i64 = 3600;
 
 fn json<T: Serialize>(v: &T) -> Result<String, AuthServerError> {
     serde_json::to_string(v).map_err(|e| AuthServerError::Storage(e.to_string()))
@@ -116,15 +138,39 @@ impl From<rusqlite::Error> for AuthServerError {
     }
 }
 
+/// Deletes the registered clients never used and registered at or before
+/// `unused_since`.
+fn delete_unused(
+    tx: &rusqlite::Transaction<'_>,
+    unused_since: i64,
+) -> Result<usize, AuthServerError> {
+    Ok(tx.execute(
+        "DELETE FROM clients WHERE dynamic = 1 AND last_used IS NULL AND issued_at <= ?1",
+        [unused_since],
+    )?)
+}
+
 impl Store {
     /// Opens (and creates) the database at `path`.
     pub fn open(path: &str) -> Result<Self, AuthServerError> {
         let conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // A new database gives the pages of deleted rows back to the file
+        // system on each sweep (takes effect before the first table only).
+        conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
         if path != ":memory:" {
             conn.pragma_update(None, "journal_mode", "WAL")?;
         }
         conn.execute_batch(SCHEMA)?;
+        let migrated: bool = conn.query_row(
+            "SELECT COUNT(*) FROM pragma_table_info('clients') WHERE name = 'dynamic'",
+            [],
+            |r| r.get::<_, i64>(0).map(|n| n > 0),
+        )?;
+        if !migrated {
+            conn.execute_batch(&format!("BEGIN; {MIGRATE_CLIENTS} COMMIT;"))?;
+        }
+        conn.execute_batch(INDEXES)?;
         Ok(Store {
             conn: Mutex::new(conn),
             writes: std::sync::atomic::AtomicU32::new(0),
@@ -177,13 +223,87 @@ impl Store {
 
     // --- clients ---
 
-    /// Inserts or replaces a client.
+    /// Inserts or replaces a configured client (never swept, not counted
+    /// against the cap).
     pub fn put_client(&self, client: &ClientRecord) -> Result<(), AuthServerError> {
         self.conn().execute(
-            "INSERT OR REPLACE INTO clients (client_id, record) VALUES (?1, ?2)",
-            params![client.client_id, json(client)?],
+            "INSERT INTO clients (client_id, record, issued_at, dynamic) VALUES (?1, ?2, ?3, 0)
+             ON CONFLICT (client_id) DO UPDATE SET record = excluded.record, dynamic = 0",
+            params![client.client_id, json(client)?, client.issued_at],
         )?;
         Ok(())
+    }
+
+    /// Inserts a dynamically registered client unless `max` of them are
+    /// stored already, after deleting those registered at or before
+    /// `unused_since` and never used. Whether it was inserted.
+    pub fn register_client(
+        &self,
+        client: &ClientRecord,
+        max: usize,
+        unused_since: i64,
+    ) -> Result<bool, AuthServerError> {
+        let mut c = self.conn();
+        let tx = c.transaction()?;
+        let count = |tx: &rusqlite::Transaction<'_>| -> Result<usize, AuthServerError> {
+            Ok(
+                tx.query_row("SELECT COUNT(*) FROM clients WHERE dynamic = 1", [], |r| {
+                    r.get::<_, i64>(0)
+                })? as usize,
+            )
+        };
+        if count(&tx)? >= max {
+            let n = delete_unused(&tx, unused_since)?;
+            tracing::debug!(deleted = n, "authorization server: unused clients deleted");
+            if count(&tx)? >= max {
+                return Ok(false);
+            }
+        }
+        tx.execute(
+            "INSERT INTO clients (client_id, record, issued_at, dynamic) VALUES (?1, ?2, ?3, 1)",
+            params![client.client_id, json(client)?, client.issued_at],
+        )?;
+        tx.commit()?;
+        Ok(true)
+    }
+
+    /// Notes that a client was used (an authorization approved, a token
+    /// issued); written at most once an hour per client.
+    pub fn client_used(&self, client_id: &str) -> Result<(), AuthServerError> {
+        let t = now();
+        self.conn().execute(
+            "UPDATE clients SET last_used = ?2
+             WHERE client_id = ?1 AND (last_used IS NULL OR last_used <= ?2 - ?3)",
+            params![client_id, t, LAST_USED_RESOLUTION],
+        )?;
+        Ok(())
+    }
+
+    /// Deletes the registered clients never used and registered at or
+    /// before `unused_since`; how many.
+    pub fn delete_unused_clients(&self, unused_since: i64) -> Result<usize, AuthServerError> {
+        let mut c = self.conn();
+        let tx = c.transaction()?;
+        let n = delete_unused(&tx, unused_since)?;
+        tx.commit()?;
+        Ok(n)
+    }
+
+    /// Gives the free pages of the file back (of a database made with
+    /// incremental auto-vacuum; others are left as they are).
+    pub fn vacuum(&self) -> Result<(), AuthServerError> {
+        self.conn().execute_batch("PRAGMA incremental_vacuum")?;
+        Ok(())
+    }
+
+    /// Dynamically registered clients stored.
+    #[cfg(test)]
+    pub fn registered_clients(&self) -> Result<usize, AuthServerError> {
+        Ok(self
+            .conn()
+            .query_row("SELECT COUNT(*) FROM clients WHERE dynamic = 1", [], |r| {
+                r.get::<_, i64>(0)
+            })? as usize)
     }
 
     /// A client by id.
@@ -201,9 +321,15 @@ impl Store {
 
     // --- pending requests ---
 
-    /// Stores a pending authorization request under `id`; every so often
-    /// drops expired rows first.
-    pub fn put_pending(&self, id: &str, req: &PendingRequest) -> Result<(), AuthServerError> {
+    /// Stores a pending authorization request under `id` unless `max` are
+    /// waiting (expired ones are dropped first); whether it was stored.
+    /// Every so often drops expired rows first anyway.
+    pub fn put_pending(
+        &self,
+        id: &str,
+        req: &PendingRequest,
+        max: usize,
+    ) -> Result<bool, AuthServerError> {
         if self
             .writes
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
@@ -211,11 +337,21 @@ impl Store {
         {
             self.purge_expired()?;
         }
-        self.conn().execute(
+        let waiting = |c: &Connection| -> Result<usize, AuthServerError> {
+            Ok(c.query_row("SELECT COUNT(*) FROM pending", [], |r| r.get::<_, i64>(0))? as usize)
+        };
+        if waiting(&self.conn())? >= max {
+            self.purge_expired()?;
+        }
+        let c = self.conn();
+        if waiting(&c)? >= max {
+            return Ok(false);
+        }
+        c.execute(
             "INSERT INTO pending (id, record, expires) VALUES (?1, ?2, ?3)",
             params![id, json(req)?, req.expires],
         )?;
-        Ok(())
+        Ok(true)
     }
 
     /// A pending request that has not expired.
@@ -371,5 +507,125 @@ impl Store {
             params![client_id, jti, expires],
         )?;
         Ok(n == 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(id: &str, issued_at: i64) -> ClientRecord {
+        ClientRecord {
+            client_id: id.into(),
+            secret_digest: None,
+            redirect_uris: vec!["http://127.0.0.1/cb".into()],
+            auth_method: TokenEndpointAuthMethod::None,
+            grant_types: vec!["authorization_code".into()],
+            jwks: None,
+            jwks_uri: None,
+            client_name: None,
+            scope: None,
+            application_type: None,
+            issued_at,
+        }
+    }
+
+    #[test]
+    fn the_cap_counts_registered_clients_and_evicts_unused_ones_first() {
+        let store = Store::open(":memory:").unwrap();
+        let t = now();
+        // Configured clients do not count.
+        store.put_client(&client("configured", t - 100)).unwrap();
+        assert!(
+            store
+                .register_client(&client("old", t - 100), 2, t - 200)
+                .unwrap()
+        );
+        assert!(
+            store
+                .register_client(&client("used", t - 100), 2, t - 200)
+                .unwrap()
+        );
+        store.client_used("used").unwrap();
+        // Full, and nothing is old enough to go.
+        assert!(
+            !store
+                .register_client(&client("new", t), 2, t - 200)
+                .unwrap()
+        );
+        // With a shorter lifetime, the unused one goes; the used one stays.
+        assert!(store.register_client(&client("new", t), 2, t - 50).unwrap());
+        assert!(store.client("old").unwrap().is_none());
+        assert!(store.client("used").unwrap().is_some());
+        assert!(store.client("configured").unwrap().is_some());
+        assert_eq!(store.registered_clients().unwrap(), 2);
+        // The sweep never deletes configured or used clients.
+        assert_eq!(store.delete_unused_clients(t + 10).unwrap(), 1);
+        assert!(store.client("configured").unwrap().is_some());
+        assert!(store.client("used").unwrap().is_some());
+    }
+
+    #[test]
+    fn a_store_from_before_the_sweep_is_migrated() {
+        let path = std::env::temp_dir().join(format!("mcp-auth-migrate-{}.sqlite", random()));
+        let path_str = path.to_str().unwrap().to_owned();
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(
+                "CREATE TABLE clients (client_id TEXT PRIMARY KEY, record TEXT NOT NULL);
+                 CREATE TABLE codes (digest TEXT PRIMARY KEY, record TEXT NOT NULL, used INTEGER NOT NULL DEFAULT 0, expires INTEGER NOT NULL);",
+            )
+            .unwrap();
+            for id in ["a", "b"] {
+                c.execute(
+                    "INSERT INTO clients (client_id, record) VALUES (?1, ?2)",
+                    params![id, json(&client(id, 1000)).unwrap()],
+                )
+                .unwrap();
+            }
+            c.execute(
+                "INSERT INTO codes (digest, record, expires) VALUES ('d', '{\"client_id\":\"a\"}', 0)",
+                [],
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path_str).unwrap();
+        assert_eq!(store.registered_clients().unwrap(), 2);
+        // "a" had a code: used, kept; "b" never was.
+        assert_eq!(store.delete_unused_clients(now()).unwrap(), 1);
+        assert!(store.client("a").unwrap().is_some());
+        assert!(store.client("b").unwrap().is_none());
+        drop(store);
+        // Opening again does not migrate twice.
+        Store::open(&path_str).unwrap();
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{path_str}{suffix}"));
+        }
+    }
+
+    fn random() -> String {
+        crate::common::random_token()
+    }
+
+    #[test]
+    fn waiting_requests_are_capped() {
+        let store = Store::open(":memory:").unwrap();
+        let req = |expires| PendingRequest {
+            csrf: "c".into(),
+            client_id: "x".into(),
+            redirect_uri: "http://127.0.0.1/cb".into(),
+            redirect_uri_given: true,
+            state: None,
+            scope: vec![],
+            resource: None,
+            code_challenge: "c".into(),
+            expires,
+        };
+        let t = now();
+        assert!(store.put_pending("1", &req(t - 10), 2).unwrap());
+        assert!(store.put_pending("2", &req(t + 600), 2).unwrap());
+        // Full: the expired one is dropped to make room.
+        assert!(store.put_pending("3", &req(t + 600), 2).unwrap());
+        assert!(!store.put_pending("4", &req(t + 600), 2).unwrap());
     }
 }

@@ -58,11 +58,13 @@ async fn handle(
             "the client may not use this grant type",
         ));
     }
-    match grant_type.as_str() {
+    let resp = match grant_type.as_str() {
         "authorization_code" => authorization_code(s, &client, &form),
         "refresh_token" => refresh_token(s, &client, &form),
         _ => client_credentials(s, &client, &form),
-    }
+    }?;
+    s.inner.store.client_used(&client.client_id)?;
+    Ok(resp)
 }
 
 fn token_response(
