@@ -25,6 +25,16 @@ pub enum BuiltIn {
         /// How long one statement may run before it is stopped, in seconds.
         #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
         time_budget: f64,
+        /// Rows a query returns when the caller does not ask for a number
+        /// (beyond them the result says it was truncated).
+        #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+        default_rows: u64,
+        /// The most rows a caller may ask one query for.
+        #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+        max_rows: u64,
+        /// About how many bytes of values one result may hold.
+        #[arg(long, value_name = "BYTES", default_value_t = 8 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(1..))]
+        max_result_bytes: u64,
         #[command(flatten)]
         transport: Transport,
     },
@@ -64,6 +74,10 @@ pub enum BuiltIn {
         /// Turn the secret deny-list off.
         #[arg(long)]
         allow_secrets: bool,
+        /// Bytes of text one read returns at most; a longer file is read
+        /// on with `offset`, as the truncated result says.
+        #[arg(long, value_name = "BYTES", default_value_t = 256 * 1024, value_parser = clap::value_parser!(u64).range(1..))]
+        max_read_bytes: u64,
         #[command(flatten)]
         transport: Transport,
     },
@@ -116,6 +130,9 @@ impl BuiltIn {
                 database,
                 write,
                 time_budget,
+                default_rows,
+                max_rows,
+                max_result_bytes,
                 transport,
             } => {
                 let budget = std::time::Duration::try_from_secs_f64(time_budget).map_err(|_| {
@@ -125,7 +142,10 @@ impl BuiltIn {
                 })?;
                 let config = mcp_servers::sqlite::Config::new(database)
                     .write(write)
-                    .time_budget(budget);
+                    .time_budget(budget)
+                    .default_rows(default_rows as usize)
+                    .max_rows(max_rows as usize)
+                    .max_result_bytes(max_result_bytes as usize);
                 (mcp_servers::sqlite::server(config)?, transport)
             }
             BuiltIn::Prompts {
@@ -148,12 +168,18 @@ impl BuiltIn {
                 watch,
                 deny,
                 allow_secrets,
+                max_read_bytes,
                 transport,
             } => {
+                let limits = mcp_servers::filesystem::Limits {
+                    max_read_bytes: max_read_bytes as usize,
+                    ..Default::default()
+                };
                 let mut config = mcp_servers::filesystem::Config::new(directories)
                     .write(write)
                     .watch(watch)
-                    .allow_secrets(allow_secrets);
+                    .allow_secrets(allow_secrets)
+                    .limits(limits);
                 for glob in deny {
                     config = config.deny(glob);
                 }
