@@ -3,7 +3,7 @@
 //! request for it.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -52,6 +52,17 @@ pub struct ServerBuilder {
     page_size: usize,
     cache_ttl: Option<Duration>,
     task_config: TaskConfig,
+    on_subscriptions: Option<SubscriptionsHook>,
+}
+
+/// Called when the set of subscribed resources may have changed.
+#[derive(Clone)]
+struct SubscriptionsHook(Arc<dyn Fn(&Server) + Send + Sync>);
+
+impl std::fmt::Debug for SubscriptionsHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SubscriptionsHook")
+    }
 }
 
 impl ServerBuilder {
@@ -95,6 +106,19 @@ impl ServerBuilder {
     /// at all, `ttlMs: 0`).
     pub fn cache_ttl(mut self, ttl: Duration) -> Self {
         self.cache_ttl = Some(ttl);
+        self
+    }
+
+    /// Calls `hook` whenever the resources clients are subscribed to change
+    /// (a `resources/subscribe` or `unsubscribe`, a session with
+    /// subscriptions closing, a `subscriptions/listen` stream naming
+    /// resources opening or closing), so a server can watch only while
+    /// someone listens; [`Server::subscribed_resources`] tells which.
+    pub fn on_subscriptions_changed(
+        mut self,
+        hook: impl Fn(&Server) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_subscriptions = Some(SubscriptionsHook(Arc::new(hook)));
         self
     }
 
@@ -154,6 +178,7 @@ impl ServerBuilder {
                 listeners: Mutex::new(HashMap::new()),
                 next_listener: AtomicU64::new(1),
                 tasks: TaskStore::new(self.task_config),
+                on_subscriptions: self.on_subscriptions,
             }),
         }
     }
@@ -207,6 +232,7 @@ struct Inner {
     listeners: Mutex<HashMap<u64, Listener>>,
     next_listener: AtomicU64,
     tasks: TaskStore,
+    on_subscriptions: Option<SubscriptionsHook>,
 }
 
 /// An MCP server. Cheap to clone; all clones are the same server, which
@@ -260,6 +286,7 @@ impl Server {
             page_size: 100,
             cache_ttl: None,
             task_config: TaskConfig::default(),
+            on_subscriptions: None,
         }
     }
 
@@ -413,6 +440,35 @@ impl Server {
         })
     }
 
+    /// Every resource URI some client is subscribed to now: by a legacy
+    /// session's `resources/subscribe`, or a `subscriptions/listen` stream.
+    pub fn subscribed_resources(&self) -> BTreeSet<String> {
+        let mut uris = BTreeSet::new();
+        for peer in lock(&self.inner.sessions).values() {
+            if let Some(subscriptions) = peer.extensions().get::<SessionSubscriptions>() {
+                uris.extend(lock(&subscriptions.0).iter().cloned());
+            }
+        }
+        for listener in lock(&self.inner.listeners).values() {
+            uris.extend(
+                listener
+                    .filter
+                    .resource_subscriptions
+                    .iter()
+                    .flatten()
+                    .cloned(),
+            );
+        }
+        uris
+    }
+
+    /// Runs the subscriptions hook, if there is one.
+    fn subscriptions_changed(&self) {
+        if let Some(hook) = &self.inner.on_subscriptions {
+            (hook.0)(self);
+        }
+    }
+
     /// Tells every client subscribed to `uri` that it changed.
     pub fn notify_resource_updated(&self, uri: &str) {
         let params = ResourceUpdatedNotificationParams::new(uri);
@@ -540,10 +596,13 @@ impl Server {
                     .peer
                     .extensions()
                     .get_or_insert_with(SessionSubscriptions::default);
-                if request.method == methods::RESOURCES_SUBSCRIBE {
-                    lock(&subscriptions.0).insert(uri);
+                let changed = if request.method == methods::RESOURCES_SUBSCRIBE {
+                    lock(&subscriptions.0).insert(uri)
                 } else {
-                    lock(&subscriptions.0).remove(&uri);
+                    lock(&subscriptions.0).remove(&uri)
+                };
+                if changed {
+                    self.subscriptions_changed();
                 }
                 to_result(&serde_json::json!({}))
             }
@@ -869,6 +928,10 @@ impl Server {
             .await
             .map_err(ErrorObject::internal)?;
         let key = self.inner.next_listener.fetch_add(1, Ordering::Relaxed);
+        let names_resources = agreed
+            .resource_subscriptions
+            .as_ref()
+            .is_some_and(|uris| !uris.is_empty());
         lock(&self.inner.listeners).insert(
             key,
             Listener {
@@ -877,9 +940,13 @@ impl Server {
                 filter: agreed,
             },
         );
+        if names_resources {
+            self.subscriptions_changed();
+        }
         let _unregister = Unregister {
             server: self.clone(),
             key,
+            names_resources,
         };
         // The stream lasts until the client cancels it or goes away; the
         // engine then drops this future, which unregisters the listener.
@@ -891,11 +958,15 @@ impl Server {
 struct Unregister {
     server: Server,
     key: u64,
+    names_resources: bool,
 }
 
 impl Drop for Unregister {
     fn drop(&mut self) {
         lock(&self.server.inner.listeners).remove(&self.key);
+        if self.names_resources {
+            self.server.subscriptions_changed();
+        }
     }
 }
 
@@ -964,6 +1035,13 @@ impl Service for Server {
         lock(&self.inner.sessions).remove(&peer.session_key());
         if let Some(owner) = TaskOwner::of_session(peer) {
             self.inner.tasks.forget_owner(owner);
+        }
+        let had_subscriptions = peer
+            .extensions()
+            .get::<SessionSubscriptions>()
+            .is_some_and(|s| !lock(&s.0).is_empty());
+        if had_subscriptions {
+            self.subscriptions_changed();
         }
     }
 

@@ -890,6 +890,25 @@ async fn watched_changes_reach_subscribers() {
     }
 }
 
+#[tokio::test]
+async fn a_subscription_alone_turns_watching_on_and_off() {
+    let f = fixture();
+    let uri = format!("file://{}/hello.txt", f.data.display());
+    // No --watch: only the subscription makes changes known.
+    let (client, seen) = connect_with(Config::new([&f.data]), ProtocolVersion::V2025_11_25).await;
+    client.subscribe_resource(&uri).await.unwrap();
+    std::fs::write(f.data.join("hello.txt"), "changed while subscribed\n").unwrap();
+    wait_for(&seen, "notifications/resources/updated", &uri).await;
+    client.unsubscribe_resource(&uri).await.unwrap();
+    // Unsubscribed, the watcher is gone: a change is not noticed, though a
+    // fresh subscription (after it) would be.
+    seen.lock().unwrap().clear();
+    std::fs::write(f.data.join("hello.txt"), "changed after\n").unwrap();
+    client.subscribe_resource(&uri).await.unwrap();
+    std::fs::write(f.data.join("hello.txt"), "changed again\n").unwrap();
+    wait_for(&seen, "notifications/resources/updated", &uri).await;
+}
+
 /// Waits (up to 20 s) for a notification `method` whose params contain `needle`.
 async fn wait_for(seen: &Seen, method: &str, needle: &str) {
     let found = async {

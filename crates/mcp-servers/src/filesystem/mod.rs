@@ -206,6 +206,12 @@ pub fn server(config: Config) -> Result<mcp_server::Server, ConfigError> {
     for resource in listed {
         builder = builder.resource(resource);
     }
+    if !config.watch {
+        let watched = Arc::clone(&state);
+        builder = builder.on_subscriptions_changed(move |server| {
+            watch::watch_while_subscribed(&watched, server)
+        });
+    }
     let server = builder.build();
     if config.watch {
         let watcher = watch::start(Arc::clone(&state), server.clone()).map_err(ConfigError)?;

@@ -1,4 +1,5 @@
-//! Watching the allowed directories (`--watch`): changes, debounced,
+//! Watching the allowed directories (with `--watch`, or while a client
+//! is subscribed to a file): changes, debounced,
 //! become `notifications/resources/updated` for subscribers of the file
 //! (and of its directory when entries come and go) and, when the
 //! top-level entries change, `notifications/resources/list_changed`.
@@ -75,6 +76,25 @@ pub(crate) fn start(state: Arc<State>, server: Server) -> Result<Watcher, String
             .map_err(|e| format!("cannot watch {}: {e}", allowed.path.display()))?;
     }
     Ok(debouncer)
+}
+
+/// Without `--watch`: watches while some client is subscribed to a file
+/// resource, and stops when none is (run on every change of the
+/// subscriptions). With `--watch` the watcher runs from the start.
+pub(crate) fn watch_while_subscribed(state: &Arc<State>, server: &Server) {
+    let wanted = server
+        .subscribed_resources()
+        .iter()
+        .any(|uri| uri.starts_with("file://"));
+    let mut watcher = lock(&state.watcher);
+    if wanted && watcher.is_none() {
+        match start(Arc::clone(state), server.clone()) {
+            Ok(started) => *watcher = Some(started),
+            Err(error) => tracing::warn!("subscribed files are not watched: {error}"),
+        }
+    } else if !wanted {
+        *watcher = None;
+    }
 }
 
 /// Brings `resources/list` up to date with the top-level entries.
