@@ -757,6 +757,7 @@ impl Upstream {
         let mut health = tokio::time::interval(self.options.health_interval);
         health.reset();
         let mut failed_checks = 0;
+        let mut relist_at = None;
         loop {
             tokio::select! {
                 _ = self.stop.cancelled() => return Ended::Stopped,
@@ -773,7 +774,11 @@ impl Upstream {
                     updates.set(self.listen_for_updates(client));
                 }
                 Some(notification) = notifications.recv() => {
-                    self.on_notification(client, notification, &mut notifications).await;
+                    self.on_notification(notification, &mut relist_at);
+                }
+                _ = until(relist_at) => {
+                    relist_at = None;
+                    self.relist(client).await;
                 }
                 _ = health.tick() => {
                     let ping = tokio::time::timeout(Duration::from_secs(10), client.ping()).await;
@@ -863,40 +868,29 @@ impl Upstream {
         std::future::pending().await
     }
 
-    async fn on_notification(
-        &self,
-        client: &Client,
-        notification: Notification,
-        queue: &mut mpsc::Receiver<Notification>,
-    ) {
+    /// Passes a notification on; a list change only marks the lists to
+    /// be read again at `relist_at`, so that a burst of changes is read
+    /// once, and the other notifications keep flowing meanwhile.
+    fn on_notification(&self, notification: Notification, relist_at: &mut Option<Instant>) {
         let method = notification.method.as_str();
-        // A change that was dropped is not forgotten: the queue was full,
-        // so this is handled soon after.
-        let changed = method.ends_with("/list_changed");
-        if !changed && !self.relist.load(Ordering::Relaxed) {
-            if (method == methods::NOTIFICATION_RESOURCES_UPDATED
-                || method == methods::NOTIFICATION_MESSAGE)
-                && self
-                    .signals
-                    .try_send((self.index, Signal::Notification(notification)))
-                    .is_err()
-            {
-                self.dropped_notification();
-            }
-            return;
+        // A change that was dropped (the queue was full) is not forgotten:
+        // this notification came from that queue soon after.
+        if method.ends_with("/list_changed") || self.relist.swap(false, Ordering::Relaxed) {
+            relist_at.get_or_insert_with(|| Instant::now() + RELIST_DELAY);
         }
-        let mut others = Vec::new();
-        if !changed {
-            others.push(notification);
+        if (method == methods::NOTIFICATION_RESOURCES_UPDATED
+            || method == methods::NOTIFICATION_MESSAGE)
+            && self
+                .signals
+                .try_send((self.index, Signal::Notification(notification)))
+                .is_err()
+        {
+            self.dropped_notification();
         }
-        // Debounced: a burst of changes is read once.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        self.relist.store(false, Ordering::Relaxed);
-        while let Ok(n) = queue.try_recv() {
-            if !n.method.ends_with("/list_changed") {
-                others.push(n);
-            }
-        }
+    }
+
+    /// Reads the lists again after a change.
+    async fn relist(&self, client: &Client) {
         match Listing::fetch(client).await {
             Ok(listing) => self.update(|live| {
                 listing.count_into(&mut live.status);
@@ -907,15 +901,18 @@ impl Upstream {
                 live.status.last_error = Some(e);
             }),
         }
-        for n in others {
-            if self
-                .signals
-                .try_send((self.index, Signal::Notification(n)))
-                .is_err()
-            {
-                self.dropped_notification();
-            }
-        }
+    }
+}
+
+/// How long after a list change the lists are read again: the changes
+/// of a burst are read once.
+const RELIST_DELAY: Duration = Duration::from_millis(50);
+
+/// Sleeps until `deadline`; forever without one.
+async fn until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+        None => std::future::pending().await,
     }
 }
 
