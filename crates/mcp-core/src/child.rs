@@ -3,6 +3,11 @@
 //!
 //! Shutdown follows the specification: close the child's stdin, wait; send
 //! SIGTERM, wait; send SIGKILL.
+//!
+//! A message from the child longer than [`ChildOptions::max_message_bytes`]
+//! ends its stream (the session then ends, and its waiting requests fail at
+//! once, rather than one of them waiting for its timeout because its
+//! response was skipped); [`ChildProcess::output_fault`] says why.
 
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
@@ -11,8 +16,7 @@ use std::time::Duration;
 use crate::read_spin::DirectPipe;
 #[cfg(unix)]
 use crate::stdio::from_pipe;
-#[cfg(not(unix))]
-use crate::stdio::from_streams;
+use crate::stdio::{LineLimit, MAX_LINE_BYTES, StreamFault};
 use crate::transport::Transport;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -22,6 +26,37 @@ use tokio::process::{Child, Command};
 pub struct ChildProcess {
     child: Child,
     grace: Duration,
+    fault: StreamFault,
+}
+
+/// How a child server's output is read.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ChildOptions {
+    /// The longest message accepted from the child, in bytes (default
+    /// [`MAX_LINE_BYTES`]); a longer one ends its stream.
+    pub max_message_bytes: usize,
+}
+
+impl Default for ChildOptions {
+    fn default() -> Self {
+        ChildOptions {
+            max_message_bytes: MAX_LINE_BYTES,
+        }
+    }
+}
+
+impl ChildOptions {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the longest message accepted from the child.
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = bytes;
+        self
+    }
 }
 
 /// How long each shutdown step waits before the next, harsher one.
@@ -34,7 +69,15 @@ impl ChildProcess {
     /// child's stdin closes when the transport's sender is dropped (the
     /// session was closed). While the child answers quickly, its stdout is
     /// waited for by staying awake briefly rather than sleeping.
-    pub fn spawn(mut command: Command) -> std::io::Result<(ChildProcess, Transport)> {
+    pub fn spawn(command: Command) -> std::io::Result<(ChildProcess, Transport)> {
+        Self::spawn_with(command, &ChildOptions::default())
+    }
+
+    /// [`ChildProcess::spawn`] with `options`.
+    pub fn spawn_with(
+        mut command: Command,
+        options: &ChildOptions,
+    ) -> std::io::Result<(ChildProcess, Transport)> {
         command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -58,17 +101,30 @@ impl ChildProcess {
                 }
             });
         }
+        let fault = StreamFault::default();
+        let limit = LineLimit {
+            max_bytes: options.max_message_bytes,
+            ends_stream: Some(fault.clone()),
+        };
         #[cfg(unix)]
-        let transport = from_pipe(DirectPipe::new(stdout)?, stdin);
+        let transport = from_pipe(DirectPipe::new(stdout)?, stdin, limit);
         #[cfg(not(unix))]
-        let transport = from_streams(stdout, stdin);
+        let transport =
+            crate::stdio::transport(stdout, stdin, crate::read_spin::Spin::never(), limit);
         Ok((
             ChildProcess {
                 child,
                 grace: DEFAULT_SHUTDOWN_GRACE,
+                fault,
             },
             transport,
         ))
+    }
+
+    /// Why the child's output was abandoned (a message over the limit),
+    /// once it was; shared, so it can be read after the session ended.
+    pub fn output_fault(&self) -> StreamFault {
+        self.fault.clone()
     }
 
     /// Sets how long each shutdown step waits.
@@ -166,5 +222,31 @@ mod tests {
             .unwrap();
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(status.signal(), Some(libc::SIGKILL));
+    }
+
+    #[tokio::test]
+    async fn a_message_over_the_limit_ends_the_stream_and_says_why() {
+        // A line of 64 KiB, then one that would be fine: the stream ends
+        // at the first, without reading all of it.
+        let mut cmd = Command::new("sh");
+        cmd.args([
+            "-c",
+            "head -c 65536 /dev/zero | tr '\\0' x; echo; echo '{}'; sleep 5",
+        ]);
+        let options = ChildOptions::new().max_message_bytes(1024);
+        let (child, mut transport) = ChildProcess::spawn_with(cmd, &options).unwrap();
+        let fault = child.output_fault();
+        let next = tokio::time::timeout(Duration::from_secs(5), transport.inbound.recv()).await;
+        assert!(matches!(next, Ok(None)), "the stream ended: {next:?}");
+        assert_eq!(
+            fault.get(),
+            Some("message longer than 1024 bytes, the limit")
+        );
+        drop(transport);
+        child
+            .with_grace(Duration::from_millis(100))
+            .shutdown()
+            .await
+            .unwrap();
     }
 }

@@ -5,6 +5,8 @@
 //! [`crate::child`]). Nothing but MCP messages is written; logs belong on
 //! stderr.
 
+use std::sync::{Arc, OnceLock};
+
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::mpsc;
 
@@ -13,9 +15,50 @@ use crate::read_spin::DirectPipe;
 use crate::read_spin::Spin;
 use crate::transport::{DEFAULT_CHANNEL_CAPACITY, Inbound, InboundFrame, OutboundFrame, Transport};
 
-/// The longest line accepted; a longer one is answered by a parse error and
-/// skipped, so one huge message cannot exhaust memory.
+/// The longest line accepted by default; a longer one is answered by a
+/// parse error and skipped (or ends a child's stream, see
+/// [`crate::child::ChildOptions`]), so one huge message cannot exhaust
+/// memory.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Why a stream was abandoned, once it was. Cheap to clone: the reader
+/// records it, whoever watches the stream reads it.
+#[derive(Clone, Debug, Default)]
+pub struct StreamFault(Arc<OnceLock<String>>);
+
+impl StreamFault {
+    /// Why the stream was abandoned; `None` while it was not (it may still
+    /// have ended at the peer's end of file).
+    pub fn get(&self) -> Option<&str> {
+        self.0.get().map(String::as_str)
+    }
+
+    fn set(&self, why: String) {
+        let _ = self.0.set(why);
+    }
+}
+
+/// How long a line may be, and what a longer one does.
+#[derive(Clone, Debug)]
+pub(crate) struct LineLimit {
+    /// The longest line accepted, in bytes.
+    pub(crate) max_bytes: usize,
+    /// `None`: a longer line is answered by a parse error and skipped (a
+    /// server reading its client). Some: it ends the stream, recorded
+    /// here, without reading the rest of it (a client reading a child
+    /// server, where the lost message may be a response someone waits
+    /// for).
+    pub(crate) ends_stream: Option<StreamFault>,
+}
+
+impl Default for LineLimit {
+    fn default() -> Self {
+        LineLimit {
+            max_bytes: MAX_LINE_BYTES,
+            ends_stream: None,
+        }
+    }
+}
 
 /// A transport over this process's stdin and stdout. Where they are pipes
 /// (on Unix), they are read and written without blocking, by the runtime's
@@ -25,7 +68,7 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 pub fn stdio() -> Transport {
     #[cfg(unix)]
     if let Some(pipe) = crate::stdio_pipes::stdin().and_then(|p| DirectPipe::new(p).ok()) {
-        return from_pipe(pipe, stdout_writer());
+        return from_pipe(pipe, stdout_writer(), LineLimit::default());
     }
     from_streams(tokio::io::stdin(), stdout_writer())
 }
@@ -45,23 +88,24 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    transport(reader, writer, Spin::never())
+    transport(reader, writer, Spin::never(), LineLimit::default())
 }
 
 /// A transport over a pipe's read end, read directly, and a writer: its
 /// reader spins for a quick next line (see [`crate::read_spin`]), which
 /// only a reader that sees bytes without the reactor can do.
 #[cfg(unix)]
-pub(crate) fn from_pipe<R, W>(reader: DirectPipe<R>, writer: W) -> Transport
+pub(crate) fn from_pipe<R, W>(reader: DirectPipe<R>, writer: W, limit: LineLimit) -> Transport
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    transport(reader, writer, Spin::new())
+    transport(reader, writer, Spin::new(), limit)
 }
 
-/// A transport whose reader waits for each line as `spin` allows.
-fn transport<R, W>(reader: R, writer: W, spin: Spin) -> Transport
+/// A transport whose reader waits for each line as `spin` allows, and
+/// takes lines up to `limit`.
+pub(crate) fn transport<R, W>(reader: R, writer: W, spin: Spin, limit: LineLimit) -> Transport
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -69,7 +113,7 @@ where
     let (outbound, out_rx) = mpsc::channel(DEFAULT_CHANNEL_CAPACITY);
     let flushed = Some(tokio::spawn(write_lines(writer, out_rx)));
     Transport {
-        inbound: Inbound::lines(LineReader::new(Box::new(reader), spin)),
+        inbound: Inbound::lines(LineReader::new(Box::new(reader), spin, limit)),
         outbound,
         flushed,
     }
@@ -80,29 +124,53 @@ pub(crate) struct LineReader {
     reader: BufReader<Box<dyn AsyncRead + Unpin + Send>>,
     line: Vec<u8>,
     spin: Spin,
+    limit: LineLimit,
     ended: bool,
 }
 
+/// What a line buffer starts with, and shrinks back to after a line
+/// longer than the limit.
+const LINE_CAPACITY: usize = 4096;
+
 impl LineReader {
-    fn new(reader: Box<dyn AsyncRead + Unpin + Send>, spin: Spin) -> Self {
+    fn new(reader: Box<dyn AsyncRead + Unpin + Send>, spin: Spin, limit: LineLimit) -> Self {
         LineReader {
             reader: BufReader::with_capacity(64 * 1024, reader),
-            line: Vec::with_capacity(4096),
+            line: Vec::with_capacity(LINE_CAPACITY),
             spin,
+            limit,
             ended: false,
         }
     }
 
     /// The next line's frame: text, or why it cannot be a message (too
-    /// long, not UTF-8); `None` at the end of the stream or after a read
-    /// error. Blank lines are skipped.
+    /// long, not UTF-8); `None` at the end of the stream, after a read
+    /// error, or after a line too long for a stream that it ends. Blank
+    /// lines are skipped.
     pub(crate) async fn next_frame(&mut self) -> Option<InboundFrame> {
         while !self.ended {
             self.line.clear();
-            match read_bounded_line(&mut self.reader, &mut self.line, &mut self.spin).await {
+            let max = self.limit.max_bytes;
+            let stop_early = self.limit.ends_stream.is_some();
+            let read = read_bounded_line(
+                &mut self.reader,
+                &mut self.line,
+                &mut self.spin,
+                max,
+                stop_early,
+            );
+            match read.await {
                 Ok(LineRead::Eof) => self.ended = true,
                 Ok(LineRead::TooLong) => {
-                    let reason = format!("message longer than {MAX_LINE_BYTES} bytes");
+                    // The buffer grew towards the limit: give it back.
+                    self.line = Vec::with_capacity(LINE_CAPACITY);
+                    let reason = format!("message longer than {max} bytes, the limit");
+                    if let Some(fault) = &self.limit.ends_stream {
+                        tracing::warn!("{reason}: the stream is abandoned");
+                        fault.set(reason);
+                        self.ended = true;
+                        continue;
+                    }
                     return Some(InboundFrame::Unreadable(reason));
                 }
                 Ok(LineRead::Line) => {
@@ -130,10 +198,15 @@ enum LineRead {
     Eof,
 }
 
+/// Reads one line into `line`, keeping at most `max` bytes of it; with
+/// `stop_early`, returns as soon as it is known to be too long rather than
+/// reading (and dropping) the rest of it.
 async fn read_bounded_line<R: AsyncBufReadExt + Unpin>(
     reader: &mut R,
     line: &mut Vec<u8>,
     spin: &mut Spin,
+    max: usize,
+    stop_early: bool,
 ) -> std::io::Result<LineRead> {
     let mut too_long = false;
     loop {
@@ -151,7 +224,7 @@ async fn read_bounded_line<R: AsyncBufReadExt + Unpin>(
             None => (buf, None),
         };
         if !too_long {
-            if line.len() + chunk.len() > MAX_LINE_BYTES {
+            if line.len() + chunk.len() > max {
                 too_long = true;
                 line.clear();
             } else {
@@ -160,6 +233,9 @@ async fn read_bounded_line<R: AsyncBufReadExt + Unpin>(
         }
         let used = found.unwrap_or(buf.len());
         reader.consume(used);
+        if too_long && stop_early {
+            return Ok(LineRead::TooLong);
+        }
         if found.is_some() {
             return Ok(finish(line, too_long));
         }

@@ -38,6 +38,15 @@ pub enum HostEvent {
         /// Its new state.
         state: UpstreamState,
     },
+    /// Something went wrong with an upstream: its connection was lost or
+    /// could not be made, or a call failed on its side (see
+    /// [`UpstreamStatus::failed_calls`]).
+    UpstreamFault {
+        /// The server's config name.
+        server: String,
+        /// What went wrong, as its status's `last_error` says.
+        error: String,
+    },
 }
 
 /// The host's state for people and scripts.
@@ -313,12 +322,22 @@ async fn signal_loop(host: std::sync::Weak<Inner>, mut signals: mpsc::Receiver<(
         let Some(inner) = host.upgrade() else { return };
         let mut changed = false;
         let mut notifications = Vec::new();
+        let mut faults = Vec::new();
         for (index, signal) in
             std::iter::once(first).chain(std::iter::from_fn(|| signals.try_recv().ok()))
         {
             match signal {
                 Signal::Changed => changed = true,
                 Signal::Notification(n) => notifications.push((index, n)),
+                Signal::Fault(error) => faults.push((index, error)),
+            }
+        }
+        for (index, error) in faults {
+            if let Some(upstream) = read(&inner.upstreams).get(index).cloned().flatten() {
+                let server = upstream.config.name.clone();
+                let _ = inner
+                    .events
+                    .send(HostEvent::UpstreamFault { server, error });
             }
         }
         if changed {

@@ -21,6 +21,7 @@
 //! shutdown_grace = 2          # seconds per step of stopping a child
 //! max_in_flight = 256         # calls in flight per server; more wait
 //! start_concurrency = 8       # servers starting at once
+//! max_message_bytes = 16777216 # the longest message from a stdio server
 //! ```
 
 use std::net::SocketAddr;
@@ -90,6 +91,9 @@ pub struct ServerSettings {
     pub max_in_flight: Option<usize>,
     /// Servers starting at once.
     pub start_concurrency: Option<usize>,
+    /// The longest message a stdio server may send, in bytes; a longer
+    /// one ends its connection.
+    pub max_message_bytes: Option<usize>,
 }
 
 /// A settings file that cannot be used.
@@ -182,6 +186,11 @@ impl HostSettings {
                 "servers.start_concurrency",
                 &mut supervisor.start_concurrency,
             ),
+            (
+                s.max_message_bytes,
+                "servers.max_message_bytes",
+                &mut supervisor.max_message_bytes,
+            ),
         ] {
             match value {
                 Some(0) => return Err(format!("{key} must be at least 1")),
@@ -238,6 +247,7 @@ mod tests {
             shutdown_grace = 1
             max_in_flight = 32
             start_concurrency = 2
+            max_message_bytes = 1048576
             "#,
         )
         .unwrap();
@@ -250,6 +260,7 @@ mod tests {
         assert_eq!(s.shutdown_grace, Duration::from_secs(1));
         assert_eq!(s.max_in_flight, 32);
         assert_eq!(s.start_concurrency, 2);
+        assert_eq!(s.max_message_bytes, 1 << 20);
         assert_eq!(
             parse("").unwrap().supervisor.max_in_flight,
             SupervisorOptions::default().max_in_flight

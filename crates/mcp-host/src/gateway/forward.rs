@@ -277,21 +277,47 @@ async fn send(
             outcome
         }
     };
-    outcome.map_err(|e| match e {
-        RequestError::Rpc(error) => error,
-        RequestError::Timeout => ErrorObject::new(
-            error_codes::REQUEST_TIMEOUT,
-            format!(
+    let failed = |message: String| {
+        upstream.call_failed(&message);
+        ErrorObject::internal(message)
+    };
+    match outcome {
+        // A result is an object; anything else cannot be passed on.
+        Ok(raw) if raw.get().starts_with('{') => Ok(raw),
+        Ok(raw) => {
+            let mut shown: String = raw.get().chars().take(80).collect();
+            if shown.len() < raw.get().len() {
+                shown.push_str("...");
+            }
+            Err(failed(format!(
+                "server {:?} answered {method} with a result that is not an object: {shown}",
+                upstream.name()
+            )))
+        }
+        Err(RequestError::Rpc(error)) => Err(error),
+        Err(RequestError::Timeout) => {
+            let message = format!(
                 "server {:?} did not answer {method} within {timeout:?}",
                 upstream.name()
+            );
+            upstream.call_failed(&message);
+            Err(ErrorObject::new(error_codes::REQUEST_TIMEOUT, message))
+        }
+        Err(RequestError::ConnectionClosed) => Err(failed(match upstream.cut_off_because() {
+            Some(why) => format!(
+                "server {:?} was disconnected during {method}: {why}",
+                upstream.name()
             ),
-        ),
-        RequestError::ConnectionClosed => ErrorObject::internal(format!(
-            "server {:?} closed the connection during {method}",
+            None => format!(
+                "server {:?} closed the connection during {method}",
+                upstream.name()
+            ),
+        })),
+        Err(other) => Err(ErrorObject::internal(format!(
+            "server {:?}: {other}",
             upstream.name()
-        )),
-        other => ErrorObject::internal(format!("server {:?}: {other}", upstream.name())),
-    })
+        ))),
+    }
 }
 
 /// Asks a legacy client each question of an `input_required` round, as

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use mcp_client::Client;
 use mcp_core::Transport;
-use mcp_core::child::ChildProcess;
+use mcp_core::child::{ChildOptions, ChildProcess};
 use mcp_http::HttpTransportKind;
 
 use crate::config::{HttpKind, TransportSpec};
@@ -58,10 +58,12 @@ pub fn minimal_env(cmd: &mut tokio::process::Command) {
 
 /// Opens the transport `spec` describes; a remote server whose entry sets
 /// no `Authorization` header gets the credential hook `authorizer` makes.
+/// A child's messages may be `max_message_bytes` long at most.
 pub(crate) async fn open(
     spec: &TransportSpec,
     connect_timeout: Duration,
     authorizer: Option<&super::AuthorizerFactory>,
+    max_message_bytes: usize,
 ) -> Result<Opened, String> {
     match spec {
         TransportSpec::Stdio {
@@ -92,8 +94,9 @@ pub(crate) async fn open(
                     Ok(())
                 });
             }
-            let (child, transport) =
-                ChildProcess::spawn(cmd).map_err(|e| format!("cannot run {command:?}: {e}"))?;
+            let options = ChildOptions::new().max_message_bytes(max_message_bytes);
+            let (child, transport) = ChildProcess::spawn_with(cmd, &options)
+                .map_err(|e| format!("cannot run {command:?}: {e}"))?;
             Ok(Opened {
                 transport,
                 group: child.id().map(ProcessGroup),
@@ -173,14 +176,17 @@ pub(crate) struct Connection {
 impl Connection {
     /// Ends the session, then stops the child as the specification says
     /// (stdin closed, wait, SIGTERM, wait, SIGKILL) and sweeps whatever
-    /// the child left running in its process group.
-    pub(crate) async fn close(self, grace: Duration) {
+    /// the child left running in its process group. Returns how a child
+    /// exited.
+    pub(crate) async fn close(self, grace: Duration) -> Option<std::process::ExitStatus> {
         self.client.close().await;
         drop(self.http);
-        if let Some(child) = self.child {
-            let _ = child.with_grace(grace).shutdown().await;
-        }
+        let exited = match self.child {
+            Some(child) => child.with_grace(grace).shutdown().await.ok(),
+            None => None,
+        };
         drop(self.group);
+        exited
     }
 }
 

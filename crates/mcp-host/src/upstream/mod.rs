@@ -12,6 +12,7 @@
 mod connect;
 pub(crate) mod listing;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -79,6 +80,15 @@ pub struct UpstreamStatus {
     pub last_error: Option<String>,
     /// The child's process id, for stdio servers that run.
     pub pid: Option<u32>,
+    /// Calls in flight on it now.
+    pub in_flight: usize,
+    /// Calls that failed on its side: not answered in time, cut off by
+    /// the connection's end, or answered with something that is not a
+    /// result. Each sets `last_error`.
+    pub failed_calls: u64,
+    /// Notifications it sent faster than the host could handle them,
+    /// dropped rather than buffered (a flood).
+    pub dropped_notifications: u64,
 }
 
 /// Makes the credential hook for a remote server at a URL (an OAuth client
@@ -123,6 +133,9 @@ pub struct SupervisorOptions {
     pub start_concurrency: usize,
     /// Credentials for remote servers that ask for them (OAuth).
     pub authorizer: Option<AuthorizerFactory>,
+    /// The longest message a stdio server may send; a longer one ends its
+    /// connection (the server is then restarted).
+    pub max_message_bytes: usize,
 }
 
 impl Default for SupervisorOptions {
@@ -137,6 +150,7 @@ impl Default for SupervisorOptions {
             max_in_flight: 256,
             start_concurrency: 8,
             authorizer: None,
+            max_message_bytes: mcp_core::stdio::MAX_LINE_BYTES,
         }
     }
 }
@@ -148,6 +162,8 @@ pub(crate) enum Signal {
     Changed,
     /// A notification to pass on (resource updates, log messages).
     Notification(Notification),
+    /// Something went wrong (the connection was lost, a call failed).
+    Fault(String),
 }
 
 /// A downstream request in flight on this upstream, which a server's own
@@ -203,12 +219,20 @@ pub struct Upstream {
     /// set grows.
     subscriptions: Mutex<std::collections::BTreeSet<String>>,
     resubscribe: tokio::sync::Notify,
+    /// Notifications dropped in a flood (see [`UpstreamStatus`]).
+    dropped: AtomicU64,
+    /// A list change was among the notifications dropped: the lists are
+    /// read again with the next notification handled.
+    relist: std::sync::atomic::AtomicBool,
 }
 
 struct Live {
     status: UpstreamStatus,
     client: Option<Client>,
     listing: Arc<Listing>,
+    /// Why the latest child's output was abandoned, if it was; kept until
+    /// the next connection, so that the calls it cut off can say why.
+    output_fault: Option<mcp_core::stdio::StreamFault>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -255,6 +279,9 @@ impl Upstream {
             restarts: 0,
             last_error: None,
             pid: None,
+            in_flight: 0,
+            failed_calls: 0,
+            dropped_notifications: 0,
         };
         Arc::new(Upstream {
             permits: Semaphore::new(options.max_in_flight.max(1)),
@@ -265,6 +292,7 @@ impl Upstream {
                 status,
                 client: None,
                 listing: Arc::default(),
+                output_fault: None,
             }),
             stop: CancellationToken::new(),
             signals,
@@ -273,6 +301,8 @@ impl Upstream {
             log_level: Mutex::default(),
             subscriptions: Mutex::default(),
             resubscribe: tokio::sync::Notify::new(),
+            dropped: AtomicU64::new(0),
+            relist: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -288,7 +318,50 @@ impl Upstream {
 
     /// Its state now.
     pub fn status(&self) -> UpstreamStatus {
-        lock(&self.live).status.clone()
+        let mut status = lock(&self.live).status.clone();
+        let free = self.permits.available_permits();
+        status.in_flight = self.options.max_in_flight.max(1).saturating_sub(free);
+        status.dropped_notifications = self.dropped.load(Ordering::Relaxed);
+        status
+    }
+
+    /// A notification was dropped: counted, and told as a fault the 1st,
+    /// 2nd, 4th, 8th ... time, so a flood makes a few events, not one each.
+    fn dropped_notification(&self) {
+        let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+        if dropped.is_power_of_two() {
+            let error = format!(
+                "{dropped} notifications dropped: the server sends them faster than \
+                 the host handles them"
+            );
+            tracing::warn!(server = %self.config.name, "{error}");
+            lock(&self.live).status.last_error = Some(error.clone());
+            self.fault(error);
+        }
+    }
+
+    /// A call failed on the server's side: counted, and told as a fault.
+    pub(crate) fn call_failed(&self, error: &str) {
+        tracing::warn!(server = %self.config.name, "{error}");
+        {
+            let mut live = lock(&self.live);
+            live.status.failed_calls += 1;
+            live.status.last_error = Some(error.to_owned());
+        }
+        self.fault(error.to_owned());
+    }
+
+    fn fault(&self, error: String) {
+        let _ = self.signals.try_send((self.index, Signal::Fault(error)));
+    }
+
+    /// Why the latest connection was cut off by the host, if it was (a
+    /// message over the limit).
+    pub(crate) fn cut_off_because(&self) -> Option<String> {
+        lock(&self.live)
+            .output_fault
+            .as_ref()
+            .and_then(|f| f.get().map(str::to_owned))
     }
 
     /// What it lists now (empty while not connected).
@@ -457,10 +530,13 @@ impl Upstream {
                 live.listing = Arc::default();
                 live.status.pid = None;
             });
-            connection.close(self.options.shutdown_grace).await;
+            let exited = connection.close(self.options.shutdown_grace).await;
             match ended {
                 Ended::Stopped => break,
-                Ended::Lost(why) => {
+                Ended::Lost(mut why) => {
+                    if let Some(exited) = exited {
+                        why.push_str(&format!("; the server ended with {exited}"));
+                    }
                     tracing::warn!(server = %self.config.name, "connection lost: {why}");
                     self.lost(why);
                     // A server that ran a while restarts at once; one that
@@ -486,8 +562,9 @@ impl Upstream {
     fn lost(&self, why: String) {
         self.update(|live| {
             live.status.state = UpstreamState::Restarting;
-            live.status.last_error = Some(why);
+            live.status.last_error = Some(why.clone());
         });
+        self.fault(why);
     }
 
     /// Waits out the backoff after `failures` failures in a row; false when
@@ -515,9 +592,11 @@ impl Upstream {
             &self.config.transport,
             self.options.connect_timeout,
             self.options.authorizer.as_ref(),
+            self.options.max_message_bytes,
         )
         .await?;
         let pid = opened.child.as_ref().and_then(|c| c.id());
+        let output_fault = opened.child.as_ref().map(|c| c.output_fault());
         // Dropped on any early return (or when this future is dropped at a
         // timeout): the child's whole process group goes with it.
         let group = opened.group;
@@ -551,6 +630,7 @@ impl Upstream {
                 .server_info()
                 .map(|i| format!("{} {}", i.name, i.version));
             live.status.pid = pid;
+            live.output_fault = output_fault;
             listing.count_into(&mut live.status);
             live.listing = Arc::new(listing);
             live.client = Some(client);
@@ -569,10 +649,16 @@ impl Upstream {
         notifications: mpsc::Sender<Notification>,
     ) -> mcp_client::ClientBuilder {
         let sampling = weak.clone();
-        let elicitation = weak;
+        let elicitation = weak.clone();
+        let flooded = weak;
+        // Calls set their own timeout (the server's `timeout`); the
+        // host's own requests (the handshake, lists read again) may take
+        // as long as connecting may, so that a short call timeout does not
+        // keep a slow starter from ever connecting.
+        let own_timeout = self.request_timeout().max(self.options.connect_timeout);
         Client::builder("mcp-host", env!("CARGO_PKG_VERSION"))
             .era(self.config.era.parse().unwrap_or(EraChoice::Auto))
-            .request_timeout(self.request_timeout())
+            .request_timeout(own_timeout)
             .on_sampling(move |params: CreateMessageRequestParams| {
                 let upstream = sampling.upgrade();
                 async move {
@@ -602,7 +688,14 @@ impl Upstream {
             .elicitation_url(true)
             .on_notification(move |n: &Notification| {
                 // A flood beyond the queue is dropped, not buffered.
-                let _ = notifications.try_send(n.clone());
+                if notifications.try_send(n.clone()).is_err()
+                    && let Some(upstream) = flooded.upgrade()
+                {
+                    if n.method.ends_with("/list_changed") {
+                        upstream.relist.store(true, Ordering::Relaxed);
+                    }
+                    upstream.dropped_notification();
+                }
             })
     }
 
@@ -664,17 +757,28 @@ impl Upstream {
         let mut health = tokio::time::interval(self.options.health_interval);
         health.reset();
         let mut failed_checks = 0;
+        let mut relist_at = None;
         loop {
             tokio::select! {
                 _ = self.stop.cancelled() => return Ended::Stopped,
-                _ = client.peer().closed() => return Ended::Lost("the connection closed".into()),
+                _ = client.peer().closed() => {
+                    let why = connection.child.as_ref().and_then(|c| c.output_fault().get().map(str::to_owned));
+                    return Ended::Lost(match why {
+                        Some(why) => format!("the connection was closed: {why}"),
+                        None => "the connection closed".into(),
+                    });
+                }
                 _ = &mut listen => {}
                 _ = &mut updates => {}
                 _ = self.resubscribe.notified() => {
                     updates.set(self.listen_for_updates(client));
                 }
                 Some(notification) = notifications.recv() => {
-                    self.on_notification(client, notification, &mut notifications).await;
+                    self.on_notification(notification, &mut relist_at);
+                }
+                _ = until(relist_at) => {
+                    relist_at = None;
+                    self.relist(client).await;
                 }
                 _ = health.tick() => {
                     let ping = tokio::time::timeout(Duration::from_secs(10), client.ping()).await;
@@ -764,31 +868,29 @@ impl Upstream {
         std::future::pending().await
     }
 
-    async fn on_notification(
-        &self,
-        client: &Client,
-        notification: Notification,
-        queue: &mut mpsc::Receiver<Notification>,
-    ) {
+    /// Passes a notification on; a list change only marks the lists to
+    /// be read again at `relist_at`, so that a burst of changes is read
+    /// once, and the other notifications keep flowing meanwhile.
+    fn on_notification(&self, notification: Notification, relist_at: &mut Option<Instant>) {
         let method = notification.method.as_str();
-        if !method.ends_with("/list_changed") {
-            if method == methods::NOTIFICATION_RESOURCES_UPDATED
-                || method == methods::NOTIFICATION_MESSAGE
-            {
-                let _ = self
-                    .signals
-                    .try_send((self.index, Signal::Notification(notification)));
-            }
-            return;
+        // A change that was dropped (the queue was full) is not forgotten:
+        // this notification came from that queue soon after.
+        if method.ends_with("/list_changed") || self.relist.swap(false, Ordering::Relaxed) {
+            relist_at.get_or_insert_with(|| Instant::now() + RELIST_DELAY);
         }
-        // Debounced: a burst of changes is read once.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let mut others = Vec::new();
-        while let Ok(n) = queue.try_recv() {
-            if !n.method.ends_with("/list_changed") {
-                others.push(n);
-            }
+        if (method == methods::NOTIFICATION_RESOURCES_UPDATED
+            || method == methods::NOTIFICATION_MESSAGE)
+            && self
+                .signals
+                .try_send((self.index, Signal::Notification(notification)))
+                .is_err()
+        {
+            self.dropped_notification();
         }
+    }
+
+    /// Reads the lists again after a change.
+    async fn relist(&self, client: &Client) {
         match Listing::fetch(client).await {
             Ok(listing) => self.update(|live| {
                 listing.count_into(&mut live.status);
@@ -799,9 +901,18 @@ impl Upstream {
                 live.status.last_error = Some(e);
             }),
         }
-        for n in others {
-            let _ = self.signals.try_send((self.index, Signal::Notification(n)));
-        }
+    }
+}
+
+/// How long after a list change the lists are read again: the changes
+/// of a burst are read once.
+const RELIST_DELAY: Duration = Duration::from_millis(50);
+
+/// Sleeps until `deadline`; forever without one.
+async fn until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+        None => std::future::pending().await,
     }
 }
 
