@@ -174,18 +174,44 @@ fn source_and_destination(
     Ok((source, destination))
 }
 
-fn move_file(args: MoveArgs, state: &Access) -> Result<Reply, AccessError> {
-    let (source, destination) = source_and_destination(state, &args)?;
+/// Renames `source` to `destination` unless something is there already,
+/// decided by the kernel in the rename itself (Linux `RENAME_NOREPLACE`),
+/// so a file created at the destination after the check is not replaced.
+/// Where the file system has no such rename, a plain one follows the
+/// check.
+fn rename_no_replace(source: &Target, destination: &Target) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{RenameFlags, renameat_with};
+        match renameat_with(
+            &source.parent,
+            source.name.as_os_str(),
+            &destination.parent,
+            destination.name.as_os_str(),
+            RenameFlags::NOREPLACE,
+        ) {
+            Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {}
+            done => return done.map_err(Into::into),
+        }
+    }
     source
         .parent
         .rename(&source.name, &destination.parent, &destination.name)
-        .map_err(|e| match e.raw_os_error() {
-            Some(18) => AccessError::Invalid(format!(
-                "{} and {} are on different file systems; copy_file then delete_file instead",
-                args.source, args.destination
-            )),
-            _ => AccessError::io(&args.source, e),
-        })?;
+}
+
+fn move_file(args: MoveArgs, state: &Access) -> Result<Reply, AccessError> {
+    let (source, destination) = source_and_destination(state, &args)?;
+    rename_no_replace(&source, &destination).map_err(|e| match e.raw_os_error() {
+        Some(17) => AccessError::Invalid(format!(
+            "{} already exists; choose another destination or delete it first",
+            args.destination
+        )),
+        Some(18) => AccessError::Invalid(format!(
+            "{} and {} are on different file systems; copy_file then delete_file instead",
+            args.source, args.destination
+        )),
+        _ => AccessError::io(&args.source, e),
+    })?;
     Ok(done(format!(
         "Successfully moved {} to {}",
         args.source, args.destination
@@ -204,10 +230,32 @@ fn copy_file(args: MoveArgs, state: &Access) -> Result<Reply, AccessError> {
             args.source
         )));
     }
-    source
+    // A new file, never one that appeared at the destination meanwhile
+    // (nor a symlink there, which is not followed).
+    let mut from = source
         .parent
-        .copy(&source.name, &destination.parent, &destination.name)
+        .open(&source.name)
         .map_err(|e| AccessError::io(&args.source, e))?;
+    let mut options = cap_std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    let mut to = destination
+        .parent
+        .open_with(&destination.name, &options)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => AccessError::Invalid(format!(
+                "{} already exists; choose another destination or delete it first",
+                args.destination
+            )),
+            _ => AccessError::io(&args.destination, e),
+        })?;
+    let copied =
+        std::io::copy(&mut from, &mut to).and_then(|_| to.set_permissions(metadata.permissions()));
+    if let Err(e) = copied {
+        // No half copy left behind.
+        drop(to);
+        let _ = destination.parent.remove_file(&destination.name);
+        return Err(AccessError::io(&args.destination, e));
+    }
     Ok(done(format!(
         "Successfully copied {} to {}",
         args.source, args.destination
@@ -331,4 +379,39 @@ directories.",
             delete_file,
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use cap_std::ambient_authority;
+
+    use super::*;
+
+    #[test]
+    fn the_rename_itself_refuses_to_replace() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a"), "source").unwrap();
+        std::fs::write(dir.path().join("b"), "already there").unwrap();
+        let open = || Dir::open_ambient_dir(dir.path(), ambient_authority()).unwrap();
+        let target = |name: &str| Target {
+            parent: open(),
+            name: name.into(),
+        };
+        // As if "b" had appeared after the existence check.
+        let error = rename_no_replace(&target("a"), &target("b")).unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::AlreadyExists, "{error}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("b")).unwrap(),
+            "already there"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a")).unwrap(),
+            "source"
+        );
+        rename_no_replace(&target("a"), &target("c")).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("c")).unwrap(),
+            "source"
+        );
+    }
 }
