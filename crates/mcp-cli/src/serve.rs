@@ -255,6 +255,11 @@ pub struct Transport {
     /// 1800) is ended, as if the client had deleted it.
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     session_idle_timeout: Option<std::time::Duration>,
+    /// With --http: keep legacy sessions and their SSE events in this
+    /// Redis (redis://HOST:PORT/DB), so that several instances behind one
+    /// load balancer serve the same sessions.
+    #[arg(long, value_name = "URL", requires = "http")]
+    redis: Option<String>,
     #[command(flatten)]
     oauth: crate::oauth::OAuthArgs,
 }
@@ -286,9 +291,13 @@ impl Transport {
                     max_sessions: self.max_sessions.map(|n| n as usize),
                     session_idle_timeout: self.session_idle_timeout,
                 };
+                let shared = match &self.redis {
+                    Some(url) => Some(SharedStores::redis(url).await?),
+                    None => None,
+                };
                 let service = std::sync::Arc::new(server);
                 let extra = Extra::default();
-                serve_service(
+                serve_shared(
                     service,
                     config,
                     listener,
@@ -296,6 +305,7 @@ impl Transport {
                     &self.oauth,
                     extra,
                     limits,
+                    shared,
                 )
                 .await
             }
@@ -358,6 +368,24 @@ pub struct Extra {
     pub open: Option<axum::Router>,
 }
 
+/// Where the sessions and SSE events of several instances are kept.
+pub struct SharedStores {
+    events: std::sync::Arc<dyn mcp_http::EventStore>,
+    sessions: std::sync::Arc<dyn mcp_http::SessionStore>,
+}
+
+impl SharedStores {
+    /// Both stores on the Redis at `url`, which must answer now.
+    pub async fn redis(url: &str) -> Result<Self> {
+        let redis = mcp_redis::connect(url).await?;
+        tracing::info!("sessions and events on Redis at {url}");
+        Ok(SharedStores {
+            events: std::sync::Arc::new(mcp_redis::RedisEventStore::new(redis.clone())),
+            sessions: std::sync::Arc::new(mcp_redis::RedisSessionStore::new(redis)),
+        })
+    }
+}
+
 /// Serves `service` over Streamable HTTP (and HTTP+SSE and WebSocket) on
 /// `listener` until Ctrl-C or SIGTERM.
 pub async fn serve_service(
@@ -368,6 +396,32 @@ pub async fn serve_service(
     oauth: &crate::oauth::OAuthArgs,
     extra: Extra,
     limits: Limits,
+) -> Result<()> {
+    serve_shared(
+        service,
+        session_config,
+        listener,
+        allow,
+        oauth,
+        extra,
+        limits,
+        None,
+    )
+    .await
+}
+
+/// [`serve_service`], with sessions and events in `shared` stores if
+/// given.
+#[allow(clippy::too_many_arguments)]
+pub async fn serve_shared(
+    service: std::sync::Arc<dyn mcp_core::Service>,
+    session_config: mcp_core::SessionConfig,
+    listener: tokio::net::TcpListener,
+    allow: &[String],
+    oauth: &crate::oauth::OAuthArgs,
+    extra: Extra,
+    limits: Limits,
+    shared: Option<SharedStores>,
 ) -> Result<()> {
     let local = listener.local_addr()?;
     let mut policy = mcp_http::OriginPolicy::loopback(local.port());
@@ -393,6 +447,11 @@ pub async fn serve_service(
     }
     if let Some(max) = limits.max_connections_per_ip {
         config = config.max_connections_per_ip(max);
+    }
+    if let Some(shared) = shared {
+        config = config
+            .event_store(shared.events)
+            .session_store(shared.sessions);
     }
     let origin = format!("http://{local}");
     let resource = format!("{origin}/mcp");

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::event_store::{EventStore, MemoryEventStore};
 use crate::guard::OriginPolicy;
+use crate::session_store::{LocalSessionStore, SessionStore};
 
 /// How responses to requests are sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -62,6 +63,10 @@ pub struct HttpConfig {
     pub origin_policy: Arc<OriginPolicy>,
     /// Where SSE events are kept for resumption.
     pub event_store: Arc<dyn EventStore>,
+    /// Where legacy sessions are kept for other instances (by default
+    /// nowhere: a session lives in the instance that made it). Its records
+    /// live for `session_idle_timeout` after their last use.
+    pub session_store: Arc<dyn SessionStore>,
     /// The GET path of the legacy HTTP+SSE transport (2024-11-05), or
     /// `None` to leave it off.
     pub legacy_sse_path: Option<String>,
@@ -78,7 +83,7 @@ impl HttpConfig {
     /// 30 s for its body, 10,000 connections (any number per address), a
     /// stream closed when its reader is 1,024 messages or 1 MiB behind, automatic
     /// response mode, 15 s keep-alive, 1 s retry, loopback hosts only, a
-    /// bounded in-memory event store, the legacy HTTP+SSE transport at
+    /// bounded in-memory event store, sessions kept in this process only, the legacy HTTP+SSE transport at
     /// `/sse` and `/message`, WebSocket at `/ws`.
     pub fn loopback(port: u16) -> Self {
         HttpConfig {
@@ -97,6 +102,7 @@ impl HttpConfig {
             retry: Duration::from_secs(1),
             origin_policy: Arc::new(OriginPolicy::loopback(port)),
             event_store: Arc::new(MemoryEventStore::new(Default::default())),
+            session_store: Arc::new(LocalSessionStore),
             legacy_sse_path: Some("/sse".to_owned()),
             legacy_message_path: "/message".to_owned(),
             websocket_path: Some("/ws".to_owned()),
@@ -189,6 +195,13 @@ impl HttpConfig {
     /// Sets where SSE events are kept for resumption.
     pub fn event_store(mut self, store: Arc<dyn EventStore>) -> Self {
         self.event_store = store;
+        self
+    }
+
+    /// Sets where legacy sessions are kept for other instances (a shared
+    /// store lets any instance continue any session).
+    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.session_store = store;
         self
     }
 

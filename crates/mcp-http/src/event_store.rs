@@ -38,6 +38,33 @@ pub enum ReplayError {
     /// Events after this id were evicted: the client has missed messages.
     #[error("events after this id are no longer stored")]
     Evicted,
+    /// The store cannot be reached now (a shared store that is down): the
+    /// client may try again later.
+    #[error("the event store is unavailable")]
+    Unavailable,
+}
+
+/// Why an event could not be stored: the store (a shared one, such as
+/// Redis) failed or cannot be reached. The message was not stored, so a
+/// stream that carries it must not go on as if it had been.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("event store unavailable: {reason}")]
+pub struct EventStoreError {
+    reason: String,
+}
+
+impl EventStoreError {
+    /// An error saying why the store failed.
+    pub fn new(reason: impl Into<String>) -> Self {
+        EventStoreError {
+            reason: reason.into(),
+        }
+    }
+
+    /// Why the store failed.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
 }
 
 /// A snapshot of a store's size.
@@ -58,8 +85,15 @@ pub trait EventStore: Send + Sync + 'static {
     /// Stores a message sent on `stream` of `session` and returns its event id.
     ///
     /// An empty `message` marks a priming event (SEP-1699): it gets an id a
-    /// client can resume from, but it is never replayed.
-    fn append(&self, session: &str, stream: &str, message: Arc<str>) -> BoxFuture<'_, EventId>;
+    /// client can resume from, but it is never replayed. An error means
+    /// the message was not stored: the caller tells its client so rather
+    /// than send it as resumable.
+    fn append(
+        &self,
+        session: &str,
+        stream: &str,
+        message: Arc<str>,
+    ) -> BoxFuture<'_, Result<EventId, EventStoreError>>;
 
     /// The events of the stream `last_event_id` belongs to that came after it, in order.
     fn replay_after(
@@ -433,9 +467,14 @@ impl Inner {
 }
 
 impl EventStore for MemoryEventStore {
-    fn append(&self, session: &str, stream: &str, message: Arc<str>) -> BoxFuture<'_, EventId> {
+    fn append(
+        &self,
+        session: &str,
+        stream: &str,
+        message: Arc<str>,
+    ) -> BoxFuture<'_, Result<EventId, EventStoreError>> {
         let id = self.append_at(session, stream, message, Instant::now());
-        Box::pin(std::future::ready(id))
+        Box::pin(std::future::ready(Ok(id)))
     }
 
     fn replay_after(
@@ -486,7 +525,7 @@ mod tests {
         let mut last_seq = HashMap::new();
         for i in 0..50 {
             let stream = ["get", "post-1", "post:2"][i % 3];
-            let id = store.append("s1", stream, msg("m")).await;
+            let id = store.append("s1", stream, msg("m")).await.unwrap();
             assert!(seen.insert(id.clone()), "duplicate id {id}");
             let (parsed_stream, seq, _) = parse_event_id(&id).unwrap();
             assert_eq!(parsed_stream, stream);
@@ -501,11 +540,11 @@ mod tests {
     #[tokio::test]
     async fn replay_returns_only_later_events_of_that_stream() {
         let store = MemoryEventStore::default();
-        let a1 = store.append("s", "a", msg("a1")).await;
-        let b1 = store.append("s", "b", msg("b1")).await;
-        let a2 = store.append("s", "a", msg("a2")).await;
-        store.append("other", "a", msg("x")).await;
-        let a3 = store.append("s", "a", msg("a3")).await;
+        let a1 = store.append("s", "a", msg("a1")).await.unwrap();
+        let b1 = store.append("s", "b", msg("b1")).await.unwrap();
+        let a2 = store.append("s", "a", msg("a2")).await.unwrap();
+        store.append("other", "a", msg("x")).await.unwrap();
+        let a3 = store.append("s", "a", msg("a3")).await.unwrap();
 
         let replay = store.replay_after("s", &a1).await.unwrap();
         assert_eq!(replay.stream, "a");
@@ -520,8 +559,8 @@ mod tests {
         assert!(replay.events.is_empty());
 
         // A stream id containing ':' still works.
-        let c1 = store.append("s", "c:d", msg("c1")).await;
-        let c2 = store.append("s", "c:d", msg("c2")).await;
+        let c1 = store.append("s", "c:d", msg("c1")).await.unwrap();
+        let c2 = store.append("s", "c:d", msg("c2")).await.unwrap();
         let replay = store.replay_after("s", &c1).await.unwrap();
         assert_eq!(
             (replay.stream.as_str(), ids(&replay)),
@@ -532,10 +571,10 @@ mod tests {
     #[tokio::test]
     async fn priming_events_are_resumable_but_not_replayed() {
         let store = MemoryEventStore::default();
-        let p = store.append("s", "get", msg("")).await;
-        let m1 = store.append("s", "get", msg("m1")).await;
-        let p2 = store.append("s", "get", msg("")).await;
-        store.append("s", "get", msg("m2")).await;
+        let p = store.append("s", "get", msg("")).await.unwrap();
+        let m1 = store.append("s", "get", msg("m1")).await.unwrap();
+        let p2 = store.append("s", "get", msg("")).await.unwrap();
+        store.append("s", "get", msg("m2")).await.unwrap();
         let replay = store.replay_after("s", &p).await.unwrap();
         assert_eq!(replay.stream, "get");
         assert_eq!(texts(&replay), ["m1", "m2"]);
@@ -546,7 +585,7 @@ mod tests {
     #[tokio::test]
     async fn unknown_ids() {
         let store = MemoryEventStore::default();
-        let a1 = store.append("s", "a", msg("a1")).await;
+        let a1 = store.append("s", "a", msg("a1")).await.unwrap();
         for bad in [
             "",
             "a",
@@ -570,7 +609,7 @@ mod tests {
             Err(ReplayError::UnknownEvent)
         );
         // An id of another stream's seq.
-        let b = store.append("s", "b", msg("b1")).await;
+        let b = store.append("s", "b", msg("b1")).await.unwrap();
         let (_, b_seq, b_tag) = parse_event_id(&b).unwrap();
         assert_eq!(
             store
@@ -599,9 +638,9 @@ mod tests {
             MemoryEventStore::new(EventStoreLimits::default().with_max_events_per_session(3));
         let mut a = Vec::new();
         for i in 0..5 {
-            a.push(store.append("s", "a", msg(&format!("a{i}"))).await);
+            a.push(store.append("s", "a", msg(&format!("a{i}"))).await.unwrap());
         }
-        store.append("t", "a", msg("t0")).await;
+        store.append("t", "a", msg("t0")).await.unwrap();
         let stats = store.stats();
         assert_eq!((stats.events, stats.evicted, stats.sessions), (4, 2, 2));
         assert_eq!(stats.bytes, 3 * 2 + 2);
@@ -622,9 +661,9 @@ mod tests {
     async fn eviction_by_count_across_streams() {
         let store =
             MemoryEventStore::new(EventStoreLimits::default().with_max_events_per_session(2));
-        let a1 = store.append("s", "a", msg("a1")).await;
-        let b1 = store.append("s", "b", msg("b1")).await;
-        store.append("s", "b", msg("b2")).await;
+        let a1 = store.append("s", "a", msg("a1")).await.unwrap();
+        let b1 = store.append("s", "b", msg("b1")).await.unwrap();
+        store.append("s", "b", msg("b2")).await.unwrap();
         // a1 was evicted, and stream a is empty and forgotten.
         assert_eq!(
             store.replay_after("s", &a1).await,
@@ -633,8 +672,8 @@ mod tests {
         let replay = store.replay_after("s", &b1).await.unwrap();
         assert_eq!(texts(&replay), ["b2"]);
         // Stream a comes back.
-        let a2 = store.append("s", "a", msg("a2")).await;
-        store.append("s", "a", msg("a3")).await;
+        let a2 = store.append("s", "a", msg("a2")).await.unwrap();
+        store.append("s", "a", msg("a3")).await.unwrap();
         // a2 evicted b1, a3 evicted b2; stream a has lost nothing since a1.
         assert_eq!(
             texts(&store.replay_after("s", &a1).await.unwrap()),
@@ -650,9 +689,9 @@ mod tests {
     #[tokio::test]
     async fn eviction_by_bytes_is_globally_oldest_first() {
         let store = MemoryEventStore::new(EventStoreLimits::default().with_max_bytes_total(10));
-        let s1 = store.append("s", "a", msg("1234")).await;
-        let t1 = store.append("t", "a", msg("1234")).await;
-        let s2 = store.append("s", "a", msg("1234")).await; // 12 bytes > 10: s1 goes
+        let s1 = store.append("s", "a", msg("1234")).await.unwrap();
+        let t1 = store.append("t", "a", msg("1234")).await.unwrap();
+        let s2 = store.append("s", "a", msg("1234")).await.unwrap(); // 12 bytes > 10: s1 goes
         let stats = store.stats();
         assert_eq!((stats.events, stats.bytes, stats.evicted), (2, 8, 1));
         // s1 itself is gone but nothing after it: s2 is replayed.
@@ -660,7 +699,7 @@ mod tests {
             texts(&store.replay_after("s", &s1).await.unwrap()),
             ["1234"]
         );
-        store.append("t", "a", msg("1234567")).await; // 15 bytes: t1 goes, then s2
+        store.append("t", "a", msg("1234567")).await.unwrap(); // 15 bytes: t1 goes, then s2
         let stats = store.stats();
         assert_eq!(
             (stats.events, stats.bytes, stats.evicted, stats.sessions),
@@ -676,7 +715,7 @@ mod tests {
         );
         assert!(store.replay_after("t", &t1).await.unwrap().events.len() == 1);
         // A message larger than the whole budget is evicted at once.
-        store.append("u", "a", msg("much too long")).await;
+        store.append("u", "a", msg("much too long")).await.unwrap();
         assert!(store.stats().bytes <= 10);
     }
 
@@ -717,8 +756,8 @@ mod tests {
         let store = MemoryEventStore::new(
             EventStoreLimits::default().with_max_age(Duration::from_millis(20)),
         );
-        let a1 = store.append("s", "a", msg("a1")).await;
-        store.append("s", "a", msg("a2")).await;
+        let a1 = store.append("s", "a", msg("a1")).await.unwrap();
+        store.append("s", "a", msg("a2")).await.unwrap();
         tokio::time::sleep(Duration::from_millis(40)).await;
         assert_eq!(
             store.replay_after("s", &a1).await,
@@ -734,9 +773,10 @@ mod tests {
         for i in 0..10 {
             store
                 .append("s", if i % 2 == 0 { "a" } else { "b" }, msg("0123456789"))
-                .await;
+                .await
+                .unwrap();
         }
-        let t = store.append("t", "a", msg("xyz")).await;
+        let t = store.append("t", "a", msg("xyz")).await.unwrap();
         assert_eq!(store.stats().bytes, 103);
         store.drop_session("s").await;
         let stats = store.stats();
@@ -752,7 +792,7 @@ mod tests {
             Err(ReplayError::UnknownEvent)
         );
         // A session id that comes back starts afresh.
-        let t2 = store.append("t", "a", msg("new")).await;
+        let t2 = store.append("t", "a", msg("new")).await.unwrap();
         assert_ne!(t, t2);
         assert_eq!(
             store.replay_after("t", &t).await,
@@ -765,7 +805,7 @@ mod tests {
         let store =
             MemoryEventStore::new(EventStoreLimits::default().with_max_events_per_session(1));
         for i in 0..10_000 {
-            store.append("s", "a", msg("m")).await;
+            store.append("s", "a", msg("m")).await.unwrap();
             if i % 100 == 0 {
                 store.drop_session("s").await;
             }
@@ -785,7 +825,7 @@ mod tests {
             MemoryEventStore::new(EventStoreLimits::default().with_max_events_per_session(1));
         let mut previous = 0;
         for i in 0..5 {
-            store.append("s", "a", msg("m")).await;
+            store.append("s", "a", msg("m")).await.unwrap();
             let evicted = store.stats().evicted;
             assert_eq!(evicted, i);
             assert!(evicted >= previous);

@@ -25,8 +25,10 @@ pub mod guard;
 mod headers;
 pub mod legacy_sse;
 mod outbound;
+mod persist;
 mod serve;
 mod session;
+pub mod session_store;
 mod spare_headers;
 pub mod sse;
 pub mod ws;
@@ -39,8 +41,9 @@ pub use client::{
 pub use config::{HttpConfig, ResponseMode};
 pub use endpoint::{LAST_EVENT_ID, METHOD, McpEndpoint, NAME, PROTOCOL_VERSION, SESSION_ID};
 pub use event_store::{
-    EventId, EventStore, EventStoreLimits, EventStoreStats, MemoryEventStore, Replay, ReplayError,
-    StreamId,
+    EventId, EventStore, EventStoreError, EventStoreLimits, EventStoreStats, MemoryEventStore,
+    Replay, ReplayError, StreamId,
 };
 pub use guard::{GuardError, OriginPolicy};
 pub use serve::{serve, serve_with};
+pub use session_store::{LocalSessionStore, SessionRecord, SessionStore, SessionStoreError};

@@ -200,11 +200,7 @@ mod tests {
     use crate::session::MessageText;
 
     fn delivery(text: &str) -> Delivery {
-        Delivery {
-            text: MessageText::Owned(text.to_owned()),
-            event_id: None,
-            last: false,
-        }
+        Delivery::new(MessageText::Owned(text.to_owned()), None, false)
     }
 
     #[tokio::test]

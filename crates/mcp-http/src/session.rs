@@ -25,7 +25,9 @@ use mcp_schema::jsonrpc::{Frame, RequestId};
 use smallvec::{SmallVec, smallvec};
 
 use crate::config::{HttpConfig, ResponseMode};
-use crate::event_store::{EventId, EventStore};
+use crate::event_store::{EventId, EventStore, EventStoreError, ReplayError};
+use crate::persist::{Persisted, Recording, restoring_requests};
+use crate::session_store::{SessionRecord, SessionStore, SessionStoreError};
 
 /// One message on its way to an HTTP response stream.
 #[derive(Debug, Clone)]
@@ -36,6 +38,21 @@ pub(crate) struct Delivery {
     pub(crate) event_id: Option<EventId>,
     /// The response that ends the stream.
     pub(crate) last: bool,
+    /// The stream failed (its event store did): the text tells the
+    /// client, and the stream ends with it.
+    pub(crate) failed: bool,
+}
+
+impl Delivery {
+    /// A message to send as it is.
+    pub(crate) fn new(text: MessageText, event_id: Option<EventId>, last: bool) -> Self {
+        Delivery {
+            text,
+            event_id,
+            last,
+            failed: false,
+        }
+    }
 }
 
 /// A message's text: as the engine wrote it, for a reply that goes out
@@ -95,6 +112,8 @@ pub(crate) enum ResumeOutcome {
     Ended,
     /// The event id is unknown or too old.
     Unknown,
+    /// The event store cannot be reached now.
+    Unavailable,
 }
 
 /// A live legacy session.
@@ -140,7 +159,7 @@ impl HttpSession {
             last_active: AtomicU64::new(sweeps.load(Ordering::Relaxed)),
             sweeps,
             open_streams: AtomicUsize::new(0),
-            next_stream: AtomicU64::new(1),
+            next_stream: AtomicU64::new(first_stream_key()),
         })
     }
 
@@ -228,6 +247,7 @@ impl HttpSession {
                 requests,
                 fresh: true,
                 priming,
+                failed: false,
             },
         );
         Ok(stream)
@@ -299,8 +319,9 @@ impl HttpSession {
             .is_some_and(|v| v >= ProtocolVersion::V2025_11_25)
     }
 
-    /// Opens the standalone stream; `None` if one is already open.
-    pub(crate) async fn open_standalone(&self) -> Option<StreamReceiver> {
+    /// Opens the standalone stream; `None` if one is already open, an
+    /// error if its priming event cannot be stored.
+    pub(crate) async fn open_standalone(&self) -> Result<Option<StreamReceiver>, EventStoreError> {
         let priming = self.primes_streams();
         // Held throughout, so no other standalone stream is attached
         // meanwhile (a resumed one included).
@@ -312,19 +333,19 @@ impl HttpSession {
             .get(&STANDALONE)
             .is_some_and(|s| !s.outlet.is_closed());
         if open || self.is_closed() {
-            return None;
+            return Ok(None);
         }
         let (sink, rx) = outbound::channel(self.routes.limits);
         if priming {
-            let _ = sink.send(self.routes.prime(STANDALONE).await);
+            let _ = sink.send(self.routes.prime(STANDALONE).await?);
         }
         let mut table = self.routes.table();
         // Checked again: the session may have closed while priming.
         if self.is_closed() {
-            return None;
+            return Ok(None);
         }
         table.streams.insert(STANDALONE, StreamRoute::started(sink));
-        Some(rx)
+        Ok(Some(rx))
     }
 
     /// Resumes the stream of `last_event_id` on a new connection.
@@ -346,11 +367,7 @@ impl HttpSession {
                     .into_iter()
                     .filter(|(_, text)| !text.is_empty())
                 {
-                    let _ = sink.replay(Delivery {
-                        text: MessageText::Shared(text),
-                        event_id: Some(id),
-                        last: false,
-                    });
+                    let _ = sink.replay(Delivery::new(MessageText::Shared(text), Some(id), false));
                 }
                 // A request stream has a route while a request of it is
                 // pending; the new connection carries the same requests.
@@ -373,7 +390,8 @@ impl HttpSession {
                     _ => ResumeOutcome::Ended,
                 }
             }
-            Err(_) => ResumeOutcome::Unknown,
+            Err(ReplayError::Unavailable) => ResumeOutcome::Unavailable,
+            Err(ReplayError::UnknownEvent | ReplayError::Evicted) => ResumeOutcome::Unknown,
         };
         (outcome, rx)
     }
@@ -384,16 +402,16 @@ impl HttpSession {
         StreamGuard(Arc::clone(self))
     }
 
-    /// Ends the session: requests in flight stop, streams end, stored
-    /// events go.
+    /// Ends the session here and everywhere: requests in flight stop,
+    /// streams end, stored events go.
     pub(crate) async fn close(&self) {
         self.engine.close();
         self.routes.table().clear();
         self.routes.store.drop_session(&self.id).await;
     }
 
-    /// Ends the session and its streams, keeping stored events (server
-    /// shutdown).
+    /// Ends the session and its streams in this instance, keeping stored
+    /// events (server shutdown; a session that goes on elsewhere).
     fn end(&self) {
         self.engine.close();
         self.routes.table().clear();
@@ -463,6 +481,9 @@ struct StreamRoute {
     /// first.
     fresh: bool,
     priming: bool,
+    /// Its event store failed and its client was told: what else comes
+    /// for its requests is dropped, and it ends with their response.
+    failed: bool,
 }
 
 impl StreamRoute {
@@ -473,6 +494,7 @@ impl StreamRoute {
             requests: RequestIds::new(),
             fresh: false,
             priming: false,
+            failed: false,
         }
     }
 }
@@ -548,16 +570,16 @@ impl Routes {
     /// Stores an empty event at the start of `stream`, and gives it to be
     /// sent first, so the client has an id to resume from before any
     /// message arrives.
-    async fn prime(&self, stream: RouteKey) -> Delivery {
+    async fn prime(&self, stream: RouteKey) -> Result<Delivery, EventStoreError> {
         let id = self
             .store
             .append(&self.session, &stream.to_string(), Arc::from(""))
-            .await;
-        Delivery {
-            text: MessageText::Owned(String::new()),
-            event_id: Some(id),
-            last: false,
-        }
+            .await?;
+        Ok(Delivery::new(
+            MessageText::Owned(String::new()),
+            Some(id),
+            false,
+        ))
     }
 
     /// The routing table.
@@ -578,6 +600,13 @@ impl Routes {
                 .request_stream(frame.related.as_ref())
                 .unwrap_or(STANDALONE);
             let last = frame.kind == FrameKind::Response && stream != STANDALONE;
+            if table.streams.get(&stream).is_some_and(|route| route.failed) {
+                // Its client was told it failed.
+                if last {
+                    table.stream_done(stream);
+                }
+                return;
+            }
             // The first message of a stream that is not a plain reply
             // makes it an event stream, primed where that is due.
             let priming = match table.streams.get_mut(&stream) {
@@ -590,28 +619,71 @@ impl Routes {
             (stream, last, priming)
         };
         if priming {
-            let primed = self.prime(stream).await;
-            if let Some(route) = self.table().streams.get_mut(&stream) {
-                let _ = route.outlet.send(primed);
+            match self.prime(stream).await {
+                Ok(primed) => {
+                    if let Some(route) = self.table().streams.get_mut(&stream) {
+                        let _ = route.outlet.send(primed);
+                    }
+                }
+                Err(error) => return self.fail_stream(stream, last, &error),
             }
         }
         let text: Arc<str> = Arc::from(frame.text);
-        let event_id = Some(
-            self.store
-                .append(&self.session, &stream.to_string(), Arc::clone(&text))
-                .await,
-        );
+        let stored = self
+            .store
+            .append(&self.session, &stream.to_string(), Arc::clone(&text))
+            .await;
+        let event_id = match stored {
+            Ok(id) => Some(id),
+            Err(error) => return self.fail_stream(stream, last, &error),
+        };
         let mut table = self.table();
         if let Some(route) = table.streams.get_mut(&stream) {
             // A dropped connection is not a cancellation: the message stays
             // in the store for a resuming client.
-            let _ = route.outlet.send(Delivery {
-                text: MessageText::Shared(text),
-                event_id,
-                last,
-            });
+            let _ = route
+                .outlet
+                .send(Delivery::new(MessageText::Shared(text), event_id, last));
         }
         if last {
+            table.stream_done(stream);
+        }
+    }
+
+    /// A message for `stream` could not be stored: the stream ends with an
+    /// error, which answers its pending requests (a POST that has not
+    /// started streaming gets it as a 503), and what else comes for them
+    /// is dropped. The standalone stream ends with an error without an id.
+    /// `done`: the message was the stream's response.
+    fn fail_stream(&self, stream: RouteKey, done: bool, error: &EventStoreError) {
+        tracing::warn!(session = %self.session, stream, %error, "closing a stream: its message cannot be stored");
+        let mut table = self.table();
+        let Some(route) = table.streams.get_mut(&stream) else {
+            return;
+        };
+        let error = mcp_schema::jsonrpc::ErrorObject::internal(format!(
+            "{error}; the stream is closed and messages may be lost"
+        ));
+        let text = match route.requests.as_slice() {
+            [] => mcp_schema::jsonrpc::write_error(None, &error),
+            [one] => mcp_schema::jsonrpc::write_error(Some(one), &error),
+            many => {
+                let errors: Vec<String> = many
+                    .iter()
+                    .map(|id| mcp_schema::jsonrpc::write_error(Some(id), &error))
+                    .collect();
+                format!("[{}]", errors.join(","))
+            }
+        };
+        let _ = route.outlet.send(Delivery {
+            text: MessageText::Owned(text),
+            event_id: None,
+            last: true,
+            failed: true,
+        });
+        route.failed = true;
+        route.fresh = false;
+        if done || stream == STANDALONE {
             table.stream_done(stream);
         }
     }
@@ -633,11 +705,9 @@ impl Routes {
         let Some(mut route) = table.take_fresh(stream) else {
             return Err(frame);
         };
-        let _ = route.outlet.send(Delivery {
-            text: MessageText::Owned(frame.text),
-            event_id: None,
-            last: true,
-        });
+        let _ = route
+            .outlet
+            .send(Delivery::new(MessageText::Owned(frame.text), None, true));
         Ok(())
     }
 }
@@ -717,6 +787,13 @@ fn idle_intervals(last_used: u64, now: u64) -> u64 {
     now.saturating_sub(last_used + 1)
 }
 
+/// The key of a session's first request stream: from a random point, so
+/// that the streams one session opens on several instances sharing an
+/// event store do not meet; odd, so never the standalone stream's.
+fn first_stream_key() -> RouteKey {
+    (u64::from(rand::random::<u32>()) << 32) | 1
+}
+
 /// All live legacy sessions of an endpoint.
 pub(crate) struct SessionManager {
     sessions: Mutex<HashMap<Arc<str>, Arc<HttpSession>>>,
@@ -726,6 +803,16 @@ pub(crate) struct SessionManager {
     /// Sweeps so far: the sessions' coarse clock.
     sweeps: Arc<AtomicU64>,
     routing: RouteSettings,
+    /// What the sessions serve: the endpoint's service, wrapped to record
+    /// session changes where sessions are shared.
+    service: Arc<dyn Service>,
+    session_config: Arc<SessionConfig>,
+    /// Where sessions are kept for other instances.
+    store: Arc<dyn SessionStore>,
+    /// Whether that store is shared (read once: it decides the hot path).
+    shared: bool,
+    /// How long a stored session lives unused.
+    ttl: Duration,
 }
 
 /// How every session of an endpoint routes its messages.
@@ -740,10 +827,34 @@ struct RouteSettings {
     limits: QueueLimits,
 }
 
+/// What a session id stands for, to a caller.
+pub(crate) enum Lookup {
+    /// A live session of the caller's, here or loaded from the store.
+    Found(Arc<HttpSession>),
+    /// No session of the caller's has this id (any more).
+    Unknown,
+    /// The session store cannot be reached.
+    Unavailable(SessionStoreError),
+    /// The session is stored, but this instance holds all the sessions it
+    /// may.
+    Full,
+}
+
 impl SessionManager {
-    /// The sessions of an endpoint with these settings.
-    pub(crate) fn new(config: &HttpConfig) -> Arc<Self> {
+    /// The sessions of an endpoint serving `service` with these settings.
+    pub(crate) fn new(
+        config: &HttpConfig,
+        service: Arc<dyn Service>,
+        session_config: Arc<SessionConfig>,
+    ) -> Arc<Self> {
         let (every, idle_limit) = sweep_schedule(config.session_idle_timeout);
+        let store = Arc::clone(&config.session_store);
+        let shared = store.is_shared();
+        let service = if shared {
+            Arc::new(Recording(service)) as Arc<dyn Service>
+        } else {
+            service
+        };
         let manager = Arc::new(SessionManager {
             sessions: Mutex::new(HashMap::new()),
             max: config.max_sessions,
@@ -754,6 +865,11 @@ impl SessionManager {
                 json_replies: config.response_mode == ResponseMode::Auto,
                 limits: config.queue_limits(),
             },
+            service,
+            session_config,
+            store,
+            shared,
+            ttl: config.session_idle_timeout,
         });
         let weak = Arc::downgrade(&manager);
         tokio::spawn(async move {
@@ -776,53 +892,221 @@ impl SessionManager {
         self.sessions.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// A new session with this id.
+    fn new_session(&self, id: Arc<str>, owner: Option<Owner>) -> Arc<HttpSession> {
+        HttpSession::new(
+            id,
+            owner,
+            Arc::clone(&self.service),
+            Arc::clone(&self.session_config),
+            self.routing.clone(),
+            Arc::clone(&self.sweeps),
+        )
+    }
+
     /// A new session with a fresh random id, belonging to `owner`.
-    pub(crate) fn create(
-        &self,
-        owner: Option<Owner>,
-        service: Arc<dyn Service>,
-        config: Arc<SessionConfig>,
-    ) -> Result<Arc<HttpSession>, SessionLimit> {
+    pub(crate) fn create(&self, owner: Option<Owner>) -> Result<Arc<HttpSession>, SessionLimit> {
         if self.map().len() >= self.max {
             return Err(SessionLimit::Full);
         }
         let id: Arc<str> = Arc::from(new_session_id());
-        let session = HttpSession::new(
-            Arc::clone(&id),
-            owner,
-            service,
-            config,
-            self.routing.clone(),
-            Arc::clone(&self.sweeps),
-        );
+        let session = self.new_session(Arc::clone(&id), owner);
         self.map().insert(id, Arc::clone(&session));
         Ok(session)
     }
 
-    /// The live session with this id, if `owner` owns it: to anyone else
-    /// it does not exist.
-    pub(crate) fn get(&self, id: &str, owner: Option<&Owner>) -> Option<Arc<HttpSession>> {
-        self.map()
-            .get(id)
-            .filter(|session| session.owner.as_ref() == owner)
-            .cloned()
+    /// Writes a session that has just been initialized to the shared
+    /// store, so other instances can continue it; from then on its changes
+    /// are written too. Nothing to do without a shared store.
+    pub(crate) async fn persist(&self, session: &HttpSession) -> Result<(), SessionStoreError> {
+        if !self.shared {
+            return Ok(());
+        }
+        let Some(negotiated) = session.peer().negotiated() else {
+            return Ok(());
+        };
+        let mut record = SessionRecord::new(
+            negotiated
+                .revision
+                .map(|v| v.as_str().to_owned())
+                .unwrap_or_default(),
+        )
+        .with_client_capabilities(negotiated.client_capabilities.clone());
+        record.client_info = negotiated.client_info.clone();
+        record.owner = session.owner.as_ref().map(|o| o.as_str().to_owned());
+        let persisted = Persisted::new(
+            Arc::clone(&session.id),
+            Arc::clone(&self.store),
+            self.ttl,
+            record,
+        );
+        persisted.save().await?;
+        session.peer().extensions().insert(persisted);
+        Ok(())
     }
 
-    /// Ends and forgets a session `owner` owns; whether there was one.
-    pub(crate) async fn remove(&self, id: &str, owner: Option<&Owner>) -> bool {
-        let session = {
+    /// The session with this id, if `owner` owns it: to anyone else it
+    /// does not exist. With a shared store, a session held here is checked
+    /// against it (it may have been deleted elsewhere) and its lifetime
+    /// there renewed; one not held here is loaded from it.
+    ///
+    /// Without a shared store the answer is ready at once, and the future
+    /// small: it is held inline by every request's.
+    pub(crate) fn find<'a>(
+        &'a self,
+        id: &'a str,
+        owner: Option<&'a Owner>,
+    ) -> futures::future::Either<std::future::Ready<Lookup>, BoxFuture<'a, Lookup>> {
+        use futures::future::Either;
+        let local = self.map().get(id).cloned();
+        match local {
+            Some(session) if session.owner.as_ref() != owner => {
+                Either::Left(std::future::ready(Lookup::Unknown))
+            }
+            Some(session) if !self.shared => {
+                Either::Left(std::future::ready(Lookup::Found(session)))
+            }
+            None if !self.shared => Either::Left(std::future::ready(Lookup::Unknown)),
+            local => Either::Right(Box::pin(self.find_shared(id, owner, local))),
+        }
+    }
+
+    /// [`SessionManager::find`] with a shared store, given the session
+    /// held here, if any.
+    async fn find_shared(
+        &self,
+        id: &str,
+        owner: Option<&Owner>,
+        local: Option<Arc<HttpSession>>,
+    ) -> Lookup {
+        match local {
+            Some(session) => match self.store.touch(id, self.ttl).await {
+                Ok(true) => Lookup::Found(session),
+                Ok(false) => {
+                    // Deleted (or expired) elsewhere.
+                    self.forget(&session);
+                    Lookup::Unknown
+                }
+                Err(error) => Lookup::Unavailable(error),
+            },
+            None => match self.store.load(id, self.ttl).await {
+                Ok(Some(record)) if record.owner.as_deref() == owner.map(Owner::as_str) => {
+                    self.restore(id, record).await
+                }
+                Ok(_) => Lookup::Unknown,
+                Err(error) => Lookup::Unavailable(error),
+            },
+        }
+    }
+
+    /// Ends a session held here that goes on (or ended) elsewhere,
+    /// keeping what is stored.
+    fn forget(&self, session: &Arc<HttpSession>) {
+        let removed = {
             let mut map = self.map();
-            match map.get(id) {
-                Some(session) if session.owner.as_ref() == owner => map.remove(id),
+            match map.get(&session.id) {
+                Some(held) if Arc::ptr_eq(held, session) => map.remove(&session.id),
                 _ => None,
             }
         };
-        match session {
-            Some(session) => {
-                session.close().await;
-                true
+        if let Some(session) = removed {
+            session.end();
+        }
+    }
+
+    /// Makes a session here from its stored record: the negotiated
+    /// revision and identities, then its log level and subscriptions
+    /// replayed to the service.
+    async fn restore(&self, id: &str, record: SessionRecord) -> Lookup {
+        let Ok(revision) = record.revision.parse::<ProtocolVersion>() else {
+            tracing::warn!(session = id, revision = %record.revision, "stored session of an unknown revision");
+            return Lookup::Unknown;
+        };
+        if self.map().len() >= self.max {
+            return Lookup::Full;
+        }
+        let owner = record.owner.clone().map(Owner::new);
+        let id: Arc<str> = Arc::from(id);
+        let session = self.new_session(Arc::clone(&id), owner);
+        let mut negotiated = mcp_core::Negotiated::default();
+        negotiated.revision = Some(revision);
+        negotiated.client_info = record.client_info.clone();
+        negotiated.client_capabilities = record.client_capabilities.clone();
+        if let mcp_core::Role::Server(identity) = &self.session_config.role {
+            negotiated.server_info = Some(identity.info().clone());
+            negotiated.server_capabilities = identity.capabilities().clone();
+        }
+        session.peer().set_negotiated(negotiated);
+        for frame in restoring_requests(&record) {
+            let answer = session.answer(frame, None).await;
+            if let Some(error) = answer.filter(|a| a.contains("\"error\"")) {
+                tracing::debug!(session = %id, %error, "a stored session setting was refused");
             }
-            None => false,
+        }
+        session.peer().extensions().insert(Persisted::new(
+            Arc::clone(&id),
+            Arc::clone(&self.store),
+            self.ttl,
+            record,
+        ));
+        self.service.session_ready(session.peer());
+        let held = {
+            let mut map = self.map();
+            match map.get(&id) {
+                // Loaded meanwhile by another request.
+                Some(held) => Err(Arc::clone(held)),
+                None => {
+                    map.insert(id, Arc::clone(&session));
+                    Ok(())
+                }
+            }
+        };
+        match held {
+            Ok(()) => {
+                tracing::debug!(session = %session.id, "session loaded from the session store");
+                Lookup::Found(session)
+            }
+            Err(held) => {
+                session.end();
+                Lookup::Found(held)
+            }
+        }
+    }
+
+    /// Ends and forgets a session `owner` owns, here and in the shared
+    /// store; whether there was one.
+    pub(crate) async fn remove(
+        &self,
+        id: &str,
+        owner: Option<&Owner>,
+    ) -> Result<bool, SessionStoreError> {
+        let local = self.map().get(id).cloned();
+        match local {
+            Some(session) if session.owner.as_ref() == owner => {
+                if self.shared {
+                    // First: a session that stays stored would go on elsewhere.
+                    self.store.remove(id).await?;
+                }
+                let removed = {
+                    let mut map = self.map();
+                    match map.get(id) {
+                        Some(held) if Arc::ptr_eq(held, &session) => map.remove(id),
+                        _ => None,
+                    }
+                };
+                session.close().await;
+                Ok(removed.is_some())
+            }
+            Some(_) => Ok(false),
+            None if !self.shared => Ok(false),
+            None => match self.store.load(id, self.ttl).await? {
+                Some(record) if record.owner.as_deref() == owner.map(Owner::as_str) => {
+                    self.store.remove(id).await?;
+                    self.routing.store.drop_session(id).await;
+                    Ok(true)
+                }
+                _ => Ok(false),
+            },
         }
     }
 
@@ -836,9 +1120,14 @@ impl SessionManager {
     /// point of a sweep interval, so it ends between the timeout and the
     /// timeout and two intervals (a quarter of the timeout each, from
     /// 50 ms to 30 s) after its last use.
+    ///
+    /// With a shared store, an idle session only leaves this instance (it
+    /// may be in use on another; the store lets it expire), and one with
+    /// an open stream has its lifetime there renewed, and ends here if it
+    /// was deleted elsewhere.
     async fn expire(&self) {
         let now = self.sweeps.fetch_add(1, Ordering::Relaxed) + 1;
-        let expired: Vec<Arc<HttpSession>> = {
+        let (expired, streaming): (Vec<Arc<HttpSession>>, Vec<Arc<HttpSession>>) = {
             let mut map = self.map();
             let ids: Vec<Arc<str>> = map
                 .values()
@@ -848,11 +1137,33 @@ impl SessionManager {
                 })
                 .map(|s| Arc::clone(&s.id))
                 .collect();
-            ids.iter().filter_map(|id| map.remove(id)).collect()
+            let expired = ids.iter().filter_map(|id| map.remove(id)).collect();
+            let streaming = if self.shared {
+                map.values()
+                    .filter(|s| s.open_streams.load(Ordering::Relaxed) > 0)
+                    .cloned()
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            (expired, streaming)
         };
         for session in expired {
             tracing::debug!(session = %session.id, "session expired");
-            session.close().await;
+            if self.shared {
+                session.end();
+            } else {
+                session.close().await;
+            }
+        }
+        for session in streaming {
+            match self.store.touch(&session.id, self.ttl).await {
+                Ok(true) => {}
+                Ok(false) => self.forget(&session),
+                Err(error) => {
+                    tracing::debug!(session = %session.id, %error, "cannot renew a session")
+                }
+            }
         }
     }
 
@@ -911,6 +1222,7 @@ mod tests {
             requests: RequestIds::from_vec(requests),
             fresh: true,
             priming: false,
+            failed: false,
         }
     }
 

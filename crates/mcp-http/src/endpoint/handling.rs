@@ -102,11 +102,7 @@ impl Handling {
 /// The delivery of a response text a handling ended with; none for the
 /// empty text of a request that was cancelled.
 pub(super) fn answer_delivery(text: String) -> Option<Delivery> {
-    (!text.is_empty()).then_some(Delivery {
-        text: MessageText::Owned(text),
-        event_id: None,
-        last: true,
-    })
+    (!text.is_empty()).then_some(Delivery::new(MessageText::Owned(text), None, true))
 }
 
 /// Puts the response a handling ended with behind the deliveries already
@@ -171,11 +167,11 @@ impl FrameSink for ResponseSink {
         let sent = match frame.kind {
             // Cancelled: the response ends when the session closes.
             FrameKind::Ended => Ok(()),
-            kind => self.outlet().send(Delivery {
-                text: MessageText::Owned(frame.text),
-                event_id: None,
-                last: kind == FrameKind::Response,
-            }),
+            kind => self.outlet().send(Delivery::new(
+                MessageText::Owned(frame.text),
+                None,
+                kind == FrameKind::Response,
+            )),
         };
         Box::pin(std::future::ready(sent))
     }

@@ -84,10 +84,12 @@ impl McpEndpoint {
         session_config: SessionConfig,
         config: HttpConfig,
     ) -> Arc<Self> {
-        let sessions = SessionManager::new(&config);
+        let session_config = Arc::new(session_config);
+        let sessions =
+            SessionManager::new(&config, Arc::clone(&service), Arc::clone(&session_config));
         Arc::new(McpEndpoint {
             service,
-            session_config: Arc::new(session_config),
+            session_config,
             config,
             sessions,
             legacy_sse: Arc::default(),

@@ -17,13 +17,15 @@ use super::read::{
     RESPONSE_TYPES, accepts, check_json_content, read_body, read_message, refuse_malformed_batch,
     request_ids,
 };
-use super::reply::{Era, bad_request, error_response, json_response};
+use super::reply::{
+    Era, bad_request, error_response, json_response, lookup_failed, store_unavailable,
+};
 use super::stream::respond;
 use super::{McpEndpoint, names, poll_once};
 use crate::authz::{MessageExtensions, ToolScopeGuard};
 use crate::config::ResponseMode;
 use crate::headers::{self, McpHeaders, check_headers};
-use crate::session::{HttpSession, MessageText, RouteKey, SessionLimit, StreamRefused};
+use crate::session::{HttpSession, Lookup, MessageText, RouteKey, SessionLimit, StreamRefused};
 use crate::spare_headers;
 
 /// Whether the MCP-Protocol-Version header names a stateless-era revision.
@@ -157,11 +159,7 @@ async fn post_initialize(
     frame: Frame,
     extensions: Option<Arc<Extensions>>,
 ) -> Response {
-    let session = match endpoint.sessions.create(
-        owner.clone(),
-        Arc::clone(&endpoint.service),
-        Arc::clone(&endpoint.session_config),
-    ) {
+    let session = match endpoint.sessions.create(owner.clone()) {
         Ok(session) => session,
         Err(SessionLimit::Full) => {
             let error = ErrorObject::internal("too many sessions; try again later");
@@ -188,8 +186,14 @@ async fn post_initialize(
     .await;
     if session.revision().is_none() {
         // initialize failed (bad params): no session was established.
-        endpoint.sessions.remove(&session.id, owner.as_ref()).await;
+        let _ = endpoint.sessions.remove(&session.id, owner.as_ref()).await;
         return response;
+    }
+    if let Err(error) = endpoint.sessions.persist(&session).await {
+        // Other instances could not continue it: no session.
+        tracing::warn!(%error, "cannot store a new session");
+        let _ = endpoint.sessions.remove(&session.id, owner.as_ref()).await;
+        return store_unavailable(&error);
     }
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(names::SESSION_ID, value);
@@ -206,11 +210,15 @@ async fn post_to_session(
     frame: Frame,
     extensions: Option<Arc<Extensions>>,
 ) -> Response {
-    let Some(session) = endpoint.sessions.get(id, owner) else {
-        let error = ErrorObject::invalid_request(
-            "unknown or expired session; start a new one with initialize",
-        );
-        return error_response(StatusCode::NOT_FOUND, None, &error);
+    let session = match endpoint.sessions.find(id, owner).await {
+        Lookup::Found(session) => session,
+        Lookup::Unknown => {
+            let error = ErrorObject::invalid_request(
+                "unknown or expired session; start a new one with initialize",
+            );
+            return error_response(StatusCode::NOT_FOUND, None, &error);
+        }
+        other => return lookup_failed(other),
     };
     if let Some(version) = headers::text(protocol_version)
         && version.parse::<ProtocolVersion>().is_err()

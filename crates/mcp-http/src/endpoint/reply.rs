@@ -35,6 +35,24 @@ pub(super) fn json_with_status(status: StatusCode, body: impl Into<Body>) -> Res
     response
 }
 
+/// The 503 for a session store that cannot be reached.
+pub(super) fn store_unavailable(error: &crate::session_store::SessionStoreError) -> Response {
+    let error = ErrorObject::internal(format!("{error}; try again later"));
+    error_response(StatusCode::SERVICE_UNAVAILABLE, None, &error)
+}
+
+/// The 503 for a session that could not be found for want of its store,
+/// or of room.
+pub(super) fn lookup_failed(lookup: crate::session::Lookup) -> Response {
+    match lookup {
+        crate::session::Lookup::Unavailable(error) => store_unavailable(&error),
+        _ => {
+            let error = ErrorObject::internal("too many sessions; try again later");
+            error_response(StatusCode::SERVICE_UNAVAILABLE, None, &error)
+        }
+    }
+}
+
 pub(super) fn bad_request(message: impl std::fmt::Display) -> Response {
     error_response(
         StatusCode::BAD_REQUEST,

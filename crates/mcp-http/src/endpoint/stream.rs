@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::McpEndpoint;
 use super::handling::{Handling, Work, answer_delivery, queue_answer};
-use super::reply::{Era, json_response};
+use super::reply::{Era, json_response, json_with_status};
 use crate::config::ResponseMode;
 use crate::session::{Delivery, StreamGuard};
 use crate::sse;
@@ -74,6 +74,10 @@ pub(super) async fn respond(
         // closed): a stream that ends with no message says so.
         return sse_response(endpoint, priming.into_iter().collect(), receiver, None);
     };
+    if first.failed {
+        // Nothing went out yet: the POST itself fails.
+        return json_with_status(StatusCode::SERVICE_UNAVAILABLE, first.text.into_body());
+    }
     if first.last && endpoint.config.response_mode == ResponseMode::Auto {
         return json_response(first.text, era);
     }

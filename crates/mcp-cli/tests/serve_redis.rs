@@ -1,0 +1,167 @@
+//! `mcp serve … --http ADDR --redis URL`: two real `mcp` processes sharing
+//! a real `redis-server`, and a clear error when Redis cannot be reached.
+
+mod support;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::{MCP, mcp, stderr};
+use tokio::io::AsyncBufReadExt as _;
+
+/// A free loopback port (nothing listens on it once this returns).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// A `redis-server` of this test's own, killed when dropped.
+struct Redis {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Redis {
+    fn start() -> Redis {
+        let port = free_port();
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start redis-server ({e}): this test needs a real Redis; \
+                     install it (Debian: apt-get install -y redis-server)"
+                )
+            });
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "redis-server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Redis {
+            child,
+            url: format!("redis://127.0.0.1:{port}/"),
+        }
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `mcp serve everything --http 127.0.0.1:0 --redis URL`, killed when
+/// dropped; the child and its endpoint URL.
+async fn serve(redis: &str) -> (tokio::process::Child, String) {
+    let mut child = tokio::process::Command::new(MCP)
+        .args([
+            "serve",
+            "everything",
+            "--http",
+            "127.0.0.1:0",
+            "--redis",
+            redis,
+        ])
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn mcp serve");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+        .await
+        .expect("the server printed its URL in time")
+        .expect("stdout")
+        .expect("a line");
+    let url = line
+        .strip_prefix("MCP endpoint: ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    (child, url)
+}
+
+async fn post(url: &str, session: Option<&str>, body: Value) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(body.to_string());
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    tokio::time::timeout(Duration::from_secs(10), request.send())
+        .await
+        .expect("answered in time")
+        .expect("POST sent")
+}
+
+#[tokio::test]
+async fn two_instances_on_one_redis_serve_the_same_session() {
+    let redis = Redis::start();
+    let (_a, a) = serve(&redis.url).await;
+    let (_b, b) = serve(&redis.url).await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "cli-test", "version": "1"}}});
+    let response = post(&a, None, initialize).await;
+    assert_eq!(response.status(), 200);
+    let session = response.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(&a, Some(&session), initialized).await.status(), 202);
+
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "from b"}}});
+    let response = post(&b, Some(&session), call).await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.expect("JSON");
+    assert_eq!(body["result"]["content"][0]["text"], "from b", "{body}");
+}
+
+#[tokio::test]
+async fn an_unreachable_redis_is_a_clear_error_at_start() {
+    let url = format!("redis://127.0.0.1:{}/", free_port());
+    let output = mcp(&[
+        "serve",
+        "everything",
+        "--http",
+        "127.0.0.1:0",
+        "--redis",
+        &url,
+    ])
+    .await;
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("cannot reach Redis at"),
+        "{}",
+        stderr(&output)
+    );
+    let output = mcp(&[
+        "serve",
+        "everything",
+        "--http",
+        "127.0.0.1:0",
+        "--redis",
+        "nonsense",
+    ])
+    .await;
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("is not a Redis URL"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -1,0 +1,341 @@
+//! SSE events on Redis: one Redis stream per SSE stream of a session.
+//!
+//! Keys (with the default prefix `mcp:`): the events of stream `S` of
+//! session `ID` are the Redis stream `mcp:ev:{ID}:S`, each entry holding
+//! the message (`m`) and a random tag (`t`); the sorted set `mcp:ev:{ID}`
+//! lists the session's stream keys by last append, so that
+//! [`drop_session`](EventStore::drop_session) finds them. The braces are a
+//! hash tag: a session's keys live together, as one script touches them.
+//!
+//! An event id is `S:MS-SEQ-TAG`: the stream, the Redis entry id and the
+//! entry's tag in 16 hex digits. A replay looks for the entry under the
+//! session's own key and checks its tag, so an id from another session, a
+//! guessed one, or one whose tag was altered replays nothing.
+
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use mcp_core::BoxFuture;
+use mcp_http::event_store::{
+    EventId, EventStore, EventStoreError, EventStoreStats, Replay, ReplayError,
+};
+use redis::aio::ConnectionManager;
+use redis::{Script, Value};
+
+use crate::{DEFAULT_PREFIX, millis};
+
+/// Appends an event, bounds the stream, renews the expiry of the stream
+/// and of the session's index, and forgets index entries older than that.
+///
+/// KEYS: the stream, the index. ARGV: max length, expiry (ms), tag, message.
+static APPEND: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 't', ARGV[3], 'm', ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+redis.call('ZADD', KEYS[2], now, KEYS[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - tonumber(ARGV[2]))
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return id
+",
+    )
+});
+
+/// The events after an entry, if the entry is there with this tag.
+///
+/// KEYS: the stream. ARGV: entry id, tag. Returns `{1, entries}`; `{-1,
+/// first id}` when the entry is gone but others are there; `{0}` when the
+/// tag does not match or the stream is empty.
+static REPLAY: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local found = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])
+if #found == 0 then
+  local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
+  if #first == 0 then return {0} end
+  return {-1, first[1][1]}
+end
+local fields = found[1][2]
+for i = 1, #fields, 2 do
+  if fields[i] == 't' then
+    if fields[i + 1] == ARGV[2] then
+      return {1, redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+')}
+    end
+    return {0}
+  end
+end
+return {0}
+",
+    )
+});
+
+/// Deletes a session's streams and its index. KEYS: the index.
+static DROP: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local streams = redis.call('ZRANGE', KEYS[1], 0, -1)
+for _, key in ipairs(streams) do redis.call('DEL', key) end
+redis.call('DEL', KEYS[1])
+return #streams
+",
+    )
+});
+
+/// The longest stream id accepted in an event id (the endpoint's are
+/// numbers; anything much longer is not one of ours).
+const MAX_STREAM_ID: usize = 128;
+
+/// An [`EventStore`] on Redis, shared by every instance that uses the same
+/// Redis and prefix.
+///
+/// Each SSE stream keeps at most about `max_events_per_stream` events
+/// (`XADD … MAXLEN ~`, which trims whole blocks of entries, so a stream
+/// may hold a little more), and a stream or session not appended to for
+/// `max_age` expires. A resume after events were trimmed away answers
+/// [`ReplayError::Evicted`]; Redis errors answer
+/// [`ReplayError::Unavailable`] and [`EventStoreError`].
+///
+/// [`EventStore::stats`] reports nothing (all zeros): the events are in
+/// Redis, not here; ask Redis (`INFO memory`, `SCAN` on the prefix).
+#[derive(Clone)]
+pub struct RedisEventStore {
+    redis: ConnectionManager,
+    prefix: String,
+    max_events_per_stream: usize,
+    max_age: Duration,
+}
+
+impl std::fmt::Debug for RedisEventStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisEventStore")
+            .field("prefix", &self.prefix)
+            .field("max_events_per_stream", &self.max_events_per_stream)
+            .field("max_age", &self.max_age)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisEventStore {
+    /// A store on this connection: keys under `mcp:`, about 1,024 events
+    /// per stream, kept 5 minutes after a stream's last event.
+    pub fn new(redis: ConnectionManager) -> Self {
+        RedisEventStore {
+            redis,
+            prefix: DEFAULT_PREFIX.to_owned(),
+            max_events_per_stream: 1024,
+            max_age: Duration::from_secs(5 * 60),
+        }
+    }
+
+    /// Puts the keys under `prefix` (instances that share sessions must
+    /// use the same one).
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Sets about how many events each stream keeps (at least one).
+    pub fn max_events_per_stream(mut self, n: usize) -> Self {
+        self.max_events_per_stream = n.max(1);
+        self
+    }
+
+    /// Sets how long a stream is kept after its last event.
+    pub fn max_age(mut self, age: Duration) -> Self {
+        self.max_age = age;
+        self
+    }
+
+    /// The key of the index of `session`'s streams.
+    pub fn session_key(&self, session: &str) -> String {
+        format!("{}ev:{{{session}}}", self.prefix)
+    }
+
+    /// The key of stream `stream` of `session`.
+    pub fn stream_key(&self, session: &str, stream: &str) -> String {
+        format!("{}ev:{{{session}}}:{stream}", self.prefix)
+    }
+}
+
+/// An event id's parts: its stream, its Redis entry id and its tag.
+fn parse_event_id(id: &str) -> Option<(&str, (u64, u64), &str)> {
+    let (stream, rest) = id.rsplit_once(':')?;
+    let (entry, tag) = rest.rsplit_once('-')?;
+    let (ms, seq) = entry.split_once('-')?;
+    let number = |text: &str| {
+        (!text.is_empty() && text.len() <= 20 && text.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| text.parse::<u64>().ok())
+            .flatten()
+    };
+    let valid_tag = tag.len() == 16 && tag.bytes().all(|b| b.is_ascii_hexdigit());
+    let valid_stream = !stream.is_empty()
+        && stream.len() <= MAX_STREAM_ID
+        && stream.bytes().all(|b| b.is_ascii_graphic());
+    (valid_tag && valid_stream).then_some(())?;
+    Some((stream, (number(ms)?, number(seq)?), tag))
+}
+
+/// A Redis entry id's parts.
+fn parse_entry_id(id: &[u8]) -> Option<(u64, u64)> {
+    let text = std::str::from_utf8(id).ok()?;
+    let (ms, seq) = text.split_once('-')?;
+    Some((ms.parse().ok()?, seq.parse().ok()?))
+}
+
+/// The events of a replay's reply: `[[id, [field, value, ...]], ...]`.
+fn replayed_events(stream: &str, entries: Vec<Value>) -> Option<Vec<(EventId, Arc<str>)>> {
+    let mut events = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let Value::Array(mut parts) = entry else {
+            return None;
+        };
+        let (Some(Value::Array(fields)), Some(Value::BulkString(id))) = (parts.pop(), parts.pop())
+        else {
+            return None;
+        };
+        let id = String::from_utf8(id).ok()?;
+        let mut tag = None;
+        let mut message = None;
+        let mut fields = fields.into_iter();
+        while let (Some(Value::BulkString(name)), Some(Value::BulkString(value))) =
+            (fields.next(), fields.next())
+        {
+            match name.as_slice() {
+                b"t" => tag = Some(String::from_utf8(value).ok()?),
+                b"m" => message = Some(String::from_utf8(value).ok()?),
+                _ => {}
+            }
+        }
+        let (tag, message) = (tag?, message?);
+        // Priming events carry no message and are never replayed.
+        if !message.is_empty() {
+            events.push((format!("{stream}:{id}-{tag}"), Arc::from(message)));
+        }
+    }
+    Some(events)
+}
+
+impl EventStore for RedisEventStore {
+    fn append(
+        &self,
+        session: &str,
+        stream: &str,
+        message: Arc<str>,
+    ) -> BoxFuture<'_, Result<EventId, EventStoreError>> {
+        let key = self.stream_key(session, stream);
+        let index = self.session_key(session);
+        let tag = format!("{:016x}", rand::random::<u64>());
+        let stream = stream.to_owned();
+        Box::pin(async move {
+            let entry: String = APPEND
+                .key(&key)
+                .key(&index)
+                .arg(self.max_events_per_stream)
+                .arg(millis(self.max_age))
+                .arg(&tag)
+                .arg(message.as_bytes())
+                .invoke_async(&mut self.redis.clone())
+                .await
+                .map_err(|e| EventStoreError::new(format!("Redis: {e}")))?;
+            Ok(format!("{stream}:{entry}-{tag}"))
+        })
+    }
+
+    fn replay_after(
+        &self,
+        session: &str,
+        last_event_id: &str,
+    ) -> BoxFuture<'_, Result<Replay, ReplayError>> {
+        let Some((stream, entry, tag)) = parse_event_id(last_event_id) else {
+            return Box::pin(std::future::ready(Err(ReplayError::UnknownEvent)));
+        };
+        let key = self.stream_key(session, stream);
+        let stream = stream.to_owned();
+        let entry_id = format!("{}-{}", entry.0, entry.1);
+        let tag = tag.to_ascii_lowercase();
+        Box::pin(async move {
+            let reply: Value = REPLAY
+                .key(&key)
+                .arg(&entry_id)
+                .arg(&tag)
+                .invoke_async(&mut self.redis.clone())
+                .await
+                .map_err(|error| {
+                    tracing::warn!(%error, "cannot replay events from Redis");
+                    ReplayError::Unavailable
+                })?;
+            let Value::Array(mut parts) = reply else {
+                return Err(ReplayError::UnknownEvent);
+            };
+            let second = (parts.len() > 1).then(|| parts.remove(1));
+            match (parts.first(), second) {
+                (Some(Value::Int(1)), Some(Value::Array(entries))) => {
+                    let events = replayed_events(&stream, entries).ok_or_else(|| {
+                        tracing::warn!(%key, "unreadable events in Redis");
+                        ReplayError::UnknownEvent
+                    })?;
+                    Ok(Replay { stream, events })
+                }
+                // The entry was trimmed away, and some after it too.
+                (Some(Value::Int(-1)), Some(Value::BulkString(first)))
+                    if parse_entry_id(&first).is_some_and(|first| entry < first) =>
+                {
+                    Err(ReplayError::Evicted)
+                }
+                _ => Err(ReplayError::UnknownEvent),
+            }
+        })
+    }
+
+    fn drop_session(&self, session: &str) -> BoxFuture<'_, ()> {
+        let index = self.session_key(session);
+        Box::pin(async move {
+            let dropped: Result<i64, _> =
+                DROP.key(&index).invoke_async(&mut self.redis.clone()).await;
+            if let Err(error) = dropped {
+                // They expire on their own.
+                tracing::warn!(%error, %index, "cannot drop a session's events from Redis");
+            }
+        })
+    }
+
+    fn stats(&self) -> EventStoreStats {
+        EventStoreStats::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_ids_are_read_strictly() {
+        assert_eq!(
+            parse_event_id("7:1700000000000-3-00112233445566aa"),
+            Some(("7", (1_700_000_000_000, 3), "00112233445566aa"))
+        );
+        assert_eq!(
+            parse_event_id("a:b:1-0-00112233445566aa"),
+            Some(("a:b", (1, 0), "00112233445566aa"))
+        );
+        let long_stream = format!("{}:1-0-00112233445566aa", "s".repeat(MAX_STREAM_ID + 1));
+        for bad in [
+            "",
+            "7",
+            "7:1-0",
+            "7:1-0-0011",
+            "7:1-0-0011223344556677zz",
+            ":1-0-00112233445566aa",
+            "7:x-0-00112233445566aa",
+            "7:1--00112233445566aa",
+            "7:-1-0-00112233445566aa",
+            "7:99999999999999999999999-0-00112233445566aa",
+            "a b:1-0-00112233445566aa",
+            &long_stream,
+        ] {
+            assert_eq!(parse_event_id(bad), None, "{bad}");
+        }
+    }
+}
