@@ -26,5 +26,9 @@ fuzz_target!(|input: Input| {
         signer.offset(input.kind, input.generation, &made).ok(),
         Some(input.offset as usize)
     );
-    assert!(signer.offset(input.kind, input.generation.wrapping_add(1), &made).is_err());
+    assert!(
+        signer
+            .offset(input.kind, input.generation.wrapping_add(1), &made)
+            .is_err()
+    );
 });

@@ -13,7 +13,9 @@ fuzz_target!(|data: &[u8]| {
     let _ = decode_header_value(text);
     let encoded = encode_header_value(text);
     assert!(
-        encoded.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b)),
+        encoded
+            .bytes()
+            .all(|b| b == b'\t' || (0x20..0x7f).contains(&b)),
         "{text:?} encodes to {encoded:?}, not a header value"
     );
     let decoded = decode_header_value(&encoded)

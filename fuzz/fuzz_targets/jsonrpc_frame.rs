@@ -28,13 +28,17 @@ fuzz_target!(|data: &[u8]| {
     };
     let parsed = Message::parse_frame(text);
     let read = server_config().read_frame(text);
-    assert_eq!(parsed.is_ok(), read.is_ok(), "the two readers disagree on {text:?}");
+    assert_eq!(
+        parsed.is_ok(),
+        read.is_ok(),
+        "the two readers disagree on {text:?}"
+    );
     if let Ok(Frame::Single(message)) = parsed {
-        let written = serde_json::to_string(&message).expect("a parsed message is written");
+        let written = message.to_json();
         let again = Message::parse(&written)
             .unwrap_or_else(|e| panic!("{written:?} written from {text:?} does not parse: {e:?}"));
         assert_eq!(
-            serde_json::to_string(&again).expect("written"),
+            again.to_json(),
             written,
             "writing is not stable for {text:?}"
         );

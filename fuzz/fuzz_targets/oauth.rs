@@ -79,7 +79,10 @@ fuzz_target!(|input: Input| {
     };
     let mut request = Request::builder().method(method).uri(uri);
     if let Some(kind) = input.content_type {
-        request = request.header("content-type", CONTENT_TYPES[usize::from(kind) % CONTENT_TYPES.len()]);
+        request = request.header(
+            "content-type",
+            CONTENT_TYPES[usize::from(kind) % CONTENT_TYPES.len()],
+        );
     }
     if let Some(authorization) = &input.authorization {
         request = request.header("authorization", authorization.as_str());

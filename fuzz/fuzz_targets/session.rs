@@ -17,9 +17,7 @@ use std::time::Duration;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use mcp_core::{
-    BoxFuture, DirectSession, FrameSink, InboundFrame, OutboundFrame, SinkClosed,
-};
+use mcp_core::{BoxFuture, DirectSession, FrameSink, InboundFrame, OutboundFrame, SinkClosed};
 use mcp_schema::jsonrpc::Message;
 use serde_json::{Map, Value, json};
 
@@ -256,11 +254,14 @@ fn pick<'a>(list: &[&'a str], index: u8) -> &'a str {
 /// The params of a request: the members its method needs, from the
 /// fuzzer's choices, beside arbitrary others.
 fn params(method: &str, name: u8, arguments: &Json, extra: &[(String, Json)], era: Era) -> Value {
-    let mut params: Map<String, Value> = extra.iter().map(|(k, v)| (k.clone(), v.value())).collect();
+    let mut params: Map<String, Value> =
+        extra.iter().map(|(k, v)| (k.clone(), v.value())).collect();
     match method {
         "initialize" => {
             params.insert("protocolVersion".into(), json!(pick(VERSIONS, name)));
-            params.entry("capabilities").or_insert(json!({"sampling": {}, "roots": {}}));
+            params
+                .entry("capabilities")
+                .or_insert(json!({"sampling": {}, "roots": {}}));
             params.insert("clientInfo".into(), json!({"name": "fuzz", "version": "1"}));
         }
         "tools/call" => {
@@ -357,7 +358,8 @@ async fn drive(input: Input) {
             }
             Step::Notify { method, params } => {
                 let method = pick(NOTIFICATIONS, *method);
-                let message = json!({"jsonrpc": "2.0", "method": method, "params": params.object()});
+                let message =
+                    json!({"jsonrpc": "2.0", "method": method, "params": params.object()});
                 send(message.to_string(), &mut handled);
             }
             Step::Answer { pick, result } => {

@@ -15,6 +15,9 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     if let Some(vars) = def.matches(uri) {
-        assert!(vars.values().all(|v| !v.is_empty()), "{template:?} on {uri:?}: {vars:?}");
+        assert!(
+            vars.values().all(|v| !v.is_empty()),
+            "{template:?} on {uri:?}: {vars:?}"
+        );
     }
 });
