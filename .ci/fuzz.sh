@@ -14,4 +14,4 @@ if ! "$tools/bin/cargo-fuzz" --version 2>/dev/null | grep -q "$cargo_fuzz_versio
   retry cargo install --quiet --locked --root "$tools" cargo-fuzz --version "$cargo_fuzz_version"
 fi
 export PATH="$tools/bin:$PATH"
-bash fuzz/run.sh "${FUZZ_SECONDS:-15}"
+FUZZ_DEV=1 bash fuzz/run.sh "${FUZZ_SECONDS:-15}"

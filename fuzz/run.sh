@@ -8,6 +8,8 @@
 # Fails when a target crashes (the input that did is printed).
 #
 # Usage: fuzz/run.sh [SECONDS] [TARGET...]   (every target when none given)
+# FUZZ_DEV=1 builds without optimisation: quicker to build, slower to run
+# (what CI's short runs use).
 # Needs cargo-fuzz on PATH; the machine's stable toolchain builds it with
 # RUSTC_BOOTSTRAP=1 (libFuzzer's instrumentation flags are unstable ones).
 set -euo pipefail
@@ -27,7 +29,11 @@ if [ ${#targets[@]} -eq 0 ]; then
   targets=("${all_targets[@]}")
 fi
 
-(cd fuzz && cargo fuzz build --release)
+profile="--release"
+if [ "${FUZZ_DEV:-0}" = 1 ]; then
+  profile="--dev"
+fi
+(cd fuzz && cargo fuzz build "$profile")
 
 # seed TARGET NAME TEXT: one seed input.
 seed() {
@@ -68,7 +74,7 @@ for target in "${targets[@]}"; do
   mkdir -p "$work/corpus/$target" "$work/artifacts/$target"
   echo "-- fuzz $target: ${seconds}s"
   log="$work/$target.log"
-  if (cd fuzz && cargo fuzz run --release "$target" "$work/corpus/$target" -- \
+  if (cd fuzz && cargo fuzz run "$profile" "$target" "$work/corpus/$target" -- \
       -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=4096 -timeout=30 \
       -artifact_prefix="$work/artifacts/$target/" -print_final_stats=1) >"$log" 2>&1; then
     grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb)|cov: ' "$log" | tail -3
