@@ -109,13 +109,21 @@ pub trait EventStore: Send + Sync + 'static {
     fn stats(&self) -> EventStoreStats;
 }
 
+/// What one stored event costs beyond its message, as counted against
+/// [`EventStoreLimits::max_bytes_total`]: the message's shared allocation
+/// header, its entries in the stream's, the session's and the store's
+/// queues, and the slack those queues keep as they grow.
+pub const EVENT_OVERHEAD: usize = 160;
+
 /// Bounds of a [`MemoryEventStore`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct EventStoreLimits {
     /// Most events kept per session; the oldest go first (default 1024).
     pub max_events_per_session: usize,
-    /// Most message bytes kept in all; the globally oldest go first (default 64 MiB).
+    /// Most bytes kept in all, each event counting its message and
+    /// [`EVENT_OVERHEAD`] bytes of bookkeeping (for small messages most of
+    /// what an event costs); the globally oldest go first (default 64 MiB).
     pub max_bytes_total: usize,
     /// Events older than this are dropped (default 5 minutes).
     pub max_age: Duration,
@@ -138,7 +146,7 @@ impl EventStoreLimits {
         self
     }
 
-    /// Sets the most message bytes kept in all.
+    /// Sets the most bytes kept in all (messages and their bookkeeping).
     pub fn with_max_bytes_total(mut self, n: usize) -> Self {
         self.max_bytes_total = n;
         self
@@ -319,7 +327,7 @@ impl MemoryEventStore {
         if over_count {
             inner.evict_oldest_of(&session_key);
         }
-        while inner.bytes > self.limits.max_bytes_total {
+        while inner.bytes + inner.events * EVENT_OVERHEAD > self.limits.max_bytes_total {
             if !inner.evict_globally_oldest() {
                 break;
             }
@@ -688,7 +696,10 @@ mod tests {
 
     #[tokio::test]
     async fn eviction_by_bytes_is_globally_oldest_first() {
-        let store = MemoryEventStore::new(EventStoreLimits::default().with_max_bytes_total(10));
+        // Room for 10 bytes of messages in two events.
+        let store = MemoryEventStore::new(
+            EventStoreLimits::default().with_max_bytes_total(10 + 2 * EVENT_OVERHEAD),
+        );
         let s1 = store.append("s", "a", msg("1234")).await.unwrap();
         let t1 = store.append("t", "a", msg("1234")).await.unwrap();
         let s2 = store.append("s", "a", msg("1234")).await.unwrap(); // 12 bytes > 10: s1 goes
@@ -715,7 +726,8 @@ mod tests {
         );
         assert!(store.replay_after("t", &t1).await.unwrap().events.len() == 1);
         // A message larger than the whole budget is evicted at once.
-        store.append("u", "a", msg("much too long")).await.unwrap();
+        let huge = "x".repeat(10 + 2 * EVENT_OVERHEAD);
+        store.append("u", "a", msg(&huge)).await.unwrap();
         assert!(store.stats().bytes <= 10);
     }
 

@@ -41,8 +41,8 @@ pub use client::{
 pub use config::{HttpConfig, ResponseMode};
 pub use endpoint::{LAST_EVENT_ID, METHOD, McpEndpoint, NAME, PROTOCOL_VERSION, SESSION_ID};
 pub use event_store::{
-    EventId, EventStore, EventStoreError, EventStoreLimits, EventStoreStats, MemoryEventStore,
-    Replay, ReplayError, StreamId,
+    EVENT_OVERHEAD, EventId, EventStore, EventStoreError, EventStoreLimits, EventStoreStats,
+    MemoryEventStore, Replay, ReplayError, StreamId,
 };
 pub use guard::{GuardError, OriginPolicy};
 pub use serve::{serve, serve_with};
