@@ -18,6 +18,9 @@
 #   BENCH_ERA      legacy or modern                                 (legacy)
 #   BENCH_CLIENTS  virtual clients                                  (16)
 #   BENCH_SECONDS  seconds measured                                 (4)
+#   BENCH_PROFILE  the server's build profile: profiling, or release
+#                  (the same code without line tables; no second build)
+#                                                                   (profiling)
 #
 # Needs valgrind (callgrind_control). Everything runs on 127.0.0.1 and is
 # bounded in time.
@@ -49,10 +52,12 @@ log() {
 # The load generator is a release build; the measured server a profiling
 # one (release code with line tables, for callgrind_annotate).
 mcp="$target_dir/release/mcp"
+profile="${BENCH_PROFILE:-profiling}"
+case "$profile" in profiling | release) ;; *) echo "BENCH_PROFILE must be profiling or release" >&2; exit 2 ;; esac
 if [ "$server" = mcp ]; then
-  log "building mcp (release and profiling)"
-  build_mcp profiling
-  command=("$target_dir/profiling/mcp" serve everything --http)
+  log "building mcp (release and $profile)"
+  if [ "$profile" = release ]; then build_mcp; else build_mcp profiling; fi
+  command=("$target_dir/$profile/mcp" serve everything --http)
 else
   log "building mcp and rmcp-echo (release)"
   build_mcp

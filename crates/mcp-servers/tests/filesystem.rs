@@ -3,6 +3,8 @@
 //! tree in a temporary directory: containment (each escape it blocks has a
 //! test named for it), the tools, resources and change notifications.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,6 +15,7 @@ use mcp_schema::{
 };
 use mcp_servers::filesystem::{Config, Limits};
 use serde_json::{Value, json};
+use support::serve_http;
 
 const ERAS: [ProtocolVersion; 2] = [ProtocolVersion::V2025_11_25, ProtocolVersion::V2026_07_28];
 
@@ -1001,15 +1004,7 @@ async fn client_roots_narrow_the_scope_and_never_widen_it() {
 /// Serves the server over Streamable HTTP on a free loopback port.
 async fn on_http(config: Config) -> String {
     let server = mcp_servers::filesystem::server(config).expect("server");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let endpoint = mcp_http::McpEndpoint::new(
-        Arc::new(server.clone()),
-        server.session_config(),
-        mcp_http::HttpConfig::loopback(port),
-    );
-    tokio::spawn(mcp_http::serve(listener, endpoint, std::future::pending()));
-    format!("http://127.0.0.1:{port}/mcp")
+    serve_http(&server).await
 }
 
 #[tokio::test]

@@ -4,6 +4,8 @@
 //! published Petstore 3 document (`fixtures/petstore3.json`). The SSRF
 //! guard has a test named after each case it blocks.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -15,10 +17,11 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use mcp_client::{Client, ClientError, EraChoice};
+use mcp_client::{Client, ClientError};
 use mcp_schema::{CallToolResult, ProtocolVersion, ResourceContents, Tool};
 use mcp_servers::openapi::{Config, server};
 use serde_json::{Value, json};
+use support::{connect_in_process, within};
 
 const ERAS: [ProtocolVersion; 2] = [ProtocolVersion::V2025_11_25, ProtocolVersion::V2026_07_28];
 
@@ -222,62 +225,17 @@ fn petstore(api: &Api) -> Config {
         .allow_private_network(true)
 }
 
-async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(30), fut)
-        .await
-        .unwrap_or_else(|_| panic!("{what} never finished"))
-}
-
 async fn connect(config: Config, era: ProtocolVersion) -> Client {
     let server = within("the server", server(config))
         .await
         .expect("the server starts");
-    let (server_side, client_side) = mcp_core::Transport::pair();
-    let _session = mcp_core::serve(
-        server_side,
-        Arc::new(server.clone()),
-        server.session_config(),
-    );
-    within(
-        "connect",
-        Client::builder("openapi-tests", "1.0.0")
-            .era(EraChoice::Pinned(era))
-            .connect(client_side),
-    )
-    .await
-    .expect("connect")
+    connect_in_process(&server, era).await
 }
 
 /// The server over Streamable HTTP on a free loopback port, and a client.
 async fn connect_over_http(config: Config, era: ProtocolVersion) -> Client {
     let server = server(config).await.expect("the server starts");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a free port");
-    let port = listener.local_addr().expect("its address").port();
-    let endpoint = mcp_http::McpEndpoint::new(
-        Arc::new(server.clone()),
-        server.session_config(),
-        mcp_http::HttpConfig::loopback(port),
-    );
-    tokio::spawn(mcp_http::serve(listener, endpoint, std::future::pending()));
-    let transport = within(
-        "the HTTP connection",
-        mcp_http::client::connect(mcp_http::HttpClientConfig::new(format!(
-            "http://127.0.0.1:{port}/mcp"
-        ))),
-    )
-    .await
-    .expect("connect over HTTP")
-    .into_transport();
-    within(
-        "connect",
-        Client::builder("openapi-tests", "1.0.0")
-            .era(EraChoice::Pinned(era))
-            .connect(transport),
-    )
-    .await
-    .expect("connect")
+    support::connect_over_http(&server, era).await
 }
 
 async fn tools(client: &Client) -> Vec<Tool> {

@@ -3,18 +3,20 @@
 //! makes: schema and row resources, the tools, and the refusals that keep
 //! a read-only server read-only.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use mcp_client::{Client, ClientError, EraChoice, RequestOptions};
+use mcp_client::{Client, ClientError, RequestOptions};
 use mcp_schema::{
     CallToolResult, CompleteArgument, CompleteRequestParams, CompletionReference, ProtocolVersion,
     ResourceContents, ResourceTemplateReference,
 };
 use mcp_servers::sqlite::{Config, server};
 use serde_json::{Value, json};
+use support::{connect_in_process, within};
 
 const ERAS: [ProtocolVersion; 2] = [ProtocolVersion::V2025_11_25, ProtocolVersion::V2026_07_28];
 
@@ -78,59 +80,14 @@ fn shop(dir: &Scratch) -> PathBuf {
 
 async fn connect(config: Config, era: ProtocolVersion) -> Client {
     let server = server(config).expect("the server starts");
-    let (server_side, client_side) = mcp_core::Transport::pair();
-    let _session = mcp_core::serve(
-        server_side,
-        Arc::new(server.clone()),
-        server.session_config(),
-    );
-    within(
-        "connect",
-        Client::builder("sqlite-tests", "1.0.0")
-            .era(EraChoice::Pinned(era))
-            .connect(client_side),
-    )
-    .await
-    .expect("connect")
+    connect_in_process(&server, era).await
 }
 
 /// The server for `config` over Streamable HTTP on a free loopback port,
 /// and a client of it in revision `era`.
 async fn connect_over_http(config: Config, era: ProtocolVersion) -> Client {
     let server = server(config).expect("the server starts");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a free port");
-    let port = listener.local_addr().expect("its address").port();
-    let endpoint = mcp_http::McpEndpoint::new(
-        Arc::new(server.clone()),
-        server.session_config(),
-        mcp_http::HttpConfig::loopback(port),
-    );
-    tokio::spawn(mcp_http::serve(listener, endpoint, std::future::pending()));
-    let transport = within(
-        "the HTTP connection",
-        mcp_http::client::connect(mcp_http::HttpClientConfig::new(format!(
-            "http://127.0.0.1:{port}/mcp"
-        ))),
-    )
-    .await
-    .expect("connect over HTTP")
-    .into_transport();
-    within(
-        "connect",
-        Client::builder("sqlite-tests", "1.0.0")
-            .era(EraChoice::Pinned(era))
-            .connect(transport),
-    )
-    .await
-    .expect("connect")
-}
-
-async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(30), fut)
-        .await
-        .unwrap_or_else(|_| panic!("{what} never finished"))
+    support::connect_over_http(&server, era).await
 }
 
 async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
