@@ -207,47 +207,12 @@ fn event_stream(state: StreamState) -> impl Stream<Item = Result<Bytes, Infallib
     })
 }
 
-/// The `sessionId` of a query string.
+/// The `sessionId` of a query string, decoded as a form value (`%XX`
+/// escapes and `+`).
 fn session_param(query: Option<&str>) -> Option<String> {
-    query?.split('&').find_map(|pair| {
-        let (key, value) = pair.split_once('=')?;
-        (key == SESSION_ID_PARAM && !value.is_empty()).then(|| percent_decode(value))
-    })
-}
-
-/// Decodes `%XX` escapes and `+`; anything malformed stays as it is.
-fn percent_decode(value: &str) -> String {
-    let bytes = value.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3])
-                    .ok()
-                    .and_then(|h| u8::from_str_radix(h, 16).ok());
-                match hex {
-                    Some(b) => {
-                        out.push(b);
-                        i += 3;
-                    }
-                    None => {
-                        out.push(b'%');
-                        i += 1;
-                    }
-                }
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    form_urlencoded::parse(query?.as_bytes())
+        .find(|(key, value)| key == SESSION_ID_PARAM && !value.is_empty())
+        .map(|(_, value)| value.into_owned())
 }
 
 /// POST on the message path: one message (or batch) for a session.
@@ -311,6 +276,11 @@ mod tests {
         assert_eq!(
             session_param(Some("sessionId=%zz%")).as_deref(),
             Some("%zz%")
+        );
+        // An escape at the very end is decoded too.
+        assert_eq!(
+            session_param(Some("sessionId=ab%41")).as_deref(),
+            Some("abA")
         );
         assert_eq!(session_param(Some("sessionId=")), None);
         assert_eq!(session_param(Some("session=1")), None);
