@@ -1,0 +1,606 @@
+//! The server: a catalog of tools, resources, templates and prompts that
+//! can change while running, and the [`Service`] that answers every feature
+//! request for it.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use foldhash::{HashMap, HashMapExt as _};
+use mcp_core::{
+    BoxFuture, HandlerResult, IncomingRequest, Peer, RequestContext, Role, ServerIdentity, Service,
+    SessionConfig, Transport, box_future,
+};
+use mcp_schema::header_params::HeaderParam;
+use mcp_schema::jsonrpc::{self, RequestId};
+use mcp_schema::{
+    CacheScope, CallToolResult, CompleteRequestParams, CompleteResult, CompletionReference,
+    ContentBlock, ErrorObject, GetPromptRequestParams, Implementation, InputRequiredResult,
+    ListChangedCapability, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, LoggingLevel, Meta, NotificationParams, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, ResourceRequestParams,
+    ResourceUpdatedNotificationParams, ResourcesCapability, ServerCapabilities,
+    SetLevelRequestParams, SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams,
+    SubscriptionsListenRequestParams, TaskNotificationParams, TaskRequestsCapability,
+    TaskStatusNotificationParams, TaskToolsRequests, TasksCapability, methods,
+};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::compat;
+use crate::context::{Context, HandlerError, InputRound, Purpose};
+use crate::cursor::{Signer, page};
+use crate::prompt::PromptDef;
+use crate::resource::{ResourceDef, TemplateDef};
+use crate::tasks::{
+    CallMode, TaskConfig, TaskEntry, TaskOwner, TaskStore, call_mode, declares_tasks_extension,
+    tasks_extension_required,
+};
+use crate::tool::ToolDef;
+
+mod catalog;
+mod handlers;
+mod notify;
+
+/// How long a modern-era `requestState` stays valid.
+const DEFAULT_STATE_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// Builds a [`Server`].
+#[derive(Debug)]
+pub struct ServerBuilder {
+    info: Implementation,
+    instructions: Option<String>,
+    catalog: Catalog,
+    page_size: usize,
+    cache_ttl: Option<Duration>,
+    task_config: TaskConfig,
+    on_subscriptions: Option<SubscriptionsHook>,
+}
+
+/// Called when the set of subscribed resources may have changed.
+#[derive(Clone)]
+struct SubscriptionsHook(Arc<dyn Fn(&Server) + Send + Sync>);
+
+impl std::fmt::Debug for SubscriptionsHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SubscriptionsHook")
+    }
+}
+
+impl ServerBuilder {
+    /// Adds a tool.
+    pub fn tool(mut self, tool: ToolDef) -> Self {
+        self.catalog.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Adds a resource.
+    pub fn resource(mut self, resource: ResourceDef) -> Self {
+        self.catalog.resources.push(Arc::new(resource));
+        self
+    }
+
+    /// Adds a resource template.
+    pub fn template(mut self, template: TemplateDef) -> Self {
+        self.catalog.templates.push(Arc::new(template));
+        self
+    }
+
+    /// Adds a prompt.
+    pub fn prompt(mut self, prompt: PromptDef) -> Self {
+        self.catalog.prompts.push(Arc::new(prompt));
+        self
+    }
+
+    /// Sets the instructions given to clients.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Sets how many items a list page holds (default 100).
+    pub fn page_size(mut self, page_size: usize) -> Self {
+        self.page_size = page_size.max(1);
+        self
+    }
+
+    /// Lets modern-era clients cache list results for `ttl` (default: not
+    /// at all, `ttlMs: 0`).
+    pub fn cache_ttl(mut self, ttl: Duration) -> Self {
+        self.cache_ttl = Some(ttl);
+        self
+    }
+
+    /// Calls `hook` whenever the resources clients are subscribed to change
+    /// (a `resources/subscribe` or `unsubscribe`, a session with
+    /// subscriptions closing, a `subscriptions/listen` stream naming
+    /// resources opening or closing), so a server can watch only while
+    /// someone listens; [`Server::subscribed_resources`] tells which.
+    pub fn on_subscriptions_changed(
+        mut self,
+        hook: impl Fn(&Server) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_subscriptions = Some(SubscriptionsHook(Arc::new(hook)));
+        self
+    }
+
+    /// Sets the limits of the task store (how many tasks, how long they
+    /// are kept, how often clients should poll).
+    pub fn tasks(mut self, config: TaskConfig) -> Self {
+        self.task_config = config;
+        self
+    }
+
+    /// The server. Every feature is declared (with `listChanged`), so
+    /// tools, resources and prompts can be added later; tasks too, as the
+    /// 2025-11-25 `tasks` capability and the 2026-07-28 extension (each
+    /// revision sees only its own).
+    pub fn build(mut self) -> Server {
+        self.catalog.index_tools();
+        let listed = Some(ListChangedCapability::with_list_changed(true));
+        let capabilities = ServerCapabilities {
+            tools: listed.clone(),
+            prompts: listed,
+            resources: Some(ResourcesCapability {
+                subscribe: Some(true),
+                list_changed: Some(true),
+            }),
+            logging: Some(Default::default()),
+            completions: Some(Default::default()),
+            tasks: Some(TasksCapability {
+                list: Some(Default::default()),
+                cancel: Some(Default::default()),
+                requests: Some(TaskRequestsCapability {
+                    tools: Some(TaskToolsRequests {
+                        call: Some(Default::default()),
+                    }),
+                    ..Default::default()
+                }),
+            }),
+            extensions: Some(BTreeMap::from([(
+                mcp_schema::EXTENSION_TASKS.to_owned(),
+                Default::default(),
+            )])),
+            ..Default::default()
+        };
+        let identity = ServerIdentity::new(self.info, capabilities);
+        let identity = match self.instructions {
+            Some(instructions) => identity.with_instructions(instructions),
+            None => identity,
+        };
+        Server {
+            inner: Arc::new(Inner {
+                identity: Arc::new(identity),
+                catalog: RwLock::new(self.catalog),
+                signer: Signer::random(),
+                page_size: self.page_size,
+                cache_ttl: self.cache_ttl.unwrap_or_default(),
+                state_ttl: DEFAULT_STATE_TTL,
+                sessions: Mutex::new(HashMap::new()),
+                listeners: Mutex::new(HashMap::new()),
+                next_listener: AtomicU64::new(1),
+                tasks: TaskStore::new(self.task_config),
+                on_subscriptions: self.on_subscriptions,
+            }),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Catalog {
+    tools: Vec<Arc<ToolDef>>,
+    resources: Vec<Arc<ResourceDef>>,
+    templates: Vec<Arc<TemplateDef>>,
+    prompts: Vec<Arc<PromptDef>>,
+    /// Bumped on every change; cursors from before a change are stale.
+    generation: u64,
+    /// Where each tool is in `tools`, by name (the first, where a builder
+    /// was given two of one name).
+    tool_index: HashMap<String, usize>,
+}
+
+impl Catalog {
+    /// The tool named `name`.
+    fn tool(&self, name: &str) -> Option<&Arc<ToolDef>> {
+        self.tool_index.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// Indexes the tools again: at build, and by `Server::change_catalog`
+    /// after every change to them.
+    fn index_tools(&mut self) {
+        self.tool_index.clear();
+        for (i, tool) in self.tools.iter().enumerate().rev() {
+            self.tool_index.insert(tool.tool.name.clone(), i);
+        }
+    }
+}
+
+/// A modern-era `subscriptions/listen` stream.
+struct Listener {
+    peer: Peer,
+    id: RequestId,
+    filter: SubscriptionFilter,
+}
+
+struct Inner {
+    identity: Arc<ServerIdentity>,
+    catalog: RwLock<Catalog>,
+    signer: Signer,
+    page_size: usize,
+    cache_ttl: Duration,
+    state_ttl: Duration,
+    /// Legacy sessions that completed their handshake, by session key.
+    sessions: Mutex<HashMap<usize, Peer>>,
+    listeners: Mutex<HashMap<u64, Listener>>,
+    next_listener: AtomicU64,
+    tasks: TaskStore,
+    on_subscriptions: Option<SubscriptionsHook>,
+}
+
+/// An MCP server. Cheap to clone; all clones are the same server, which
+/// may serve many sessions at once.
+#[derive(Clone)]
+pub struct Server {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("info", self.inner.identity.info())
+            .finish()
+    }
+}
+
+/// A legacy session's `logging/setLevel` choice.
+#[derive(Debug, Default)]
+pub(crate) struct SessionLogLevel(Mutex<Option<LoggingLevel>>);
+
+impl SessionLogLevel {
+    pub(crate) fn get(&self) -> Option<LoggingLevel> {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A legacy session's resource subscriptions.
+#[derive(Debug, Default)]
+struct SessionSubscriptions(Mutex<HashSet<String>>);
+
+/// Which list changed.
+#[derive(Clone, Copy, Debug)]
+enum ListKind {
+    Tools,
+    Resources,
+    Prompts,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Server {
+    /// Starts building a server called `name`, version `version`.
+    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
+        ServerBuilder {
+            info: Implementation::new(name, version),
+            instructions: None,
+            catalog: Catalog::default(),
+            page_size: 100,
+            cache_ttl: None,
+            task_config: TaskConfig::default(),
+            on_subscriptions: None,
+        }
+    }
+
+    /// Who the server is and what it declares.
+    pub fn identity(&self) -> &Arc<ServerIdentity> {
+        &self.inner.identity
+    }
+
+    /// The engine settings for serving this server.
+    pub fn session_config(&self) -> SessionConfig {
+        SessionConfig::new(Role::Server(Arc::clone(&self.inner.identity)))
+    }
+
+    /// Serves one session over `transport` until the peer hangs up.
+    pub async fn serve(&self, transport: Transport) {
+        mcp_core::serve(transport, Arc::new(self.clone()), self.session_config())
+            .wait()
+            .await
+    }
+
+    /// Serves one session over this process's stdin and stdout.
+    pub async fn serve_stdio(&self) {
+        self.serve(mcp_core::stdio::stdio()).await
+    }
+
+    pub(crate) fn task_store(&self) -> &TaskStore {
+        &self.inner.tasks
+    }
+
+    pub(crate) fn signer(&self) -> &Signer {
+        &self.inner.signer
+    }
+
+    pub(crate) fn page_size(&self) -> usize {
+        self.inner.page_size
+    }
+
+    /// Tells whoever follows `task` that it changed: its legacy session
+    /// (`notifications/tasks/status`), or the modern `subscriptions/listen`
+    /// streams that asked for its id (`notifications/tasks`).
+    pub(crate) fn task_changed(&self, task: &TaskEntry) {
+        if let Some(peer) = &task.notify {
+            let params = TaskStatusNotificationParams {
+                meta: None,
+                task: task.task(),
+            };
+            spawn_notify(peer.clone(), methods::NOTIFICATION_TASKS_STATUS, &params);
+        }
+        if task.owner != TaskOwner::Anyone {
+            return;
+        }
+        let mut detailed = None;
+        for listener in lock(&self.inner.listeners).values() {
+            let wanted = listener
+                .filter
+                .task_ids
+                .iter()
+                .flatten()
+                .any(|id| *id == task.id);
+            if wanted {
+                let params = TaskNotificationParams {
+                    meta: Some(subscription_meta(&listener.id)),
+                    task: detailed.get_or_insert_with(|| task.detailed()).clone(),
+                };
+                spawn_notify(listener.peer.clone(), methods::NOTIFICATION_TASKS, &params);
+            }
+        }
+    }
+}
+
+struct Unregister {
+    server: Server,
+    key: u64,
+    names_resources: bool,
+}
+
+impl Drop for Unregister {
+    fn drop(&mut self) {
+        lock(&self.server.inner.listeners).remove(&self.key);
+        if self.names_resources {
+            self.server.subscriptions_changed();
+        }
+    }
+}
+
+/// Puts `item` in place of the one with the same key, or at the end.
+/// Always a change.
+fn upsert<T>(items: &mut Vec<Arc<T>>, item: T, key: impl Fn(&T) -> &String) -> bool {
+    match items.iter().position(|i| key(i) == key(&item)) {
+        Some(at) => items[at] = Arc::new(item),
+        None => items.push(Arc::new(item)),
+    }
+    true
+}
+
+/// Removes the item with key `name`; whether there was one.
+fn remove<T>(items: &mut Vec<Arc<T>>, name: &str, key: impl Fn(&T) -> &String) -> bool {
+    let before = items.len();
+    items.retain(|i| key(i) != name);
+    items.len() != before
+}
+
+fn subscription_meta(id: &RequestId) -> Meta {
+    let mut meta = Meta::new();
+    meta.insert(
+        mcp_schema::META_SUBSCRIPTION_ID.into(),
+        serde_json::to_value(id).unwrap_or(Value::Null),
+    );
+    meta
+}
+
+fn spawn_notify<P: Serialize>(peer: Peer, method: &'static str, params: &P) {
+    let Ok(params) = jsonrpc::to_raw(params) else {
+        return;
+    };
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move {
+            let _ = peer.notify_raw(method, Some(&params)).await;
+        });
+    }
+}
+
+pub(crate) fn to_result<T: Serialize + ?Sized>(value: &T) -> HandlerResult {
+    jsonrpc::to_raw(value).map_err(ErrorObject::internal)
+}
+
+impl Service for Server {
+    fn handle_request(
+        &self,
+        request: IncomingRequest,
+        ctx: RequestContext,
+    ) -> BoxFuture<'static, HandlerResult> {
+        let server = self.clone();
+        box_future(move || server.dispatch(request, ctx))
+    }
+
+    fn session_ready(&self, peer: &Peer) {
+        lock(&self.inner.sessions).insert(peer.session_key(), peer.clone());
+    }
+
+    fn session_closed(&self, peer: &Peer) {
+        // Only a session that completed a legacy handshake is listed or
+        // owns tasks: each stateless request's own session has nothing to
+        // undo, and takes no lock that every session shares.
+        if peer.negotiated().is_none() {
+            return;
+        }
+        lock(&self.inner.sessions).remove(&peer.session_key());
+        if let Some(owner) = TaskOwner::of_session(peer) {
+            self.inner.tasks.forget_owner(owner);
+        }
+        let had_subscriptions = peer
+            .extensions()
+            .get::<SessionSubscriptions>()
+            .is_some_and(|s| !lock(&s.0).is_empty());
+        if had_subscriptions {
+            self.subscriptions_changed();
+        }
+    }
+
+    fn tool_header_params(&self, name: &str) -> Option<Arc<[HeaderParam]>> {
+        self.read_catalog()
+            .tool(name)
+            .and_then(|t| t.header_params.clone())
+    }
+
+    fn tool_required_scopes(&self, name: &str) -> Option<Arc<[String]>> {
+        self.read_catalog()
+            .tool(name)
+            .and_then(|t| t.required_scopes.clone())
+    }
+}
+
+/// `tools/call` params as the server reads them: a `_meta` the dispatch
+/// did not already cut off is skipped, not built into values, since the
+/// engine has read it into the request's context; the name is borrowed
+/// from the params' text where it has no escapes.
+#[derive(Debug, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CallParams<'p> {
+    /// The tool's name.
+    #[serde(borrow)]
+    pub(crate) name: Cow<'p, str>,
+    /// Its arguments.
+    #[serde(default)]
+    pub(crate) arguments: Option<mcp_schema::JsonObject>,
+    /// Asks for the call to run as a task.
+    #[serde(default)]
+    pub(crate) task: Option<mcp_schema::TaskMetadata>,
+    /// The answers to an earlier round's input requests.
+    #[serde(default)]
+    pub(crate) input_responses: Option<mcp_schema::InputResponses>,
+    /// The state an earlier round handed the client.
+    #[serde(default)]
+    pub(crate) request_state: Option<String>,
+}
+
+/// Reads `tools/call` params (see [`CallParams`]).
+fn call_params(params: Option<&str>) -> Result<CallParams<'_>, ErrorObject> {
+    jsonrpc::from_params_text(params)
+}
+
+#[cfg(test)]
+mod call_params_tests {
+    use super::*;
+    use mcp_schema::CallToolRequestParams;
+
+    #[test]
+    fn call_params_keep_every_member_but_meta() {
+        // Every member named, so a member added to the type must be read
+        // here too.
+        let sent = CallToolRequestParams {
+            meta: Some(serde_json::from_str(r#"{"progressToken": 1}"#).unwrap()),
+            name: "echo".to_owned(),
+            arguments: Some(serde_json::from_str(r#"{"text": "hi"}"#).unwrap()),
+            task: Some(serde_json::from_str(r#"{"ttl": 1000}"#).unwrap()),
+            input_responses: Some(serde_json::from_str(r#"{"a": {"action": "cancel"}}"#).unwrap()),
+            request_state: Some("state".to_owned()),
+        };
+        let raw = jsonrpc::to_raw(&sent).unwrap();
+        let read = call_params(Some(raw.get())).unwrap();
+        let CallToolRequestParams {
+            meta: _,
+            name,
+            arguments,
+            task,
+            input_responses,
+            request_state,
+        } = sent;
+        assert_eq!(
+            read,
+            CallParams {
+                name: Cow::Owned(name),
+                arguments,
+                task,
+                input_responses,
+                request_state,
+            }
+        );
+        assert!(
+            matches!(read.name, Cow::Borrowed(_)),
+            "borrowed from the text"
+        );
+        let escaped = call_params(Some(r#"{"name": "e\u0063ho"}"#)).unwrap();
+        assert_eq!(escaped.name, "echo");
+        assert!(call_params(Some("{}")).is_err());
+    }
+}
+
+#[cfg(test)]
+mod session_list_tests {
+    use super::*;
+    use mcp_core::{FrameKind, InboundFrame, OutboundFrame, Transport};
+    use std::time::Duration;
+
+    fn listed(server: &Server) -> usize {
+        lock(&server.inner.sessions).len()
+    }
+
+    async fn send(client: &Transport, text: &str) {
+        let frame = OutboundFrame {
+            text: text.to_owned(),
+            related: None,
+            kind: FrameKind::Request,
+        };
+        client.outbound.send(frame).await.expect("server runs");
+    }
+
+    /// Waits until `listed` reaches `count` (bounded).
+    async fn until_listed(server: &Server, count: usize) {
+        let waited = tokio::time::timeout(Duration::from_secs(5), async {
+            while listed(server) != count {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+        assert!(
+            waited.is_ok(),
+            "{} sessions listed, not {count}",
+            listed(server)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_legacy_session_is_listed_once_ready_and_unlisted_when_it_ends() {
+        let server = Server::builder("list-test", "0.0.1").build();
+        let (server_side, mut client) = Transport::pair();
+        let serving = tokio::spawn({
+            let server = server.clone();
+            async move { server.serve(server_side).await }
+        });
+        send(
+            &client,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        )
+        .await;
+        let answer = client.inbound.recv().await;
+        assert!(
+            matches!(&answer, Some(InboundFrame::Text(text)) if text.contains("\"result\"")),
+            "{answer:?}"
+        );
+        assert_eq!(listed(&server), 0, "not ready before initialized");
+        send(
+            &client,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        )
+        .await;
+        until_listed(&server, 1).await;
+        drop(client);
+        serving.await.expect("session ends");
+        until_listed(&server, 0).await;
+    }
+}

@@ -1,0 +1,141 @@
+//! Notifications to clients: resource updates to their subscribers, list
+//! changes, and the `subscriptions/listen` streams of 2026-07-28.
+
+use super::*;
+
+impl Server {
+    /// Every resource URI some client is subscribed to now: by a legacy
+    /// session's `resources/subscribe`, or a `subscriptions/listen` stream.
+    pub fn subscribed_resources(&self) -> BTreeSet<String> {
+        let mut uris = BTreeSet::new();
+        for peer in lock(&self.inner.sessions).values() {
+            if let Some(subscriptions) = peer.extensions().get::<SessionSubscriptions>() {
+                uris.extend(lock(&subscriptions.0).iter().cloned());
+            }
+        }
+        for listener in lock(&self.inner.listeners).values() {
+            uris.extend(
+                listener
+                    .filter
+                    .resource_subscriptions
+                    .iter()
+                    .flatten()
+                    .cloned(),
+            );
+        }
+        uris
+    }
+
+    /// Runs the subscriptions hook, if there is one.
+    pub(super) fn subscriptions_changed(&self) {
+        if let Some(hook) = &self.inner.on_subscriptions {
+            (hook.0)(self);
+        }
+    }
+
+    /// Tells every client subscribed to `uri` that it changed.
+    pub fn notify_resource_updated(&self, uri: &str) {
+        let params = ResourceUpdatedNotificationParams::new(uri);
+        for peer in lock(&self.inner.sessions).values() {
+            let subscribed = peer
+                .extensions()
+                .get::<SessionSubscriptions>()
+                .is_some_and(|s| lock(&s.0).contains(uri));
+            if subscribed {
+                spawn_notify(
+                    peer.clone(),
+                    methods::NOTIFICATION_RESOURCES_UPDATED,
+                    &params,
+                );
+            }
+        }
+        for listener in lock(&self.inner.listeners).values() {
+            if listener
+                .filter
+                .resource_subscriptions
+                .iter()
+                .flatten()
+                .any(|u| u == uri)
+            {
+                let mut params = params.clone();
+                params.meta = Some(subscription_meta(&listener.id));
+                spawn_notify(
+                    listener.peer.clone(),
+                    methods::NOTIFICATION_RESOURCES_UPDATED,
+                    &params,
+                );
+            }
+        }
+    }
+
+    pub(super) fn list_changed(&self, kind: ListKind) {
+        let method = match kind {
+            ListKind::Tools => methods::NOTIFICATION_TOOLS_LIST_CHANGED,
+            ListKind::Resources => methods::NOTIFICATION_RESOURCES_LIST_CHANGED,
+            ListKind::Prompts => methods::NOTIFICATION_PROMPTS_LIST_CHANGED,
+        };
+        for peer in lock(&self.inner.sessions).values() {
+            spawn_notify(peer.clone(), method, &NotificationParams::default());
+        }
+        for listener in lock(&self.inner.listeners).values() {
+            let wanted = match kind {
+                ListKind::Tools => listener.filter.tools_list_changed,
+                ListKind::Resources => listener.filter.resources_list_changed,
+                ListKind::Prompts => listener.filter.prompts_list_changed,
+            };
+            if wanted == Some(true) {
+                let params = NotificationParams {
+                    meta: Some(subscription_meta(&listener.id)),
+                };
+                spawn_notify(listener.peer.clone(), method, &params);
+            }
+        }
+    }
+
+    pub(super) async fn listen(
+        &self,
+        params: SubscriptionsListenRequestParams,
+        ctx: RequestContext,
+    ) -> HandlerResult {
+        let requested = params.notifications;
+        if requested.task_ids.is_some() && !declares_tasks_extension(ctx.client_capabilities()) {
+            return Err(tasks_extension_required("notifications about tasks"));
+        }
+        // Everything this server can notify about is honoured.
+        let agreed = requested.clone();
+        let mut ack = SubscriptionsAcknowledgedNotificationParams {
+            notifications: agreed.clone(),
+            ..Default::default()
+        };
+        ack.meta = Some(subscription_meta(&ctx.id));
+        ctx.peer
+            .notify(methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, &ack)
+            .await
+            .map_err(ErrorObject::internal)?;
+        let key = self.inner.next_listener.fetch_add(1, Ordering::Relaxed);
+        let names_resources = agreed
+            .resource_subscriptions
+            .as_ref()
+            .is_some_and(|uris| !uris.is_empty());
+        lock(&self.inner.listeners).insert(
+            key,
+            Listener {
+                peer: ctx.peer.clone(),
+                id: ctx.id.clone(),
+                filter: agreed,
+            },
+        );
+        if names_resources {
+            self.subscriptions_changed();
+        }
+        let _unregister = Unregister {
+            server: self.clone(),
+            key,
+            names_resources,
+        };
+        // The stream lasts until the client cancels it or goes away; the
+        // engine then drops this future, which unregisters the listener.
+        std::future::pending::<()>().await;
+        unreachable!("a pending future never completes")
+    }
+}
