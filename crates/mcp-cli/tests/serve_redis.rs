@@ -7,8 +7,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{MCP, mcp, stderr};
-use tokio::io::AsyncBufReadExt as _;
+use support::{mcp, serve_everything_http_with, stderr};
 
 /// A free loopback port (nothing listens on it once this returns).
 fn free_port() -> u16 {
@@ -63,31 +62,8 @@ impl Drop for Redis {
 /// `mcp serve everything --http 127.0.0.1:0 --redis URL`, killed when
 /// dropped; the child and its endpoint URL.
 async fn serve(redis: &str) -> (tokio::process::Child, String) {
-    let mut child = tokio::process::Command::new(MCP)
-        .args([
-            "serve",
-            "everything",
-            "--http",
-            "127.0.0.1:0",
-            "--redis",
-            redis,
-        ])
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn mcp serve");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let mut lines = tokio::io::BufReader::new(stdout).lines();
-    let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
-        .await
-        .expect("the server printed its URL in time")
-        .expect("stdout")
-        .expect("a line");
-    let url = line
-        .strip_prefix("MCP endpoint: ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
-    (child, url)
+    let (child, address) = serve_everything_http_with("127.0.0.1:0", &["--redis", redis]).await;
+    (child, format!("http://{address}/mcp"))
 }
 
 async fn post(url: &str, session: Option<&str>, body: Value) -> reqwest::Response {

@@ -80,9 +80,18 @@ pub async fn serve_tools(tools: Vec<mcp_server::ToolDef>) -> String {
 /// the address it listens on (`127.0.0.1:PORT`), from the endpoint URL it
 /// prints first.
 pub async fn serve_everything_http(spec: &str) -> (tokio::process::Child, String) {
+    serve_everything_http_with(spec, &[]).await
+}
+
+/// [`serve_everything_http`] with more options (`--redis URL`, say).
+pub async fn serve_everything_http_with(
+    spec: &str,
+    options: &[&str],
+) -> (tokio::process::Child, String) {
     use tokio::io::AsyncBufReadExt as _;
     let mut child = tokio::process::Command::new(MCP)
         .args(["serve", "everything", "--http", spec])
+        .args(options)
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
