@@ -148,15 +148,7 @@ pub(super) async fn forward(
     let mut rounds = 0;
     loop {
         let wire = upstream_params(&client, &params, ctx)?;
-        let raw = send(
-            upstream,
-            &client,
-            method,
-            wire,
-            ctx,
-            Some(&ctx.cancellation),
-        )
-        .await?;
+        let raw = send(upstream, &client, method, wire, ctx).await?;
         let needs_answers =
             upstream_modern && ctx.revision.is_legacy() && raw.get().contains("\"input_required\"");
         if !needs_answers {
@@ -215,22 +207,21 @@ async fn forward_in_rounds(
         let _caller = caller;
         let _permit = upstream.permit().await;
         let wire = upstream_params(&client, &params, &request)?;
-        send(&upstream, &client, &method, wire, &request, None).await
+        send(&upstream, &client, &method, wire, &request).await
     });
     held.drive(HeldCall::new(call, asked), &ctx.cancellation)
         .await
 }
 
-/// One request to the upstream, with its progress passed back; given the
-/// client's cancellation, it ends (and is cancelled upstream) when that
-/// fires.
+/// One request to the upstream, with its progress passed back. The
+/// client's cancellation drops this future (the engine races every handler
+/// against it), which cancels the request upstream.
 async fn send(
     upstream: &Upstream,
     client: &mcp_client::Client,
     method: &str,
     wire: Option<Box<RawValue>>,
     ctx: &RequestContext,
-    cancellation: Option<&tokio_util::sync::CancellationToken>,
 ) -> HandlerResult {
     let timeout = upstream.request_timeout();
     let mut options = RequestOptions::new().timeout(timeout);
@@ -245,18 +236,7 @@ async fn send(
         });
         progress_rx = Some(rx);
     }
-    // The client's cancellation (or its going away) drops the upstream
-    // request, which cancels it there too.
-    let cancelled = cancellation.cloned().unwrap_or_default();
-    let call = async move {
-        tokio::select! {
-            outcome = client.peer().request_raw(method, wire, options) => outcome,
-            _ = cancelled.cancelled() => Err(RequestError::Rpc(ErrorObject::new(
-                error_codes::REQUEST_CANCELLED,
-                "the client cancelled the request",
-            ))),
-        }
-    };
+    let call = client.peer().request_raw(method, wire, options);
     let outcome = match progress_rx.as_mut() {
         None => call.await,
         Some(rx) => {

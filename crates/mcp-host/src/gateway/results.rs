@@ -4,8 +4,8 @@
 
 use mcp_schema::META_SERVER_INFO;
 use mcp_schema::jsonrpc;
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 
 /// An upstream's result as the client should see it: without the
 /// upstream's own identity in `_meta` (the host is the server this client
@@ -22,32 +22,57 @@ pub(super) fn adapt_result(raw: Box<RawValue>, legacy_client: bool) -> Box<RawVa
     let Ok(members) = members_of(text) else {
         return raw;
     };
-    let mut out = String::with_capacity(text.len());
-    out.push('{');
+    let mut kept = Vec::with_capacity(members.len());
     for (key, value) in members {
-        let value: std::borrow::Cow<'_, str> = match key.as_ref() {
+        let part = match key.as_ref() {
             "resultType" if legacy_client => continue,
-            "_meta" => match serde_json::from_str::<Map<String, Value>>(value.get()) {
+            "_meta" => match members_of(value.get()) {
                 Ok(mut meta) => {
-                    meta.remove(META_SERVER_INFO);
+                    meta.retain(|(key, _)| key != META_SERVER_INFO);
                     if meta.is_empty() {
                         continue;
                     }
-                    serde_json::to_string(&meta).map_or(value.get().into(), Into::into)
+                    Part::Object(meta)
                 }
-                Err(_) => value.get().into(),
+                Err(_) => Part::Raw(value),
             },
-            _ => value.get().into(),
+            _ => Part::Raw(value),
         };
-        if out.len() > 1 {
-            out.push(',');
-        }
-        out.push_str(&serde_json::to_string(key.as_ref()).unwrap_or_default());
-        out.push(':');
-        out.push_str(&value);
+        kept.push((key, part));
     }
-    out.push('}');
-    RawValue::from_string(out).unwrap_or(raw)
+    // The members are valid JSON already: written out as they are, with
+    // no second parse of the whole.
+    jsonrpc::to_raw(&Object(&kept)).unwrap_or(raw)
+}
+
+/// A member's value as it is written out again: unchanged, or an object
+/// of some of its own members.
+enum Part<'a> {
+    Raw(&'a RawValue),
+    Object(Vec<Member<'a>>),
+}
+
+/// Members written out as a JSON object.
+struct Object<'m, 'a, V>(&'m [(std::borrow::Cow<'a, str>, V)]);
+
+impl serde::Serialize for Part<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Part::Raw(raw) => raw.serialize(s),
+            Part::Object(members) => Object(members).serialize(s),
+        }
+    }
+}
+
+impl<V: serde::Serialize> serde::Serialize for Object<'_, '_, V> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (key, value) in self.0 {
+            map.serialize_entry(key.as_ref(), value)?;
+        }
+        map.end()
+    }
 }
 
 /// `result` with every `uri` member, at any depth, that `rewrite` maps
@@ -143,6 +168,14 @@ mod tests {
         assert_eq!(
             adapt_result(raw(kept), true).get(),
             r#"{"_meta":{"k":1},"a":[1, 2]}"#
+        );
+        // Keys with escapes are written out escaped again; a `_meta` that
+        // is not an object goes on as it is.
+        let escaped = r#"{"resultType":"complete","a\"b\u00e9":1,"_meta":7}"#;
+        let adapted = adapt_result(raw(escaped), true);
+        assert_eq!(
+            serde_json::from_str::<Value>(adapted.get()).unwrap(),
+            serde_json::json!({"a\"b\u{e9}": 1, "_meta": 7})
         );
         let plain = r#"{"content": [] }"#;
         assert_eq!(adapt_result(raw(plain), true).get(), plain);
