@@ -34,6 +34,7 @@ mod downstream;
 mod gateway;
 mod host;
 pub mod names;
+mod params;
 mod rounds;
 pub mod settings;
 mod tasks;

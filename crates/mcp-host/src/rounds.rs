@@ -23,6 +23,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::params::Params;
 use crate::upstream::Question;
 
 /// How `requestState` values of held calls begin.
@@ -86,19 +87,15 @@ impl HeldCalls {
     /// The held call a retry's `requestState` names, with the client's
     /// answers handed to the questions waiting for them. `None` when the
     /// state is not one of the host's.
-    pub(crate) fn resume(
-        &self,
-        params: &Map<String, Value>,
-    ) -> Option<Result<HeldCall, ErrorObject>> {
+    pub(crate) fn resume(&self, params: &Params) -> Option<Result<HeldCall, ErrorObject>> {
         let token = params
-            .get("requestState")
-            .and_then(Value::as_str)
+            .str("requestState")
             .filter(|s| s.starts_with(STATE_PREFIX))?;
         let held = self
             .calls
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(token)
+            .remove(token.as_ref())
             .filter(|(since, _)| since.elapsed() < HELD_TTL);
         let Some((_, mut call)) = held else {
             return Some(Err(ErrorObject::invalid_params(
@@ -106,7 +103,8 @@ impl HeldCalls {
                  send the request again without it",
             )));
         };
-        let responses = params.get("inputResponses").and_then(Value::as_object);
+        let responses = params.value("inputResponses");
+        let responses = responses.as_ref().and_then(Value::as_object);
         for (key, answer) in std::mem::take(&mut call.waiting) {
             let given = responses.and_then(|r| r.get(&key)).cloned();
             let _ = answer.send(given.ok_or_else(|| {
@@ -207,11 +205,10 @@ mod tests {
         let state = round["requestState"].as_str().unwrap();
         assert!(state.starts_with(STATE_PREFIX));
 
-        let retry: Map<String, Value> = serde_json::from_value(json!({
+        let retry = params(json!({
             "requestState": state,
             "inputResponses": {"host-1": {"role": "assistant"}},
-        }))
-        .unwrap();
+        }));
         let call = held.resume(&retry).unwrap().unwrap();
         let done: Value =
             serde_json::from_str(held.drive(call, &never).await.unwrap().get()).unwrap();
@@ -219,9 +216,12 @@ mod tests {
         // The state is used up.
         assert!(held.resume(&retry).unwrap().is_err());
         // Not the host's state: none of its business.
-        let foreign: Map<String, Value> =
-            serde_json::from_value(json!({"requestState": "upstream-state"})).unwrap();
+        let foreign = params(json!({"requestState": "upstream-state"}));
         assert!(held.resume(&foreign).is_none());
+    }
+
+    fn params(value: Value) -> Params {
+        Params::read(Some(&value.to_string())).unwrap()
     }
 
     #[tokio::test]
@@ -242,8 +242,7 @@ mod tests {
         let never = CancellationToken::new();
         let round: Value =
             serde_json::from_str(held.drive(call, &never).await.unwrap().get()).unwrap();
-        let retry: Map<String, Value> =
-            serde_json::from_value(json!({"requestState": round["requestState"]})).unwrap();
+        let retry = params(json!({"requestState": round["requestState"]}));
         let call = held.resume(&retry).unwrap().unwrap();
         let error = held.drive(call, &never).await.unwrap_err();
         assert!(error.message.contains("no answer"), "{error:?}");

@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 
 use super::results::adapt_result;
 use crate::downstream::LogLevel;
+use crate::params::Params;
 use crate::rounds::{HeldCall, HeldCalls};
 use crate::upstream::{Asked, Upstream};
 
@@ -36,7 +37,7 @@ const PROGRESS_QUEUE: usize = 64;
 /// `initialize`. Written in one pass, without copying the params.
 fn upstream_params(
     client: &mcp_client::Client,
-    params: &Map<String, Value>,
+    params: &Params,
     ctx: &RequestContext,
 ) -> Result<Option<Box<RawValue>>, ErrorObject> {
     let modern = (!client.revision().is_legacy()).then(|| ModernMeta {
@@ -78,7 +79,7 @@ struct ModernMeta<'a> {
 struct UpstreamParams<'a> {
     modern: Option<ModernMeta<'a>>,
     own: &'a Map<String, Value>,
-    params: &'a Map<String, Value>,
+    params: &'a Params,
 }
 
 /// The `_meta` of [`UpstreamParams`].
@@ -119,7 +120,7 @@ impl Serialize for UpstreamParams<'_> {
         if self.modern.is_some() || has_own {
             map.serialize_entry("_meta", &UpstreamMeta(self))?;
         }
-        for (key, value) in self.params {
+        for (key, value) in self.params.iter() {
             if key != "_meta" {
                 map.serialize_entry(key, value)?;
             }
@@ -134,7 +135,7 @@ impl Serialize for UpstreamParams<'_> {
 pub(super) async fn forward(
     upstream: &Arc<Upstream>,
     method: &str,
-    mut params: Map<String, Value>,
+    mut params: Params,
     ctx: &RequestContext,
     held: &HeldCalls,
 ) -> HandlerResult {
@@ -175,10 +176,10 @@ pub(super) async fn forward(
             _ => Map::new(),
         };
         let answers = answer_for_legacy_client(&ctx.peer, questions).await?;
-        params.insert("inputResponses".into(), Value::Object(answers));
+        params.set("inputResponses", &answers)?;
         match result.remove("requestState") {
-            Some(state) => params.insert("requestState".into(), state),
-            None => params.remove("requestState"),
+            Some(state) => params.set("requestState", &state)?,
+            None => drop(params.remove("requestState")),
         };
     }
 }
@@ -191,7 +192,7 @@ async fn forward_in_rounds(
     upstream: &Arc<Upstream>,
     client: mcp_client::Client,
     method: &str,
-    params: Map<String, Value>,
+    params: Params,
     ctx: &RequestContext,
     held: &HeldCalls,
 ) -> HandlerResult {
@@ -344,8 +345,7 @@ mod tests {
             "com.example/trace": "abc"
         }))
         .unwrap();
-        let params: Map<String, Value> =
-            serde_json::from_value(json!({"name": "t", "arguments": {"a": 1}})).unwrap();
+        let params = Params::read(Some(r#"{"name":"t","arguments":{"a":1}}"#)).unwrap();
         let capabilities: mcp_schema::ClientCapabilities =
             serde_json::from_value(json!({"sampling": {}})).unwrap();
         let legacy = UpstreamParams {

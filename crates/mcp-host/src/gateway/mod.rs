@@ -34,6 +34,7 @@ mod results;
 use crate::catalog::Route;
 use crate::downstream::{LogLevel, Subscriptions, subscription_meta};
 use crate::host::Host;
+use crate::params::Params;
 use forward::forward;
 use pages::ListOf;
 use results::rewrite_uris;
@@ -94,27 +95,16 @@ impl Gateway {
         // The engine has read `_meta` into the context: the params are read
         // without it (a 2026-07-28 client's is large, and repeated each
         // time), and what of it goes on is taken from the context.
-        let mut params = read_params(request.params_past_meta().as_deref())?;
-        params.remove("_meta");
+        let params = Params::read(request.params_past_meta().as_deref())?;
+        let page = |of| {
+            let params = params.clone().into_map()?;
+            pages::page(&self.host.catalog(), of, &params, ctx.revision)
+        };
         match method {
-            methods::TOOLS_LIST => {
-                pages::page(&self.host.catalog(), ListOf::Tools, &params, ctx.revision)
-            }
-            methods::PROMPTS_LIST => {
-                pages::page(&self.host.catalog(), ListOf::Prompts, &params, ctx.revision)
-            }
-            methods::RESOURCES_LIST => pages::page(
-                &self.host.catalog(),
-                ListOf::Resources,
-                &params,
-                ctx.revision,
-            ),
-            methods::RESOURCES_TEMPLATES_LIST => pages::page(
-                &self.host.catalog(),
-                ListOf::Templates,
-                &params,
-                ctx.revision,
-            ),
+            methods::TOOLS_LIST => page(ListOf::Tools),
+            methods::PROMPTS_LIST => page(ListOf::Prompts),
+            methods::RESOURCES_LIST => page(ListOf::Resources),
+            methods::RESOURCES_TEMPLATES_LIST => page(ListOf::Templates),
             methods::TOOLS_CALL => {
                 let route = self.by_name(&params, "tool", |c, n| c.tool(n).cloned())?;
                 let upstream = route.upstream;
@@ -130,11 +120,7 @@ impl Gateway {
             }
             methods::RESOURCES_READ => {
                 let route = self.by_uri(&params, &ctx)?;
-                let asked = params
-                    .get("uri")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
+                let asked = params.str("uri").unwrap_or_default().into_owned();
                 let original = route.original.clone();
                 let result = self.forward(route, "uri", method, params, &ctx).await?;
                 // Read under a rewritten URI: the contents say that URI.
@@ -147,12 +133,11 @@ impl Gateway {
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
                 self.subscription(method, params, &ctx).await
             }
-            methods::COMPLETION_COMPLETE => self.complete(params, &ctx).await,
+            methods::COMPLETION_COMPLETE => self.complete(params.into_map()?, &ctx).await,
             methods::LOGGING_SET_LEVEL => {
                 let level: LoggingLevel = params
-                    .get("level")
-                    .cloned()
-                    .and_then(|l| serde_json::from_value(l).ok())
+                    .raw("level")
+                    .and_then(|l| serde_json::from_str(l.get()).ok())
                     .ok_or_else(|| ErrorObject::invalid_params("\"level\" must be a log level"))?;
                 let stored = ctx.peer.extensions().get_or_insert_with(LogLevel::default);
                 *stored.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(level);
@@ -161,7 +146,7 @@ impl Gateway {
                 }
                 to_result(&json!({}))
             }
-            methods::SUBSCRIPTIONS_LISTEN => self.listen(params, ctx).await,
+            methods::SUBSCRIPTIONS_LISTEN => self.listen(params.into_map()?, ctx).await,
             methods::TASKS_GET
             | methods::TASKS_RESULT
             | methods::TASKS_CANCEL
@@ -173,14 +158,14 @@ impl Gateway {
 
     fn by_name(
         &self,
-        params: &Map<String, Value>,
+        params: &Params,
         kind: &str,
         find: impl Fn(&crate::Catalog, &str) -> Option<Route>,
     ) -> Result<Route, ErrorObject> {
         let name = params
-            .get("name")
-            .and_then(Value::as_str)
+            .str("name")
             .ok_or_else(|| ErrorObject::invalid_params("\"name\" must be a string"))?;
+        let name = name.as_ref();
         find(&self.host.catalog(), name).ok_or_else(|| {
             // A name of a server that is down says so, rather than that
             // the name is unknown.
@@ -190,15 +175,11 @@ impl Gateway {
         })
     }
 
-    fn by_uri(
-        &self,
-        params: &Map<String, Value>,
-        ctx: &RequestContext,
-    ) -> Result<Route, ErrorObject> {
+    fn by_uri(&self, params: &Params, ctx: &RequestContext) -> Result<Route, ErrorObject> {
         let uri = params
-            .get("uri")
-            .and_then(Value::as_str)
+            .str("uri")
             .ok_or_else(|| ErrorObject::invalid_params("\"uri\" must be a string"))?;
+        let uri = uri.as_ref();
         let catalog = self.host.catalog();
         catalog.resource(uri).ok_or_else(|| {
             let candidates = catalog.ambiguous(uri);
@@ -238,10 +219,10 @@ impl Gateway {
         route: Route,
         key: &str,
         method: &str,
-        mut params: Map<String, Value>,
+        mut params: Params,
         ctx: &RequestContext,
     ) -> HandlerResult {
-        params.insert(key.to_owned(), Value::String(route.original));
+        params.set(key, &route.original)?;
         let upstream = self.host.upstream(route.upstream)?;
         forward(&upstream, method, params, ctx, &self.host.inner.held).await
     }
@@ -249,15 +230,11 @@ impl Gateway {
     async fn subscription(
         &self,
         method: &str,
-        params: Map<String, Value>,
+        params: Params,
         ctx: &RequestContext,
     ) -> HandlerResult {
         let route = self.by_uri(&params, ctx)?;
-        let exposed = params
-            .get("uri")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let exposed = params.str("uri").unwrap_or_default().into_owned();
         let upstream = self.host.upstream(route.upstream)?;
         // The upstream's subscription is shared by every client; the host
         // keeps each client's own and passes updates only to those that
@@ -269,7 +246,7 @@ impl Gateway {
                 upstream.subscribe(&route.original);
             } else if crate::upstream::subscribes(&client) {
                 let mut upstream_params = params.clone();
-                upstream_params.insert("uri".into(), Value::String(route.original));
+                upstream_params.set("uri", &route.original)?;
                 forward(
                     &upstream,
                     method,
@@ -347,7 +324,7 @@ impl Gateway {
         forward(
             &upstream,
             methods::COMPLETION_COMPLETE,
-            params,
+            Params::from_map(params)?,
             ctx,
             &self.host.inner.held,
         )
@@ -358,7 +335,7 @@ impl Gateway {
     async fn task_request(
         &self,
         method: &str,
-        params: Map<String, Value>,
+        params: Params,
         ctx: &RequestContext,
     ) -> HandlerResult {
         if !ctx.revision.is_legacy() {
@@ -383,9 +360,9 @@ impl Gateway {
             }
         }
         let id = params
-            .get("taskId")
-            .and_then(Value::as_str)
+            .str("taskId")
             .ok_or_else(|| ErrorObject::invalid_params("\"taskId\" must be a string"))?;
+        let id = id.as_ref();
         let owner = self
             .host
             .inner
@@ -415,7 +392,7 @@ impl Gateway {
             let raw = forward(
                 &upstream,
                 methods::TASKS_LIST,
-                Map::new(),
+                Params::default(),
                 ctx,
                 &self.host.inner.held,
             )
@@ -466,14 +443,6 @@ impl Gateway {
             .listen(&ctx.peer, &ctx.id, filter);
         std::future::pending::<()>().await;
         unreachable!("a pending future never completes")
-    }
-}
-
-fn read_params(params: Option<&str>) -> Result<Map<String, Value>, ErrorObject> {
-    match params {
-        None => Ok(Map::new()),
-        Some(text) => serde_json::from_str(text)
-            .map_err(|e| ErrorObject::invalid_params(format!("params must be an object: {e}"))),
     }
 }
 

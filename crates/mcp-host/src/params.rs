@@ -1,0 +1,179 @@
+//! A forwarded request's params: the top-level members in the client's
+//! order, each value kept as the client wrote it, so that what the host
+//! passes on unchanged (a tool's arguments, above all) is neither parsed
+//! into values nor written out again.
+
+use std::borrow::Cow;
+
+use mcp_schema::ErrorObject;
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+/// The members of a request's params, values unparsed.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Params(Vec<(String, Box<RawValue>)>);
+
+impl Params {
+    /// Reads `text`, a JSON object (absent params are an empty one),
+    /// without its `_meta`. A repeated member keeps its last value, as a
+    /// parsed object would.
+    pub(crate) fn read(text: Option<&str>) -> Result<Params, ErrorObject> {
+        let Some(text) = text else {
+            return Ok(Params::default());
+        };
+        let mut params: Params = serde_json::from_str(text)
+            .map_err(|e| ErrorObject::invalid_params(format!("params must be an object: {e}")))?;
+        params.remove("_meta");
+        Ok(params)
+    }
+
+    /// Params from an object already parsed.
+    pub(crate) fn from_map(map: Map<String, Value>) -> Result<Params, ErrorObject> {
+        let mut params = Params::default();
+        for (key, value) in map {
+            params.set(&key, &value)?;
+        }
+        Ok(params)
+    }
+
+    /// The member `key`, as written.
+    pub(crate) fn raw(&self, key: &str) -> Option<&RawValue> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| &**v)
+    }
+
+    /// The member `key` when it is a string.
+    pub(crate) fn str(&self, key: &str) -> Option<Cow<'_, str>> {
+        let text = self.raw(key)?.get();
+        match serde_json::from_str::<&str>(text) {
+            Ok(plain) => Some(Cow::Borrowed(plain)),
+            // Escaped, or not a string.
+            Err(_) => serde_json::from_str::<String>(text).ok().map(Cow::Owned),
+        }
+    }
+
+    /// The member `key`, parsed.
+    pub(crate) fn value(&self, key: &str) -> Option<Value> {
+        self.raw(key)
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+    }
+
+    /// Sets the member `key` to `value`, in its place if it is there.
+    pub(crate) fn set(&mut self, key: &str, value: &impl Serialize) -> Result<(), ErrorObject> {
+        let raw = serde_json::value::to_raw_value(value).map_err(ErrorObject::internal)?;
+        match self.0.iter_mut().find(|(k, _)| k == key) {
+            Some((_, old)) => *old = raw,
+            None => self.0.push((key.to_owned(), raw)),
+        }
+        Ok(())
+    }
+
+    /// Takes the member `key` out.
+    pub(crate) fn remove(&mut self, key: &str) -> Option<Box<RawValue>> {
+        let at = self.0.iter().position(|(k, _)| k == key)?;
+        Some(self.0.remove(at).1)
+    }
+
+    /// The params parsed, for the requests the host reads rather than
+    /// passes on.
+    pub(crate) fn into_map(self) -> Result<Map<String, Value>, ErrorObject> {
+        self.0
+            .into_iter()
+            .map(|(key, raw)| {
+                let value = serde_json::from_str(raw.get())
+                    .map_err(|e| ErrorObject::invalid_params(format!("{key}: {e}")))?;
+                Ok((key, value))
+            })
+            .collect()
+    }
+
+    /// Whether there are no members.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The members, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &RawValue)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), &**v))
+    }
+}
+
+impl Serialize for Params {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (key, value) in &self.0 {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Params {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Params;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Params, A::Error> {
+                let mut members: Vec<(String, Box<RawValue>)> = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    let value = map.next_value::<Box<RawValue>>()?;
+                    match members.iter_mut().find(|(k, _)| *k == key) {
+                        Some((_, old)) => *old = value,
+                        None => members.push((key, value)),
+                    }
+                }
+                Ok(Params(members))
+            }
+        }
+        d.deserialize_map(Visitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn members_go_on_as_written() {
+        let text =
+            r#"{"name":"t\u0041","_meta":{"k":1},"arguments":{"b": 1.50, "a":[ ]},"name":"last"}"#;
+        let mut params = Params::read(Some(text)).unwrap();
+        assert_eq!(params.str("name").as_deref(), Some("last"));
+        assert!(params.raw("_meta").is_none());
+        assert_eq!(
+            params.raw("arguments").unwrap().get(),
+            r#"{"b": 1.50, "a":[ ]}"#
+        );
+        params.set("name", &"up").unwrap();
+        params.set("extra", &json!({"x": true})).unwrap();
+        assert_eq!(
+            serde_json::to_string(&params).unwrap(),
+            r#"{"name":"up","arguments":{"b": 1.50, "a":[ ]},"extra":{"x":true}}"#
+        );
+        assert!(params.remove("extra").is_some());
+        assert_eq!(params.value("arguments"), Some(json!({"a": [], "b": 1.5})));
+        assert_eq!(Params::read(None).unwrap().iter().count(), 0);
+        let error = Params::read(Some("[1]")).unwrap_err();
+        assert!(
+            error.message.contains("params must be an object"),
+            "{error:?}"
+        );
+        let from_map = Params::from_map(json!({"uri": "a://b"}).as_object().unwrap().clone());
+        assert_eq!(from_map.unwrap().str("uri").as_deref(), Some("a://b"));
+        let escaped = Params::read(Some(r#"{"uri":"a:\/\/\u00e9","n":1}"#)).unwrap();
+        assert_eq!(escaped.str("uri").as_deref(), Some("a://\u{e9}"));
+        assert_eq!(escaped.str("n"), None);
+        assert_eq!(
+            escaped.into_map().unwrap(),
+            *json!({"uri": "a://\u{e9}", "n": 1}).as_object().unwrap()
+        );
+    }
+}
