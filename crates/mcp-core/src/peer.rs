@@ -363,6 +363,14 @@ impl Peer {
                 progress: progress_tx,
             },
         );
+        // Closing the session clears `pending` after marking it closed:
+        // a request entered after that is failed here, one entered before
+        // sees its reply dropped, so the wait below needs no watch on the
+        // session's end.
+        if self.shared.closed.is_cancelled() {
+            self.shared.pending().remove(&id);
+            return Err(RequestError::ConnectionClosed);
+        }
         let mut guard = CancelOnDrop {
             peer: self,
             id: &id,
@@ -408,10 +416,6 @@ impl Peer {
                 }
                 _ = tokio::time::sleep_until(deadline) => {
                     return Err(RequestError::Timeout);
-                }
-                _ = self.shared.closed.cancelled() => {
-                    guard.armed = false;
-                    return Err(RequestError::ConnectionClosed);
                 }
             }
         }
