@@ -86,16 +86,24 @@ struct UpstreamParams<'a> {
 struct UpstreamMeta<'a>(&'a UpstreamParams<'a>);
 
 /// The host as a client of its upstreams.
-const HOST_INFO: (&str, &str) = ("mcp-host", env!("CARGO_PKG_VERSION"));
+#[derive(Serialize)]
+struct HostInfo {
+    name: &'static str,
+    version: &'static str,
+}
+
+/// The host's name and version, as its upstreams see it.
+const HOST_INFO: HostInfo = HostInfo {
+    name: "mcp-host",
+    version: env!("CARGO_PKG_VERSION"),
+};
 
 impl Serialize for UpstreamMeta<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(None)?;
         if let Some(modern) = &self.0.modern {
             map.serialize_entry(META_PROTOCOL_VERSION, modern.revision)?;
-            let info: std::collections::BTreeMap<&str, &str> =
-                [("name", HOST_INFO.0), ("version", HOST_INFO.1)].into();
-            map.serialize_entry(META_CLIENT_INFO, &info)?;
+            map.serialize_entry(META_CLIENT_INFO, &HOST_INFO)?;
             map.serialize_entry(META_CLIENT_CAPABILITIES, modern.capabilities)?;
             if let Some(level) = modern.log_level {
                 map.serialize_entry(META_LOG_LEVEL, &level)?;
