@@ -117,7 +117,7 @@ async fn serve(db: &Path, addr: &str) -> (tokio::process::Child, String) {
         .expect("spawn mcp serve --oauth");
     let stdout = child.stdout.take().unwrap();
     let mut lines = tokio::io::BufReader::new(stdout).lines();
-    let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+    let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
         .await
         .expect("the server printed its URL")
         .unwrap()

@@ -98,7 +98,7 @@ pub async fn serve_everything_http_with(
         .expect("spawn the HTTP server");
     let stdout = child.stdout.take().expect("piped stdout");
     let mut lines = tokio::io::BufReader::new(stdout).lines();
-    let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+    let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
         .await
         .expect("the server printed its URL in time")
         .expect("stdout")
