@@ -30,6 +30,7 @@ use serde_json::{Map, Value, json};
 mod forward;
 mod pages;
 mod results;
+mod scan;
 
 use crate::catalog::Route;
 use crate::downstream::{LogLevel, Subscriptions, subscription_meta};

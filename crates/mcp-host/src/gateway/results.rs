@@ -7,6 +7,8 @@ use mcp_schema::jsonrpc;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::scan;
+
 /// An upstream's result as the client should see it: without the
 /// upstream's own identity in `_meta` (the host is the server this client
 /// talks to; in 2026-07-28 the engine adds the host's), and for a legacy
@@ -19,60 +21,57 @@ pub(super) fn adapt_result(raw: Box<RawValue>, legacy_client: bool) -> Box<RawVa
     if !has_type && !text.contains(META_SERVER_INFO) {
         return raw;
     }
-    let Ok(members) = members_of(text) else {
+    // The text was parsed when its message was: its members are found by
+    // a scan, and written out as they are.
+    let Some(members) = scan::members(text) else {
         return raw;
     };
-    let mut kept = Vec::with_capacity(members.len());
-    for (key, value) in members {
-        let part = match key.as_ref() {
-            "resultType" if legacy_client => continue,
-            "_meta" => match members_of(value.get()) {
-                Ok(mut meta) => {
-                    meta.retain(|(key, _)| key != META_SERVER_INFO);
-                    if meta.is_empty() {
-                        continue;
-                    }
-                    Part::Object(meta)
-                }
-                Err(_) => Part::Raw(value),
-            },
-            _ => Part::Raw(value),
-        };
-        kept.push((key, part));
-    }
-    // The members are valid JSON already: written out as they are, with
-    // no second parse of the whole.
-    jsonrpc::to_raw(&Object(&kept)).unwrap_or(raw)
-}
-
-/// A member's value as it is written out again: unchanged, or an object
-/// of some of its own members.
-enum Part<'a> {
-    Raw(&'a RawValue),
-    Object(Vec<Member<'a>>),
-}
-
-/// Members written out as a JSON object.
-struct Object<'m, 'a, V>(&'m [(std::borrow::Cow<'a, str>, V)]);
-
-impl serde::Serialize for Part<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Part::Raw(raw) => raw.serialize(s),
-            Part::Object(members) => Object(members).serialize(s),
+    let mut out = String::with_capacity(text.len());
+    out.push('{');
+    for member in members {
+        if legacy_client && member.key_is("resultType") {
+            continue;
         }
+        if member.key_is("_meta")
+            && let Some(meta) = scan::members(member.value)
+        {
+            let kept: Vec<_> = meta
+                .into_iter()
+                .filter(|m| !m.key_is(META_SERVER_INFO))
+                .collect();
+            if !kept.is_empty() {
+                push_key(&mut out, member.key);
+                push_object(&mut out, &kept);
+            }
+            continue;
+        }
+        push_key(&mut out, member.key);
+        out.push_str(member.value);
     }
+    out.push('}');
+    RawValue::from_string(out).unwrap_or(raw)
 }
 
-impl<V: serde::Serialize> serde::Serialize for Object<'_, '_, V> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = s.serialize_map(Some(self.0.len()))?;
-        for (key, value) in self.0 {
-            map.serialize_entry(key.as_ref(), value)?;
-        }
-        map.end()
+/// Writes `key:` after a comma when a member came before.
+fn push_key(out: &mut String, key: &str) {
+    if out.len() > 1 {
+        out.push(',');
     }
+    out.push_str(key);
+    out.push(':');
+}
+
+fn push_object(out: &mut String, members: &[scan::Member<'_>]) {
+    out.push('{');
+    for (i, member) in members.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(member.key);
+        out.push(':');
+        out.push_str(member.value);
+    }
+    out.push('}');
 }
 
 /// `result` with every `uri` member, at any depth, that `rewrite` maps
@@ -112,36 +111,6 @@ pub(super) fn rewrite_uris(
         return result;
     }
     jsonrpc::to_raw(&value).unwrap_or(result)
-}
-
-type Member<'a> = (std::borrow::Cow<'a, str>, &'a RawValue);
-
-/// The top-level members of a JSON object, values unparsed, in order.
-fn members_of(text: &str) -> Result<Vec<Member<'_>>, serde_json::Error> {
-    struct Members<'a>(Vec<Member<'a>>);
-    impl<'de> serde::Deserialize<'de> for Members<'de> {
-        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct Visitor;
-            impl<'de> serde::de::Visitor<'de> for Visitor {
-                type Value = Members<'de>;
-                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                    f.write_str("a JSON object")
-                }
-                fn visit_map<A: serde::de::MapAccess<'de>>(
-                    self,
-                    mut map: A,
-                ) -> Result<Members<'de>, A::Error> {
-                    let mut members = Vec::new();
-                    while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                        members.push((key, map.next_value::<&'de RawValue>()?));
-                    }
-                    Ok(Members(members))
-                }
-            }
-            d.deserialize_map(Visitor)
-        }
-    }
-    serde_json::from_str::<Members<'_>>(text).map(|m| m.0)
 }
 
 #[cfg(test)]

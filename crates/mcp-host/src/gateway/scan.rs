@@ -1,0 +1,184 @@
+//! The top-level members of a JSON object that was parsed once already,
+//! found by scanning for strings and brackets instead of parsing it again:
+//! what the host changes in an upstream's result is a member or two, and a
+//! second full parse would cost more than the rest of the change.
+
+/// One top-level member of an object, as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Member<'a> {
+    /// The key with its quotes (and escapes, if it has any).
+    pub(super) key: &'a str,
+    /// The value's text.
+    pub(super) value: &'a str,
+}
+
+impl Member<'_> {
+    /// Whether the key is `name`.
+    pub(super) fn key_is(&self, name: &str) -> bool {
+        match self.key.strip_prefix('"').and_then(|k| k.strip_suffix('"')) {
+            Some(plain) if !plain.contains('\\') => plain == name,
+            _ => serde_json::from_str::<String>(self.key).is_ok_and(|k| k == name),
+        }
+    }
+}
+
+/// The members of `text`, a JSON object known to be valid, in order;
+/// `None` when it is not an object (or, as it should never be, not valid).
+pub(super) fn members(text: &str) -> Option<Vec<Member<'_>>> {
+    let bytes = text.as_bytes();
+    let mut at = skip_space(bytes, 0);
+    if bytes.get(at) != Some(&b'{') {
+        return None;
+    }
+    at = skip_space(bytes, at + 1);
+    let mut members = Vec::new();
+    if bytes.get(at) == Some(&b'}') {
+        return Some(members);
+    }
+    loop {
+        if bytes.get(at) != Some(&b'"') {
+            return None;
+        }
+        let key_end = string_end(bytes, at)?;
+        let key = text.get(at..key_end)?;
+        at = skip_space(bytes, key_end);
+        if bytes.get(at) != Some(&b':') {
+            return None;
+        }
+        let value_start = skip_space(bytes, at + 1);
+        let value_end = value_end(bytes, value_start)?;
+        members.push(Member {
+            key,
+            value: text.get(value_start..value_end)?,
+        });
+        at = skip_space(bytes, value_end);
+        match bytes.get(at) {
+            Some(b',') => at = skip_space(bytes, at + 1),
+            Some(b'}') => return Some(members),
+            _ => return None,
+        }
+    }
+}
+
+fn skip_space(bytes: &[u8], mut at: usize) -> usize {
+    while bytes.get(at).is_some_and(u8::is_ascii_whitespace) {
+        at += 1;
+    }
+    at
+}
+
+/// Where the string opening at `at` ends (just past its closing quote).
+fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
+    let mut from = at + 1;
+    loop {
+        let found = from + memchr::memchr2(b'"', b'\\', bytes.get(from..)?)?;
+        if bytes[found] == b'"' {
+            return Some(found + 1);
+        }
+        from = found + 2;
+    }
+}
+
+/// Where the value starting at `at` ends.
+fn value_end(bytes: &[u8], at: usize) -> Option<usize> {
+    match bytes.get(at)? {
+        b'"' => string_end(bytes, at),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = at;
+            while let Some(&byte) = bytes.get(i) {
+                match byte {
+                    b'"' => {
+                        i = string_end(bytes, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            None
+        }
+        // A number, true, false or null.
+        _ => {
+            let rest = &bytes[at..];
+            Some(
+                at + rest
+                    .iter()
+                    .position(|b| matches!(b, b',' | b'}' | b']') || b.is_ascii_whitespace())
+                    .unwrap_or(rest.len()),
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(text: &str) -> Vec<(&str, &str)> {
+        members(text)
+            .unwrap()
+            .into_iter()
+            .map(|m| (m.key, m.value))
+            .collect()
+    }
+
+    #[test]
+    fn members_are_found_as_written() {
+        assert_eq!(pairs("{}"), vec![]);
+        assert_eq!(pairs(" { } "), vec![]);
+        assert_eq!(
+            pairs(
+                r#"{"a":1,"b" : "x\"}]\\" , "c":{"d":[1,{"e":"]"}]},"f":[ ],"g":-1.5e3,"h":null}"#
+            ),
+            vec![
+                (r#""a""#, "1"),
+                (r#""b""#, r#""x\"}]\\""#),
+                (r#""c""#, r#"{"d":[1,{"e":"]"}]}"#),
+                (r#""f""#, "[ ]"),
+                (r#""g""#, "-1.5e3"),
+                (r#""h""#, "null"),
+            ]
+        );
+        assert_eq!(pairs("{\n\t\"k\"\n:\ntrue\n}"), vec![(r#""k""#, "true")]);
+        for not_an_object in ["[1]", "1", "\"{}\"", "", "{", r#"{"a":1"#, r#"{"a" 1}"#] {
+            assert_eq!(members(not_an_object), None, "{not_an_object}");
+        }
+    }
+
+    #[test]
+    fn keys_compare_as_decoded() {
+        let found = members(r#"{"result\u0054ype":1,"_meta":2,"a\\b":3}"#).unwrap();
+        assert!(found[0].key_is("resultType"));
+        assert!(found[1].key_is("_meta"));
+        assert!(!found[1].key_is("meta"));
+        assert!(found[2].key_is("a\\b"));
+    }
+
+    #[test]
+    fn the_scan_agrees_with_a_parse() {
+        let samples = [
+            r#"{"content":[{"type":"text","text":"hello \"world\" {[}"}],"isError":false}"#,
+            r#"{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}},"content":[]}"#,
+            r#"{"a":{"b":{"c":{"d":[[[]]]}}},"e":"\\","f":"\u00e9"}"#,
+        ];
+        for sample in samples {
+            let parsed: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(sample).unwrap();
+            let scanned = members(sample).unwrap();
+            assert_eq!(scanned.len(), parsed.len(), "{sample}");
+            for member in scanned {
+                let key: String = serde_json::from_str(member.key).unwrap();
+                let value: serde_json::Value = serde_json::from_str(member.value).unwrap();
+                assert_eq!(parsed[&key], value, "{sample}");
+            }
+        }
+    }
+}
