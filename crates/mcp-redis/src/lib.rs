@@ -21,12 +21,15 @@
 //! # }
 //! ```
 
+mod bus;
 mod event_store;
 mod session_store;
 
 use std::time::Duration;
 
+pub use bus::RedisBus;
 pub use event_store::RedisEventStore;
+pub use redis::Client;
 pub use redis::aio::ConnectionManager;
 pub use session_store::RedisSessionStore;
 

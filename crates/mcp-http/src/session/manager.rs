@@ -70,6 +70,8 @@ pub(super) struct RouteSettings {
     pub(super) json_replies: bool,
     /// How far a stream's reader may fall behind.
     pub(super) limits: QueueLimits,
+    /// Standalone streams follow the store (see [`EventStore::follows`]).
+    pub(super) follows: bool,
 }
 
 /// What a session id stands for, to a caller.
@@ -109,6 +111,7 @@ impl SessionManager {
                 store: Arc::clone(&config.event_store),
                 json_replies: config.response_mode == ResponseMode::Auto,
                 limits: config.queue_limits(),
+                follows: config.event_store.follows(),
             },
             service,
             session_config,

@@ -86,6 +86,7 @@ impl HttpSession {
             store: routing.store,
             json_replies: routing.json_replies,
             limits: routing.limits,
+            follows: routing.follows,
             order: tokio::sync::Mutex::new(()),
             table: Mutex::new(RouteTable::default()),
         });
@@ -275,13 +276,24 @@ impl HttpSession {
             return Ok(None);
         }
         let (sink, rx) = outbound::channel(self.routes.limits);
+        let mut after = None;
         if priming {
-            let _ = sink.send(self.routes.prime(STANDALONE).await?);
+            let primed = self.routes.prime(STANDALONE).await?;
+            after.clone_from(&primed.event_id);
+            let _ = sink.send(primed);
         }
         let mut table = self.routes.table();
         // Checked again: the session may have closed while priming.
         if self.is_closed() {
             return Ok(None);
+        }
+        if self.routes.follows {
+            routes::spawn_follower(
+                Arc::clone(&self.routes.store),
+                Arc::clone(&self.id),
+                after,
+                sink.clone(),
+            );
         }
         table.streams.insert(STANDALONE, StreamRoute::started(sink));
         Ok(Some(rx))
@@ -301,11 +313,13 @@ impl HttpSession {
             .await;
         let outcome = match replay {
             Ok(replay) => {
+                let mut after = last_event_id;
                 for (id, text) in replay
                     .events
                     .into_iter()
                     .filter(|(_, text)| !text.is_empty())
                 {
+                    after.clone_from(&id);
                     let _ = sink.replay(Delivery::new(MessageText::Shared(text), Some(id), false));
                 }
                 // A request stream has a route while a request of it is
@@ -319,6 +333,14 @@ impl HttpSession {
                 let previous = stream.and_then(|stream| table.streams.remove(&stream));
                 match stream {
                     Some(stream) if stream == STANDALONE || previous.is_some() => {
+                        if self.routes.follows && stream == STANDALONE {
+                            routes::spawn_follower(
+                                Arc::clone(&self.routes.store),
+                                Arc::clone(&self.id),
+                                Some(after),
+                                sink.clone(),
+                            );
+                        }
                         let route = StreamRoute {
                             requests: previous.map(|route| route.requests).unwrap_or_default(),
                             ..StreamRoute::started(sink)

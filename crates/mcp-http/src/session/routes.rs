@@ -23,6 +23,9 @@ pub(super) struct Routes {
     pub(super) json_replies: bool,
     /// How far a stream's reader may fall behind.
     pub(super) limits: QueueLimits,
+    /// The standalone stream is fed from the store (shared by several
+    /// instances), not directly (see [`EventStore::follows`]).
+    pub(super) follows: bool,
     /// Held while a message is stored and handed on, and while a resumed
     /// connection is given what it missed and attached: so each stream
     /// gets its messages in the order they are stored, none twice.
@@ -175,6 +178,20 @@ impl Routes {
             let stream = table
                 .request_stream(frame.related.as_ref())
                 .unwrap_or(STANDALONE);
+            if self.follows
+                && stream == STANDALONE
+                && frame.kind == FrameKind::Notification
+                && !table
+                    .streams
+                    .get(&STANDALONE)
+                    .is_some_and(|route| !route.outlet.is_closed())
+                && is_server_wide(&frame.text)
+            {
+                // Every instance raises a server-wide notification for the
+                // sessions it holds; the one with the session's standalone
+                // stream open stores it, so it arrives once.
+                return;
+            }
             let last = frame.kind == FrameKind::Response && stream != STANDALONE;
             if table.streams.get(&stream).is_some_and(|route| route.failed) {
                 // Its client was told it failed.
@@ -213,6 +230,10 @@ impl Routes {
             Ok(id) => Some(id),
             Err(error) => return self.fail_stream(stream, last, &error),
         };
+        if self.follows && stream == STANDALONE {
+            // The stream's follower reads it from the store.
+            return;
+        }
         let mut table = self.table();
         if let Some(route) = table.streams.get_mut(&stream) {
             // A dropped connection is not a cancellation: the message stays
@@ -286,6 +307,63 @@ impl Routes {
             .send(Delivery::new(MessageText::Owned(frame.text), None, true));
         Ok(())
     }
+}
+
+/// Whether a notification is one a server raises for every session
+/// (a resource update, a list change) rather than for this one alone.
+fn is_server_wide(text: &str) -> bool {
+    const METHODS: [&str; 4] = [
+        "\"notifications/resources/updated\"",
+        "\"notifications/tools/list_changed\"",
+        "\"notifications/resources/list_changed\"",
+        "\"notifications/prompts/list_changed\"",
+    ];
+    METHODS.iter().any(|method| text.contains(method))
+}
+
+/// Feeds a standalone stream from the event store: the events appended
+/// after `after` by any instance, until the stream's reader goes. An
+/// error of the store ends the stream with it.
+pub(super) fn spawn_follower(
+    store: Arc<dyn EventStore>,
+    session: Arc<str>,
+    after: Option<String>,
+    sink: StreamSender,
+) {
+    use futures::StreamExt as _;
+    tokio::spawn(async move {
+        let mut events = store.follow(&session, &STANDALONE.to_string(), after.as_deref());
+        loop {
+            let batch = tokio::select! {
+                batch = events.next() => batch,
+                () = sink.closed() => return,
+            };
+            match batch {
+                Some(Ok(batch)) => {
+                    for (id, text) in batch {
+                        let delivery = Delivery::new(MessageText::Shared(text), Some(id), false);
+                        if sink.send(delivery).is_err() {
+                            return;
+                        }
+                    }
+                }
+                Some(Err(error)) => {
+                    tracing::warn!(session = %session, %error, "a standalone stream cannot follow its events");
+                    let error = mcp_schema::jsonrpc::ErrorObject::internal(format!(
+                        "{error}; the stream is closed and messages may be lost"
+                    ));
+                    let _ = sink.send(Delivery {
+                        text: MessageText::Owned(mcp_schema::jsonrpc::write_error(None, &error)),
+                        event_id: None,
+                        last: true,
+                        failed: true,
+                    });
+                    return;
+                }
+                None => return,
+            }
+        }
+    });
 }
 
 impl RouteTable {

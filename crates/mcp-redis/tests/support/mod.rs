@@ -121,9 +121,40 @@ pub struct Instance {
     pub url: String,
     pub endpoint: Arc<McpEndpoint>,
     shutdown: Option<oneshot::Sender<()>>,
+    /// Its end of the instances' bus, where it has one.
+    pub bus: Option<mcp_redis::RedisBus>,
 }
 
 impl Instance {
+    /// Serves `server` as `mcp serve --redis` does: standalone streams
+    /// follow the shared event store, and server-wide events go to every
+    /// instance through the bus.
+    pub async fn start_delivering(
+        server: mcp_server::Server,
+        redis: &Redis,
+        conn: &ConnectionManager,
+    ) -> Instance {
+        let client = mcp_redis::Client::open(redis.url()).expect("Redis URL");
+        let bus = mcp_redis::RedisBus::join(client.clone(), conn.clone())
+            .await
+            .expect("join the bus");
+        let publisher = bus.clone();
+        server.set_broadcast(move |event| {
+            publisher.publish_event(serde_json::to_string(event).expect("event as JSON"))
+        });
+        let receiver = server.clone();
+        bus.on_event(move |text| {
+            if let Ok(event) = serde_json::from_str(text) {
+                receiver.raise_here(&event);
+            }
+        });
+        let events = RedisEventStore::new(conn.clone()).follow_with(client);
+        let mut instance =
+            Instance::start(server, conn, move |c| c.event_store(Arc::new(events))).await;
+        instance.bus = Some(bus);
+        instance
+    }
+
     /// Serves `server`, with the loopback defaults changed by `tweak`,
     /// sharing sessions and events through `redis`.
     pub async fn start(
@@ -152,6 +183,7 @@ impl Instance {
             url: format!("http://127.0.0.1:{port}/mcp"),
             endpoint,
             shutdown: Some(tx),
+            bus: None,
         }
     }
 }
@@ -288,6 +320,16 @@ impl Events {
             }
         }
     }
+}
+
+/// A GET opening `session`'s standalone stream.
+pub async fn listen(http: &reqwest::Client, url: &str, session: &str) -> reqwest::Response {
+    let request = http
+        .get(url)
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", VERSION)
+        .header("mcp-session-id", session);
+    within("GET", request.send()).await.expect("GET sent")
 }
 
 /// A GET resuming `session`'s stream after `last_event_id`.

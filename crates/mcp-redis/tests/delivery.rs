@@ -1,0 +1,292 @@
+//! Three server instances (endpoints on their own loopback ports, in this
+//! process) sharing one real Redis, as behind a round-robin load balancer
+//! without affinity: what any instance sends a session reaches the
+//! instance that holds its stream, and server-wide events reach every
+//! instance's clients.
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use mcp_schema::ResourceContents;
+use mcp_server::{Context, HandlerError, NoArguments, ResourceDef, Server, ToolDef};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use support::{Events, Instance, Redis, call, client, initialize, listen, post, resume, within};
+
+const WATCHED: &str = "test://watched";
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Announce {
+    /// Who announces (in each message).
+    source: String,
+    /// How many numbered messages to send.
+    count: u64,
+}
+
+/// A server whose `announce` tool sends numbered log messages to the
+/// session (its standalone stream), not to the call's stream, and whose
+/// `touch` tool tells subscribers that `test://watched` changed.
+fn server() -> Server {
+    let resource = mcp_schema::Resource::new(WATCHED, "Watched");
+    Server::builder("redis-delivery", "1.0")
+        .tool(ToolDef::new(
+            "announce",
+            "Sends numbered log messages to the session",
+            |args: Announce, ctx: Context| async move {
+                for n in 0..args.count {
+                    let params = json!({"level": "info", "data": {"source": args.source, "n": n}});
+                    assert!(ctx.notify_session("notifications/message", &params).await);
+                }
+                Ok::<_, HandlerError>("announced".to_owned())
+            },
+        ))
+        .tool(ToolDef::new(
+            "touch",
+            "Changes test://watched",
+            |_: NoArguments, ctx: Context| async move {
+                ctx.server().notify_resource_updated(WATCHED);
+                Ok::<_, HandlerError>("touched".to_owned())
+            },
+        ))
+        .resource(ResourceDef::dynamic(resource, |_| async {
+            Ok(vec![ResourceContents::text(WATCHED, None, "watched")])
+        }))
+        .build()
+}
+
+fn tool_call(id: i64, name: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments}})
+}
+
+/// What a client read of its standalone stream, over its connections.
+#[derive(Default)]
+struct Received {
+    /// The numbers announced by each source, in arrival order.
+    by_source: BTreeMap<String, Vec<u64>>,
+    /// Resource updates, by URI.
+    updated: Vec<String>,
+    last_id: Option<String>,
+}
+
+impl Received {
+    fn take(&mut self, event: mcp_http::sse::SseEvent) {
+        if event.id.is_some() {
+            self.last_id = event.id;
+        }
+        if event.data.is_empty() {
+            return;
+        }
+        let message: Value = serde_json::from_str(&event.data).expect("JSON event");
+        match message["method"].as_str() {
+            Some("notifications/message") => {
+                let data = &message["params"]["data"];
+                self.by_source
+                    .entry(data["source"].as_str().expect("source").to_owned())
+                    .or_default()
+                    .push(data["n"].as_u64().expect("numbered"));
+            }
+            Some("notifications/resources/updated") => self
+                .updated
+                .push(message["params"]["uri"].as_str().expect("uri").to_owned()),
+            _ => panic!("unexpected on the standalone stream: {message}"),
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.by_source.values().map(Vec::len).sum()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standalone_stream_gets_what_every_instance_sends_once_and_in_order() {
+    const EACH: u64 = 600;
+    let redis = Redis::start();
+    let conn = redis.connect().await;
+    let a = Instance::start_delivering(server(), &redis, &conn).await;
+    let b = Instance::start_delivering(server(), &redis, &conn).await;
+    let c = Instance::start_delivering(server(), &redis, &conn).await;
+    let http = client();
+    let session = initialize(&http, &a.url).await;
+
+    let response = listen(&http, &a.url, &session).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut events = Events::new(response);
+    let mut got = Received::default();
+    // The priming event: an id to resume from.
+    got.take(events.next().await.expect("priming event"));
+    assert!(got.last_id.is_some());
+
+    // Announcements through POSTs on B and C at once.
+    let announce = |url: String, source: &'static str, id: i64| {
+        let (http, session) = (http.clone(), session.clone());
+        tokio::spawn(async move {
+            let body = tool_call(id, "announce", json!({"source": source, "count": EACH}));
+            let (status, body) =
+                support::reply(post(&http, &url, Some(&session), &body).await).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            assert_eq!(body["result"]["content"][0]["text"], "announced", "{body}");
+        })
+    };
+    let on_b = announce(b.url.clone(), "B", 1);
+    let on_c = announce(c.url.clone(), "C", 2);
+
+    // Part on A, then the connection is cut.
+    while got.count() < 300 {
+        got.take(events.next().await.expect("the stream goes on"));
+    }
+    drop(events);
+    within("announce on B", on_b).await.expect("B announced");
+    within("announce on C", on_c).await.expect("C announced");
+
+    // Resumed on C, which holds no stream of the session and sent some of it.
+    let from = got.last_id.clone().expect("an event id");
+    let response = resume(&http, &c.url, &session, &from).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut events = Events::new(response);
+    while got.count() < 2 * EACH as usize {
+        got.take(events.next().await.expect("the resumed stream goes on"));
+    }
+
+    // One more, from B, arrives live on C's stream: nothing after it.
+    let (status, body) = support::reply(
+        post(
+            &http,
+            &b.url,
+            Some(&session),
+            &tool_call(3, "announce", json!({"source": "end", "count": 1})),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    while !got.by_source.contains_key("end") {
+        got.take(events.next().await.expect("the resumed stream goes on"));
+    }
+    let expected: Vec<u64> = (0..EACH).collect();
+    assert_eq!(
+        got.by_source["B"], expected,
+        "B's messages lost, repeated or reordered"
+    );
+    assert_eq!(
+        got.by_source["C"], expected,
+        "C's messages lost, repeated or reordered"
+    );
+    assert_eq!(got.by_source["end"], [0]);
+    assert!(got.updated.is_empty());
+    drop((a, b, c));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_update_on_one_instance_reaches_subscribers_on_the_others() {
+    let redis = Redis::start();
+    let conn = redis.connect().await;
+    let a = Instance::start_delivering(server(), &redis, &conn).await;
+    let b = Instance::start_delivering(server(), &redis, &conn).await;
+    let c = Instance::start_delivering(server(), &redis, &conn).await;
+    let http = client();
+
+    // A legacy session subscribed on A, its stream open on A; B holds the
+    // session too (it served a request of it).
+    let session = initialize(&http, &a.url).await;
+    let (status, body) = call(
+        &http,
+        &a.url,
+        &session,
+        1,
+        "resources/subscribe",
+        json!({"uri": WATCHED}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = call(&http, &b.url, &session, 2, "tools/list", json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let response = listen(&http, &a.url, &session).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut stream = Events::new(response);
+    let mut got = Received::default();
+    got.take(stream.next().await.expect("priming event"));
+
+    // A 2026-07-28 listen stream on B.
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "redis-test", "version": "1.0"},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
+        "params": {"notifications": {"resourceSubscriptions": [WATCHED]}, "_meta": meta}});
+    let request = http
+        .post(&b.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .body(body.to_string());
+    let response = within("listen POST", request.send()).await.expect("POST");
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut modern = Events::new(response);
+    let ack = loop {
+        let event = modern.next().await.expect("acknowledgement");
+        if !event.data.is_empty() {
+            break serde_json::from_str::<Value>(&event.data).expect("JSON");
+        }
+    };
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+
+    // The change, in another session, on C; then another on B.
+    let other = initialize(&http, &c.url).await;
+    for (url, id) in [(&c.url, 3), (&b.url, 4)] {
+        let (status, body) = call(
+            &http,
+            url,
+            &other,
+            id,
+            "tools/call",
+            json!({"name": "touch", "arguments": {}}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    for _ in 0..2 {
+        let update = loop {
+            let event = modern.next().await.expect("an update on the listen stream");
+            if !event.data.is_empty() {
+                break serde_json::from_str::<Value>(&event.data).expect("JSON");
+            }
+        };
+        assert_eq!(
+            update["method"], "notifications/resources/updated",
+            "{update}"
+        );
+        assert_eq!(update["params"]["uri"], WATCHED, "{update}");
+        assert_eq!(
+            update["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "listen-1",
+            "{update}"
+        );
+    }
+    while got.updated.len() < 2 {
+        got.take(stream.next().await.expect("an update on the legacy stream"));
+    }
+
+    // A marker sent after both: no copy of either update came meanwhile.
+    let (status, body) = support::reply(
+        post(
+            &http,
+            &b.url,
+            Some(&session),
+            &tool_call(5, "announce", json!({"source": "end", "count": 1})),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    while !got.by_source.contains_key("end") {
+        got.take(stream.next().await.expect("the stream goes on"));
+    }
+    assert_eq!(got.updated, [WATCHED, WATCHED], "each update once");
+    drop((a, b, c));
+}
