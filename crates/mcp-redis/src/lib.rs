@@ -27,6 +27,8 @@ mod session_store;
 
 use std::time::Duration;
 
+use redis::Value;
+
 pub use bus::RedisBus;
 pub use event_store::RedisEventStore;
 pub use redis::Client;
@@ -84,6 +86,28 @@ pub async fn connect(url: &str) -> Result<ConnectionManager, ConnectError> {
         .await
         .map_err(unreachable)?;
     Ok(manager)
+}
+
+/// The secret that signs cursors and `requestState` on every instance
+/// sharing this Redis, for instances given none: 32 random bytes (hex)
+/// under `mcp:state-key`, made by the first instance that asks (`SET NX`)
+/// and read by the others. Anyone who can read this Redis can read it; a
+/// key given to each instance instead (`mcp serve --state-key-file`)
+/// keeps it out of Redis.
+pub async fn shared_state_key(redis: &mut ConnectionManager) -> Result<Vec<u8>, redis::RedisError> {
+    let key = format!("{DEFAULT_PREFIX}state-key");
+    let fresh: String = rand::random::<[u8; 32]>()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let _: Value = redis::cmd("SET")
+        .arg(&key)
+        .arg(&fresh)
+        .arg("NX")
+        .query_async(redis)
+        .await?;
+    let stored: Vec<u8> = redis::cmd("GET").arg(&key).query_async(redis).await?;
+    Ok(stored)
 }
 
 /// A duration in whole milliseconds, at least one (Redis refuses a zero

@@ -290,3 +290,72 @@ async fn a_resource_update_on_one_instance_reaches_subscribers_on_the_others() {
     assert_eq!(got.updated, [WATCHED, WATCHED], "each update once");
     drop((a, b, c));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cursors_from_one_instance_are_accepted_by_another_with_the_same_key() {
+    let redis = Redis::start();
+    let mut conn = redis.connect().await;
+    let paged = || Server::builder("paged", "1.0").page_size(1);
+    let paged = |key: &[u8]| {
+        let server = paged()
+            .tool(ToolDef::new(
+                "one",
+                "First",
+                |_: NoArguments, _: Context| async { Ok::<_, HandlerError>("1".to_owned()) },
+            ))
+            .tool(ToolDef::new(
+                "two",
+                "Second",
+                |_: NoArguments, _: Context| async { Ok::<_, HandlerError>("2".to_owned()) },
+            ))
+            .build();
+        server.set_state_key(key);
+        server
+    };
+    // The key every instance on this Redis shares, made by the first.
+    let shared = mcp_redis::shared_state_key(&mut conn).await.expect("key");
+    assert_eq!(shared.len(), 64);
+    assert_eq!(
+        mcp_redis::shared_state_key(&mut conn).await.expect("key"),
+        shared,
+        "the second instance gets the first one's key"
+    );
+    let a = Instance::start(paged(&shared), &conn, |c| c).await;
+    let b = Instance::start(paged(&shared), &conn, |c| c).await;
+    let c = Instance::start(paged(b"another key, not the shared one"), &conn, |c| c).await;
+    let http = client();
+    let session = initialize(&http, &a.url).await;
+
+    let (status, first) = call(&http, &a.url, &session, 1, "tools/list", json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    assert_eq!(first["result"]["tools"][0]["name"], "one", "{first}");
+    let cursor = first["result"]["nextCursor"]
+        .as_str()
+        .expect("a cursor")
+        .to_owned();
+
+    let (status, second) = call(
+        &http,
+        &b.url,
+        &session,
+        2,
+        "tools/list",
+        json!({"cursor": cursor}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{second}");
+    assert_eq!(second["result"]["tools"][0]["name"], "two", "{second}");
+
+    let (_, refused) = call(
+        &http,
+        &c.url,
+        &session,
+        3,
+        "tools/list",
+        json!({"cursor": cursor}),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let message = refused["error"]["message"].as_str().expect("a message");
+    assert!(message.contains("cursor"), "{message}");
+}
