@@ -545,6 +545,9 @@ pub async fn serve_shared(
         config = config
             .event_store(shared.events)
             .session_store(shared.sessions);
+        if let Some(bus) = &shared.bus {
+            config = config.response_relay(std::sync::Arc::new(bus.clone()));
+        }
         _bus = shared.bus;
     }
     let origin = format!("http://{local}");
@@ -556,6 +559,18 @@ pub async fn serve_shared(
         .map(|path| format!("{origin}{path}"))
         .collect();
     let endpoint = mcp_http::McpEndpoint::new(service, session_config, config);
+    if let Some(bus) = &_bus {
+        // Answers other instances received to this one's requests.
+        let endpoint = std::sync::Arc::clone(&endpoint);
+        bus.on_forwarded(move |session, message| {
+            let (endpoint, session, message) = (
+                std::sync::Arc::clone(&endpoint),
+                session.to_owned(),
+                message.to_owned(),
+            );
+            tokio::spawn(async move { endpoint.take_forwarded(&session, &message).await });
+        });
+    }
     let guard = mcp_http::guard::GuardLayer::new(std::sync::Arc::clone(&policy));
     let plain = extra.guarded.is_none() && extra.open.is_none();
     let guarded = extra.guarded.map(|r| r.layer(guard.clone()));

@@ -1,9 +1,15 @@
 //! Messages between the instances that share one Redis, on its pub/sub:
-//! server-wide events every instance re-raises for its own clients.
+//! server-wide events every instance re-raises for its own clients, and
+//! clients' answers to requests another instance sent.
 //!
 //! Channels (with the default prefix `mcp:`): `mcp:bus:server` carries
 //! server-wide events, each prefixed by the id of the instance that raised
-//! it (`ID payload`), so that instance does not raise it twice. One
+//! it (`ID payload`), so that instance does not raise it twice;
+//! `mcp:bus:instance:ID` carries to instance `ID` the answers other
+//! instances received to its requests (`SESSION`, a newline, the message). An instance
+//! records each request it sends a client under `mcp:req:{SESSION}:REQ`
+//! (its id, kept an hour), where the instance that gets the answer
+//! finds where to forward it. One
 //! dedicated pub/sub connection per instance receives; it reconnects and
 //! subscribes again on its own after an outage (what was published
 //! meanwhile is lost, as pub/sub keeps nothing). Publishing goes through
@@ -16,10 +22,20 @@ use futures::StreamExt as _;
 use redis::aio::ConnectionManager;
 use tokio::sync::mpsc;
 
+use mcp_core::BoxFuture;
+use mcp_http::relay::ResponseRelay;
+use mcp_schema::jsonrpc::RequestId;
+
 use crate::DEFAULT_PREFIX;
 
 /// What an instance does with a server-wide event another one raised.
 type EventHandler = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// What an instance does with an answer forwarded to it: session, message.
+type ForwardHandler = Arc<dyn Fn(&str, &str) + Send + Sync>;
+
+/// How long a request sent to a client is remembered for its answer.
+const REQUEST_TTL: Duration = Duration::from_secs(60 * 60);
 
 /// This instance's end of the bus. Cheap to clone; the receiving task
 /// ends when the last clone is dropped.
@@ -31,6 +47,9 @@ pub struct RedisBus {
 struct Inner {
     /// A random id, unique to this instance.
     instance: String,
+    redis: ConnectionManager,
+    prefix: String,
+    on_forward: Arc<OnceLock<ForwardHandler>>,
     /// Server-wide events to publish, in order.
     outgoing: mpsc::UnboundedSender<String>,
     on_event: Arc<OnceLock<EventHandler>>,
@@ -65,23 +84,38 @@ impl RedisBus {
         prefix: &str,
     ) -> Result<RedisBus, redis::RedisError> {
         let instance = format!("{:016x}", rand::random::<u64>());
-        let channel = format!("{prefix}bus:server");
-        let pubsub = subscribe(&client, &channel).await?;
+        let channels = Channels {
+            server: format!("{prefix}bus:server"),
+            instance: instance_channel(prefix, &instance),
+        };
+        let pubsub = subscribe(&client, &channels).await?;
         let on_event: Arc<OnceLock<EventHandler>> = Arc::default();
+        let on_forward: Arc<OnceLock<ForwardHandler>> = Arc::default();
         let (stop, stopped) = tokio::sync::oneshot::channel();
+        let (outgoing, queue) = mpsc::unbounded_channel();
+        tokio::spawn(publish(
+            redis.clone(),
+            channels.server.clone(),
+            instance.clone(),
+            queue,
+        ));
         tokio::spawn(receive(
             client,
-            channel.clone(),
+            channels,
             pubsub,
             instance.clone(),
-            Arc::clone(&on_event),
+            Handlers {
+                on_event: Arc::clone(&on_event),
+                on_forward: Arc::clone(&on_forward),
+            },
             stopped,
         ));
-        let (outgoing, queue) = mpsc::unbounded_channel();
-        tokio::spawn(publish(redis, channel, instance.clone(), queue));
         Ok(RedisBus {
             inner: Arc::new(Inner {
                 instance,
+                redis,
+                prefix: prefix.to_owned(),
+                on_forward,
                 outgoing,
                 on_event,
                 _stop: stop,
@@ -106,15 +140,104 @@ impl RedisBus {
     pub fn on_event(&self, handler: impl Fn(&str) + Send + Sync + 'static) {
         let _ = self.inner.on_event.set(Arc::new(handler));
     }
+
+    /// Calls `handler` with each answer another instance forwards to this
+    /// one: the session and the message (for
+    /// [`mcp_http::McpEndpoint::take_forwarded`]). Set once; later calls
+    /// are ignored.
+    pub fn on_forwarded(&self, handler: impl Fn(&str, &str) + Send + Sync + 'static) {
+        let _ = self.inner.on_forward.set(Arc::new(handler));
+    }
+
+    /// The key recording who sent request `id` to `session`'s client.
+    fn request_key(&self, session: &str, id: &RequestId) -> String {
+        format!("{}req:{{{session}}}:{id}", self.inner.prefix)
+    }
 }
 
-/// A pub/sub connection subscribed to `channel`.
+impl ResponseRelay for RedisBus {
+    fn sent(&self, session: &str, id: &RequestId) -> BoxFuture<'_, ()> {
+        let key = self.request_key(session, id);
+        Box::pin(async move {
+            let recorded: Result<(), _> = redis::cmd("SET")
+                .arg(&key)
+                .arg(&self.inner.instance)
+                .arg("PX")
+                .arg(crate::millis(REQUEST_TTL))
+                .query_async(&mut self.inner.redis.clone())
+                .await;
+            if let Err(error) = recorded {
+                tracing::warn!(%error, %key, "cannot record a request for its answer");
+            }
+        })
+    }
+
+    fn forward(&self, session: &str, id: &RequestId, message: String) -> BoxFuture<'_, bool> {
+        let key = self.request_key(session, id);
+        let session = session.to_owned();
+        Box::pin(async move {
+            let mut redis = self.inner.redis.clone();
+            let owner: Option<String> =
+                match redis::cmd("GET").arg(&key).query_async(&mut redis).await {
+                    Ok(owner) => owner,
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot look up who sent a request");
+                        return false;
+                    }
+                };
+            let Some(owner) = owner.filter(|owner| *owner != self.inner.instance) else {
+                return false;
+            };
+            let channel = instance_channel(&self.inner.prefix, &owner);
+            let received: Result<i64, _> = redis::cmd("PUBLISH")
+                .arg(&channel)
+                .arg(format!("{session}\n{message}"))
+                .query_async(&mut redis)
+                .await;
+            match received {
+                Ok(n) if n > 0 => {
+                    let _: Result<(), _> =
+                        redis::cmd("DEL").arg(&key).query_async(&mut redis).await;
+                    true
+                }
+                Ok(_) => {
+                    tracing::debug!(%owner, "the instance that sent a request is gone");
+                    false
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "cannot forward an answer");
+                    false
+                }
+            }
+        })
+    }
+}
+
+/// The channel of instance `instance`.
+fn instance_channel(prefix: &str, instance: &str) -> String {
+    format!("{prefix}bus:instance:{instance}")
+}
+
+/// The channels an instance listens on.
+struct Channels {
+    server: String,
+    instance: String,
+}
+
+/// What the receiving task calls.
+struct Handlers {
+    on_event: Arc<OnceLock<EventHandler>>,
+    on_forward: Arc<OnceLock<ForwardHandler>>,
+}
+
+/// A pub/sub connection subscribed to `channels`.
 async fn subscribe(
     client: &redis::Client,
-    channel: &str,
+    channels: &Channels,
 ) -> Result<redis::aio::PubSub, redis::RedisError> {
     let mut pubsub = client.get_async_pubsub().await?;
-    pubsub.subscribe(channel).await?;
+    pubsub.subscribe(&channels.server).await?;
+    pubsub.subscribe(&channels.instance).await?;
     Ok(pubsub)
 }
 
@@ -122,10 +245,10 @@ async fn subscribe(
 /// outage.
 async fn receive(
     client: redis::Client,
-    channel: String,
+    channels: Channels,
     first: redis::aio::PubSub,
     instance: String,
-    on_event: Arc<OnceLock<EventHandler>>,
+    handlers: Handlers,
     mut stopped: tokio::sync::oneshot::Receiver<()>,
 ) {
     let mut pubsub = Some(first);
@@ -135,12 +258,12 @@ async fn receive(
             Some(connection) => connection,
             None => {
                 let connected = tokio::select! {
-                    connected = subscribe(&client, &channel) => connected,
+                    connected = subscribe(&client, &channels) => connected,
                     _ = &mut stopped => return,
                 };
                 match connected {
                     Ok(connection) => {
-                        tracing::info!(%channel, "subscribed again to the instances' bus");
+                        tracing::info!(channel = %channels.server, "subscribed again to the instances' bus");
                         connection
                     }
                     Err(error) => {
@@ -163,19 +286,27 @@ async fn receive(
                 _ = &mut stopped => return,
             };
             let Some(message) = message else {
-                tracing::warn!(%channel, "lost the instances' bus; reconnecting");
+                tracing::warn!(channel = %channels.server, "lost the instances' bus; reconnecting");
                 break;
             };
             let Ok(text) = std::str::from_utf8(message.get_payload_bytes()) else {
                 continue;
             };
+            if message.get_channel_name() == channels.instance {
+                if let (Some((session, answer)), Some(handler)) =
+                    (text.split_once('\n'), handlers.on_forward.get())
+                {
+                    handler(session, answer);
+                }
+                continue;
+            }
             let Some((from, payload)) = text.split_once(' ') else {
                 continue;
             };
             if from == instance {
                 continue;
             }
-            if let Some(handler) = on_event.get() {
+            if let Some(handler) = handlers.on_event.get() {
                 handler(payload);
             }
         }

@@ -49,6 +49,23 @@ fn server() -> Server {
                 Ok::<_, HandlerError>("touched".to_owned())
             },
         ))
+        .tool(ToolDef::new(
+            "ask",
+            "Asks the user's name (elicitation) and answers with it",
+            |_: NoArguments, ctx: Context| async move {
+                let params = serde_json::from_value(json!({
+                    "message": "Your name?",
+                    "requestedSchema": {"type": "object",
+                        "properties": {"name": {"type": "string"}}, "required": ["name"]},
+                }))
+                .expect("a form");
+                let answer = ctx.elicit("name", params).await?;
+                Ok::<_, HandlerError>(format!(
+                    "hello {}",
+                    serde_json::to_value(&answer.content).expect("JSON")["name"]
+                ))
+            },
+        ))
         .resource(ResourceDef::dynamic(resource, |_| async {
             Ok(vec![ResourceContents::text(WATCHED, None, "watched")])
         }))
@@ -358,4 +375,74 @@ async fn cursors_from_one_instance_are_accepted_by_another_with_the_same_key() {
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
     let message = refused["error"]["message"].as_str().expect("a message");
     assert!(message.contains("cursor"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_posted_to_another_instance_reaches_the_request() {
+    let redis = Redis::start();
+    let conn = redis.connect().await;
+    let a = Instance::start_delivering(server(), &redis, &conn).await;
+    let b = Instance::start_delivering(server(), &redis, &conn).await;
+    let http = client();
+    // A client that can answer elicitations.
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": support::VERSION,
+        "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "redis-test", "version": "1.0"},
+    }});
+    let response = post(&http, &a.url, None, &init).await;
+    let session = response.headers()["mcp-session-id"]
+        .to_str()
+        .expect("ASCII")
+        .to_owned();
+    assert_eq!(support::reply(response).await.0, StatusCode::OK);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(
+        post(&http, &a.url, Some(&session), &initialized)
+            .await
+            .status(),
+        StatusCode::ACCEPTED
+    );
+
+    // The call runs on A, which asks the client on the call's stream.
+    let response = post(
+        &http,
+        &a.url,
+        Some(&session),
+        &tool_call(1, "ask", json!({})),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut call = Events::new(response);
+    let question = loop {
+        let event = call.next().await.expect("the question");
+        if !event.data.is_empty() {
+            break serde_json::from_str::<Value>(&event.data).expect("JSON");
+        }
+    };
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+
+    // An answer to a request nobody sent is handled as before, on B.
+    let stray = json!({"jsonrpc": "2.0", "id": 987_654, "result": {"action": "cancel"}});
+    let response = post(&http, &b.url, Some(&session), &stray).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+
+    // The answer goes to B, which hands it to A.
+    let answer = json!({"jsonrpc": "2.0", "id": question["id"],
+        "result": {"action": "accept", "content": {"name": "Ada"}}});
+    let response = post(&http, &b.url, Some(&session), &answer).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let result = loop {
+        let event = call.next().await.expect("the call's response");
+        if !event.data.is_empty() {
+            let message: Value = serde_json::from_str(&event.data).expect("JSON");
+            if message["id"] == 1 {
+                break message;
+            }
+        }
+    };
+    assert_eq!(
+        result["result"]["content"][0]["text"], "hello \"Ada\"",
+        "{result}"
+    );
 }

@@ -153,6 +153,21 @@ impl McpEndpoint {
         GuardLayer::new(Arc::clone(&self.config.origin_policy)).layer(Answer(Arc::clone(self)))
     }
 
+    /// Hands a client's answer that another instance received (see
+    /// [`crate::relay::ResponseRelay`]) to the session it belongs to, if
+    /// this instance holds it; whether it did.
+    pub async fn take_forwarded(&self, session: &str, message: &str) -> bool {
+        let Some(session) = self.sessions.held(session) else {
+            return false;
+        };
+        let Ok(frame) = mcp_schema::jsonrpc::Message::parse_frame(message) else {
+            return false;
+        };
+        session.take_sent_of(&frame);
+        session.handle(frame, None).await;
+        true
+    }
+
     /// How many legacy sessions are live.
     pub fn session_count(&self) -> usize {
         self.sessions.len()

@@ -72,6 +72,8 @@ pub(super) struct RouteSettings {
     pub(super) limits: QueueLimits,
     /// Standalone streams follow the store (see [`EventStore::follows`]).
     pub(super) follows: bool,
+    /// Where requests sent to clients are recorded.
+    pub(super) relay: Option<Arc<dyn crate::relay::ResponseRelay>>,
 }
 
 /// What a session id stands for, to a caller.
@@ -112,6 +114,7 @@ impl SessionManager {
                 json_replies: config.response_mode == ResponseMode::Auto,
                 limits: config.queue_limits(),
                 follows: config.event_store.follows(),
+                relay: config.response_relay.clone(),
             },
             service,
             session_config,
@@ -356,6 +359,11 @@ impl SessionManager {
                 _ => Ok(false),
             },
         }
+    }
+
+    /// The session with this id, if this instance holds it.
+    pub(crate) fn held(&self, id: &str) -> Option<Arc<HttpSession>> {
+        self.map().get(id).cloned()
     }
 
     /// How many sessions are live.

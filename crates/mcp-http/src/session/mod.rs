@@ -87,6 +87,7 @@ impl HttpSession {
             json_replies: routing.json_replies,
             limits: routing.limits,
             follows: routing.follows,
+            relay: routing.relay,
             order: tokio::sync::Mutex::new(()),
             table: Mutex::new(RouteTable::default()),
         });
@@ -355,6 +356,25 @@ impl HttpSession {
             Err(ReplayError::UnknownEvent | ReplayError::Evicted) => ResumeOutcome::Unknown,
         };
         (outcome, rx)
+    }
+
+    /// Whether this instance sent the client request `id` and awaits its
+    /// answer (where a relay is set); forgets it: the answer is here.
+    pub(crate) fn take_sent(&self, id: &RequestId) -> bool {
+        self.routes.table().sent.remove(id)
+    }
+
+    /// Forgets the request a forwarded answer answers.
+    pub(crate) fn take_sent_of(&self, frame: &Frame) {
+        use mcp_schema::jsonrpc::Message;
+        let id = match frame {
+            Frame::Single(Message::Response(response)) => Some(&response.id),
+            Frame::Single(Message::Error(error)) => error.id.as_ref(),
+            _ => None,
+        };
+        if let Some(id) = id {
+            self.take_sent(id);
+        }
     }
 
     /// Counts an open SSE connection; the session does not expire while it lasts.

@@ -26,6 +26,9 @@ pub(super) struct Routes {
     /// The standalone stream is fed from the store (shared by several
     /// instances), not directly (see [`EventStore::follows`]).
     pub(super) follows: bool,
+    /// Where the requests sent to the client are recorded, so that an
+    /// answer posted to another instance comes back here.
+    pub(super) relay: Option<Arc<dyn crate::relay::ResponseRelay>>,
     /// Held while a message is stored and handed on, and while a resumed
     /// connection is given what it missed and attached: so each stream
     /// gets its messages in the order they are stored, none twice.
@@ -45,6 +48,9 @@ pub(super) struct RouteTable {
     pub(super) streams: HashMap<RouteKey, StreamRoute>,
     /// Which stream carries the messages about a request.
     pub(super) by_request: HashMap<RequestId, RouteKey>,
+    /// The requests this instance sent the client that are not answered
+    /// yet, where a relay is set (answers may reach other instances).
+    pub(super) sent: foldhash::HashSet<RequestId>,
 }
 
 /// The requests of a stream: one, inline, for all but a batch's.
@@ -169,6 +175,14 @@ impl Routes {
     /// Stores `frame` and hands it to its stream's connection, in order
     /// with every other such delivery.
     pub(super) async fn deliver(&self, frame: OutboundFrame) {
+        if frame.kind == FrameKind::Request
+            && let Some(relay) = &self.relay
+            && let Ok(mcp_schema::jsonrpc::Message::Request(request)) =
+                mcp_schema::jsonrpc::Message::parse(&frame.text)
+        {
+            self.table().sent.insert(request.id.clone());
+            relay.sent(&self.session, &request.id).await;
+        }
         let _order = self.order.lock().await;
         let (stream, last, priming) = {
             let mut table = self.table();
@@ -401,6 +415,7 @@ impl RouteTable {
     pub(super) fn clear(&mut self) {
         self.streams.clear();
         self.by_request.clear();
+        self.sent.clear();
     }
 
     /// A request ended without a response (cancelled): its stream ends

@@ -149,8 +149,20 @@ impl Instance {
             }
         });
         let events = RedisEventStore::new(conn.clone()).follow_with(client);
-        let mut instance =
-            Instance::start(server, conn, move |c| c.event_store(Arc::new(events))).await;
+        let relay = Arc::new(bus.clone());
+        let mut instance = Instance::start(server, conn, move |c| {
+            c.event_store(Arc::new(events)).response_relay(relay)
+        })
+        .await;
+        let endpoint = Arc::clone(&instance.endpoint);
+        bus.on_forwarded(move |session, message| {
+            let (endpoint, session, message) = (
+                Arc::clone(&endpoint),
+                session.to_owned(),
+                message.to_owned(),
+            );
+            tokio::spawn(async move { endpoint.take_forwarded(&session, &message).await });
+        });
         instance.bus = Some(bus);
         instance
     }
