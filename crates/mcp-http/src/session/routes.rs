@@ -195,10 +195,10 @@ impl Routes {
             if self.follows
                 && stream == STANDALONE
                 && frame.kind == FrameKind::Notification
-                && !table
+                && table
                     .streams
                     .get(&STANDALONE)
-                    .is_some_and(|route| !route.outlet.is_closed())
+                    .is_none_or(|route| route.outlet.is_closed())
                 && is_server_wide(&frame.text)
             {
                 // Every instance raises a server-wide notification for the
