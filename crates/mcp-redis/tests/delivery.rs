@@ -66,6 +66,18 @@ fn server() -> Server {
                 ))
             },
         ))
+        .tool(ToolDef::new(
+            "stall",
+            "Logs three numbered messages on the call's stream, then never answers",
+            |_: NoArguments, ctx: Context| async move {
+                for n in 0..3 {
+                    ctx.log(mcp_schema::LoggingLevel::Info, None, json!({"n": n}))
+                        .await;
+                }
+                std::future::pending::<()>().await;
+                Ok::<_, HandlerError>("never".to_owned())
+            },
+        ))
         .resource(ResourceDef::dynamic(resource, |_| async {
             Ok(vec![ResourceContents::text(WATCHED, None, "watched")])
         }))
@@ -444,5 +456,175 @@ async fn an_answer_posted_to_another_instance_reaches_the_request() {
     assert_eq!(
         result["result"]["content"][0]["text"], "hello \"Ada\"",
         "{result}"
+    );
+}
+
+/// An instance on a runtime of its own, in a thread: [`Killable::kill`]
+/// drops the runtime, which ends every task and closes every socket of
+/// the instance at once, as a killed process would.
+struct Killable {
+    url: String,
+    kill: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Killable {
+    fn start(redis: &Redis) -> Killable {
+        let (url_tx, url_rx) = std::sync::mpsc::channel();
+        let (kill, killed) = std::sync::mpsc::channel::<()>();
+        let redis_url = redis.url();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            let instance = runtime.block_on(async {
+                let conn = mcp_redis::connect(&redis_url).await.expect("connect");
+                Instance::start_delivering_at(server(), &redis_url, &conn).await
+            });
+            url_tx.send(instance.url.clone()).expect("URL sent");
+            let _ = killed.recv();
+            std::mem::forget(instance);
+            runtime.shutdown_background();
+        });
+        let url = url_rx.recv().expect("the instance started");
+        Killable {
+            url,
+            kill: Some(kill),
+            thread: Some(thread),
+        }
+    }
+
+    fn kill(&mut self) {
+        drop(self.kill.take());
+        if let Some(thread) = self.thread.take() {
+            thread.join().expect("the instance's thread");
+        }
+    }
+}
+
+/// A client that answers nothing (it declares no capabilities).
+struct Nothing;
+
+impl mcp_core::Service for Nothing {
+    fn handle_request(
+        &self,
+        request: mcp_core::IncomingRequest,
+        _: mcp_core::RequestContext,
+    ) -> mcp_core::BoxFuture<'static, mcp_core::HandlerResult> {
+        Box::pin(async move { Err(mcp_schema::ErrorObject::method_not_found(&request.method)) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_on_an_instance_that_dies_ends_with_an_error_and_its_stream_resumes_elsewhere() {
+    let redis = Redis::start();
+    let conn = redis.connect().await;
+    let mut a = Killable::start(&redis);
+    let b = Instance::start_delivering(server(), &redis, &conn).await;
+
+    // Our own client, on A.
+    let connected = within(
+        "connect",
+        mcp_http::client::connect(mcp_http::client::HttpClientConfig::new(&a.url)),
+    )
+    .await
+    .expect("connect");
+    let (transport, _handle) = connected.into_parts();
+    let identity = mcp_core::ClientIdentity::new(
+        mcp_schema::Implementation::new("redis-test", "1.0"),
+        Default::default(),
+    );
+    let engine = mcp_core::serve(
+        transport,
+        std::sync::Arc::new(Nothing),
+        mcp_core::SessionConfig::new(mcp_core::Role::Client(std::sync::Arc::new(identity)))
+            .request_timeout(std::time::Duration::from_secs(600)),
+    );
+    let peer = engine.peer().clone();
+    let init: Value = within(
+        "initialize",
+        peer.request(
+            "initialize",
+            &json!({"protocolVersion": support::VERSION, "capabilities": {},
+                "clientInfo": {"name": "redis-test", "version": "1.0"}}),
+            mcp_core::RequestOptions::new(),
+        ),
+    )
+    .await
+    .expect("initialize");
+    assert_eq!(init["protocolVersion"], support::VERSION);
+    peer.notify("notifications/initialized", &json!({}))
+        .await
+        .expect("initialized");
+
+    // A call that A never answers, and a raw look at its stream.
+    let call = tokio::spawn({
+        let peer = peer.clone();
+        async move {
+            peer.request::<_, Value>(
+                "tools/call",
+                &json!({"name": "stall", "arguments": {}}),
+                mcp_core::RequestOptions::new(),
+            )
+            .await
+        }
+    });
+    // The same call in a session of raw HTTP, to look at its stream.
+    let http = client();
+    let session = initialize(&http, &a.url).await;
+    let response = post(
+        &http,
+        &a.url,
+        Some(&session),
+        &tool_call(50, "stall", json!({})),
+    )
+    .await;
+    let mut events = Events::new(response);
+    let mut seen = Vec::new();
+    let mut first_id = None;
+    while seen.len() < 3 {
+        let event = events.next().await.expect("the call's stream");
+        if !event.data.is_empty() {
+            let message: Value = serde_json::from_str(&event.data).expect("JSON");
+            seen.push(message["params"]["data"]["n"].as_u64().expect("numbered"));
+            if first_id.is_none() {
+                first_id = event.id.clone();
+            }
+        }
+    }
+    let first_id = first_id.expect("event ids");
+
+    a.kill();
+
+    // The client's call ends with an error, not a hang.
+    let outcome = within("the call after the instance died", call)
+        .await
+        .expect("the call's task");
+    assert!(
+        outcome.is_err(),
+        "a call on a dead instance answered {outcome:?}"
+    );
+    // The raw stream breaks too.
+    while events.next().await.is_some() {}
+
+    // Resumed on B from the first message: the two stored after it, once;
+    // the call's stream then ends (no instance runs it any more).
+    let response = resume(&http, &b.url, &session, &first_id).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut resumed = Events::new(response);
+    let mut again = Vec::new();
+    while let Some(event) = resumed.next().await {
+        if !event.data.is_empty() {
+            let message: Value = serde_json::from_str(&event.data).expect("JSON");
+            again.push(message["params"]["data"]["n"].as_u64().expect("numbered"));
+        }
+    }
+    assert_eq!(seen, [0, 1, 2]);
+    assert_eq!(
+        again,
+        [1, 2],
+        "what was stored after the first message, once"
     );
 }

@@ -134,7 +134,16 @@ impl Instance {
         redis: &Redis,
         conn: &ConnectionManager,
     ) -> Instance {
-        let client = mcp_redis::Client::open(redis.url()).expect("Redis URL");
+        Self::start_delivering_at(server, &redis.url(), conn).await
+    }
+
+    /// [`Instance::start_delivering`] on the Redis at `url`.
+    pub async fn start_delivering_at(
+        server: mcp_server::Server,
+        url: &str,
+        conn: &ConnectionManager,
+    ) -> Instance {
+        let client = mcp_redis::Client::open(url).expect("Redis URL");
         let bus = mcp_redis::RedisBus::join(client.clone(), conn.clone())
             .await
             .expect("join the bus");
