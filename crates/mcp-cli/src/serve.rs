@@ -570,6 +570,12 @@ pub async fn serve_shared(
             );
             tokio::spawn(async move { endpoint.take_forwarded(&session, &message).await });
         });
+        // Sessions whose settings another instance changed.
+        let endpoint = std::sync::Arc::clone(&endpoint);
+        bus.on_session_changed(move |session| {
+            let (endpoint, session) = (std::sync::Arc::clone(&endpoint), session.to_owned());
+            tokio::spawn(async move { endpoint.refresh_session(&session).await });
+        });
     }
     let guard = mcp_http::guard::GuardLayer::new(std::sync::Arc::clone(&policy));
     let plain = extra.guarded.is_none() && extra.open.is_none();

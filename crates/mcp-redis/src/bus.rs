@@ -9,7 +9,9 @@
 //! instances received to its requests (`SESSION`, a newline, the message). An instance
 //! records each request it sends a client under `mcp:req:{SESSION}:REQ`
 //! (its id, kept an hour), where the instance that gets the answer
-//! finds where to forward it. One
+//! finds where to forward it; `mcp:bus:session` carries the ids of
+//! sessions whose settings (log level, subscriptions) an instance changed
+//! (`ID session`), so the others holding a copy reload them. One
 //! dedicated pub/sub connection per instance receives; it reconnects and
 //! subscribes again on its own after an outage (what was published
 //! meanwhile is lost, as pub/sub keeps nothing). Publishing goes through
@@ -31,6 +33,9 @@ use crate::DEFAULT_PREFIX;
 /// What an instance does with a server-wide event another one raised.
 type EventHandler = Arc<dyn Fn(&str) + Send + Sync>;
 
+/// What an instance does with a session another one changed.
+type SessionHandler = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// What an instance does with an answer forwarded to it: session, message.
 type ForwardHandler = Arc<dyn Fn(&str, &str) + Send + Sync>;
 
@@ -50,6 +55,8 @@ struct Inner {
     redis: ConnectionManager,
     prefix: String,
     on_forward: Arc<OnceLock<ForwardHandler>>,
+    on_session: Arc<OnceLock<SessionHandler>>,
+    sessions_channel: String,
     /// Server-wide events to publish, in order.
     outgoing: mpsc::UnboundedSender<String>,
     on_event: Arc<OnceLock<EventHandler>>,
@@ -87,7 +94,10 @@ impl RedisBus {
         let channels = Channels {
             server: format!("{prefix}bus:server"),
             instance: instance_channel(prefix, &instance),
+            sessions: format!("{prefix}bus:session"),
         };
+        let sessions_channel = channels.sessions.clone();
+        let on_session: Arc<OnceLock<SessionHandler>> = Arc::default();
         let pubsub = subscribe(&client, &channels).await?;
         let on_event: Arc<OnceLock<EventHandler>> = Arc::default();
         let on_forward: Arc<OnceLock<ForwardHandler>> = Arc::default();
@@ -107,6 +117,7 @@ impl RedisBus {
             Handlers {
                 on_event: Arc::clone(&on_event),
                 on_forward: Arc::clone(&on_forward),
+                on_session: Arc::clone(&on_session),
             },
             stopped,
         ));
@@ -116,6 +127,8 @@ impl RedisBus {
                 redis,
                 prefix: prefix.to_owned(),
                 on_forward,
+                on_session,
+                sessions_channel,
                 outgoing,
                 on_event,
                 _stop: stop,
@@ -149,6 +162,13 @@ impl RedisBus {
         let _ = self.inner.on_forward.set(Arc::new(handler));
     }
 
+    /// Calls `handler` with each session whose settings another instance
+    /// changed (for [`mcp_http::McpEndpoint::refresh_session`]). Set once;
+    /// later calls are ignored.
+    pub fn on_session_changed(&self, handler: impl Fn(&str) + Send + Sync + 'static) {
+        let _ = self.inner.on_session.set(Arc::new(handler));
+    }
+
     /// The key recording who sent request `id` to `session`'s client.
     fn request_key(&self, session: &str, id: &RequestId) -> String {
         format!("{}req:{{{session}}}:{id}", self.inner.prefix)
@@ -156,6 +176,20 @@ impl RedisBus {
 }
 
 impl ResponseRelay for RedisBus {
+    fn session_changed(&self, session: &str) -> BoxFuture<'_, ()> {
+        let payload = format!("{} {session}", self.inner.instance);
+        Box::pin(async move {
+            let published: Result<i64, _> = redis::cmd("PUBLISH")
+                .arg(&self.inner.sessions_channel)
+                .arg(payload)
+                .query_async(&mut self.inner.redis.clone())
+                .await;
+            if let Err(error) = published {
+                tracing::warn!(%error, "cannot tell the other instances of a session change");
+            }
+        })
+    }
+
     fn sent(&self, session: &str, id: &RequestId) -> BoxFuture<'_, ()> {
         let key = self.request_key(session, id);
         Box::pin(async move {
@@ -222,12 +256,14 @@ fn instance_channel(prefix: &str, instance: &str) -> String {
 struct Channels {
     server: String,
     instance: String,
+    sessions: String,
 }
 
 /// What the receiving task calls.
 struct Handlers {
     on_event: Arc<OnceLock<EventHandler>>,
     on_forward: Arc<OnceLock<ForwardHandler>>,
+    on_session: Arc<OnceLock<SessionHandler>>,
 }
 
 /// A pub/sub connection subscribed to `channels`.
@@ -238,6 +274,7 @@ async fn subscribe(
     let mut pubsub = client.get_async_pubsub().await?;
     pubsub.subscribe(&channels.server).await?;
     pubsub.subscribe(&channels.instance).await?;
+    pubsub.subscribe(&channels.sessions).await?;
     Ok(pubsub)
 }
 
@@ -304,6 +341,12 @@ async fn receive(
                 continue;
             };
             if from == instance {
+                continue;
+            }
+            if message.get_channel_name() == channels.sessions {
+                if let Some(handler) = handlers.on_session.get() {
+                    handler(payload);
+                }
                 continue;
             }
             if let Some(handler) = handlers.on_event.get() {

@@ -8,7 +8,11 @@
 //! - **Sessions** ([`RedisSessionStore`]): what a session must carry to
 //!   continue on an instance that never saw it (revision, client info and
 //!   capabilities, log level, subscriptions, owner). An instance that gets
-//!   an unknown session id loads it rather than answer 404.
+//!   an unknown session id loads it rather than answer 404. An instance
+//!   that changes a session's settings says so on the bus
+//!   (`mcp:bus:session`), and every other instance holding a copy of the
+//!   session reloads them: a `resources/subscribe` posted to one instance
+//!   counts on the instance that holds the session's stream.
 //! - **Events** ([`RedisEventStore`]): one Redis stream per SSE stream of a
 //!   session, so a client resumes a stream on any instance with
 //!   `Last-Event-ID`. With [`RedisEventStore::follow_with`], a session's

@@ -168,6 +168,13 @@ impl McpEndpoint {
         true
     }
 
+    /// Brings this instance's copy of session `id`, if it holds one, up to
+    /// the settings (log level, subscriptions) another instance stored
+    /// for it (see [`crate::relay::ResponseRelay::session_changed`]).
+    pub async fn refresh_session(&self, id: &str) {
+        self.sessions.refresh(id).await
+    }
+
     /// How many legacy sessions are live.
     pub fn session_count(&self) -> usize {
         self.sessions.len()

@@ -190,7 +190,8 @@ impl SessionManager {
             Arc::clone(&self.store),
             self.ttl,
             record,
-        );
+        )
+        .with_relay(self.routing.relay.clone());
         persisted.save().await?;
         session.peer().extensions().insert(persisted);
         Ok(())
@@ -294,12 +295,10 @@ impl SessionManager {
                 tracing::debug!(session = %id, %error, "a stored session setting was refused");
             }
         }
-        session.peer().extensions().insert(Persisted::new(
-            Arc::clone(&id),
-            Arc::clone(&self.store),
-            self.ttl,
-            record,
-        ));
+        session.peer().extensions().insert(
+            Persisted::new(Arc::clone(&id), Arc::clone(&self.store), self.ttl, record)
+                .with_relay(self.routing.relay.clone()),
+        );
         self.service.session_ready(session.peer());
         let held = {
             let mut map = self.map();
@@ -358,6 +357,31 @@ impl SessionManager {
                 }
                 _ => Ok(false),
             },
+        }
+    }
+
+    /// Brings the copy of session `id` held here (if any) up to its
+    /// stored record, changed by another instance.
+    pub(crate) async fn refresh(&self, id: &str) {
+        let Some(session) = self.held(id) else {
+            return;
+        };
+        let Some(persisted) = session.peer().extensions().get::<Persisted>() else {
+            return;
+        };
+        let record = match self.store.load(id, self.ttl).await {
+            Ok(Some(record)) => record,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::warn!(session = id, %error, "cannot follow a session changed elsewhere");
+                return;
+            }
+        };
+        for frame in persisted.follow(record).await {
+            let answer = session.answer(frame, None).await;
+            if let Some(error) = answer.filter(|a| a.contains("\"error\"")) {
+                tracing::debug!(session = id, %error, "a session change from elsewhere was refused");
+            }
         }
     }
 

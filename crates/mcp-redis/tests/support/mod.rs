@@ -172,6 +172,11 @@ impl Instance {
             );
             tokio::spawn(async move { endpoint.take_forwarded(&session, &message).await });
         });
+        let endpoint = Arc::clone(&instance.endpoint);
+        bus.on_session_changed(move |session| {
+            let (endpoint, session) = (Arc::clone(&endpoint), session.to_owned());
+            tokio::spawn(async move { endpoint.refresh_session(&session).await });
+        });
         instance.bus = Some(bus);
         instance
     }
