@@ -118,7 +118,8 @@ pub trait EventStore: Send + Sync + 'static {
     }
 
     /// The events appended to `stream` of `session` after the event
-    /// `after` (after the stream's current end when `None`), by any
+    /// `after` (after the stream's end when the follower starts, if
+    /// `None`), by any
     /// instance, as they come: each item a batch, in order; an empty batch
     /// now and then while nothing comes, so the reader can check it is
     /// still wanted. Priming events are left out. Only called where

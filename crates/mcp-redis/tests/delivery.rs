@@ -660,3 +660,71 @@ async fn a_call_on_an_instance_that_dies_ends_with_an_error_and_its_stream_resum
         "what was stored after the first message, once"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_without_priming_events_is_fed_from_the_start() {
+    const OLDER: &str = "2025-06-18";
+    let redis = Redis::start();
+    let conn = redis.connect().await;
+    let a = Instance::start_delivering(server(), &redis, &conn).await;
+    let b = Instance::start_delivering(server(), &redis, &conn).await;
+    let http = client();
+    let with = |request: reqwest::RequestBuilder, session: Option<&str>| {
+        let request = request
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", OLDER);
+        match session {
+            Some(session) => request.header("mcp-session-id", session),
+            None => request,
+        }
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": OLDER, "capabilities": {},
+        "clientInfo": {"name": "redis-test", "version": "1.0"}}});
+    let response = within(
+        "initialize",
+        with(http.post(&a.url), None).body(init.to_string()).send(),
+    )
+    .await
+    .expect("POST");
+    let session = response.headers()["mcp-session-id"]
+        .to_str()
+        .expect("ASCII")
+        .to_owned();
+    assert_eq!(support::reply(response).await.0, StatusCode::OK);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let response = within(
+        "initialized",
+        with(http.post(&a.url), Some(&session))
+            .body(initialized.to_string())
+            .send(),
+    )
+    .await
+    .expect("POST");
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+
+    let response = within("GET", with(http.get(&a.url), Some(&session)).send())
+        .await
+        .expect("GET");
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut events = Events::new(response);
+    // Sent as soon as the stream is open: none is lost.
+    let body = tool_call(1, "announce", json!({"source": "B", "count": 50}));
+    let response = within(
+        "announce",
+        with(http.post(&b.url), Some(&session))
+            .body(body.to_string())
+            .send(),
+    )
+    .await
+    .expect("POST");
+    assert_eq!(support::reply(response).await.0, StatusCode::OK);
+    let mut got = Received::default();
+    while got.count() < 50 {
+        let event = events.next().await.expect("the stream goes on");
+        assert!(!event.data.is_empty(), "no priming event in {OLDER}");
+        got.take(event);
+    }
+    assert_eq!(got.by_source["B"], (0..50).collect::<Vec<u64>>());
+}

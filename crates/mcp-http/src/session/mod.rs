@@ -278,10 +278,14 @@ impl HttpSession {
         }
         let (sink, rx) = outbound::channel(self.routes.limits);
         let mut after = None;
-        if priming {
+        if priming || self.routes.follows {
+            // A stream that follows the store starts after its priming
+            // event, sent to clients that expect one.
             let primed = self.routes.prime(STANDALONE).await?;
             after.clone_from(&primed.event_id);
-            let _ = sink.send(primed);
+            if priming {
+                let _ = sink.send(primed);
+            }
         }
         let mut table = self.routes.table();
         // Checked again: the session may have closed while priming.
