@@ -561,19 +561,19 @@ pub async fn serve_shared(
     let endpoint = mcp_http::McpEndpoint::new(service, session_config, config);
     if let Some(bus) = &_bus {
         // Answers other instances received to this one's requests.
-        let endpoint = std::sync::Arc::clone(&endpoint);
+        let forwarded_to = std::sync::Arc::clone(&endpoint);
         bus.on_forwarded(move |session, message| {
             let (endpoint, session, message) = (
-                std::sync::Arc::clone(&endpoint),
+                std::sync::Arc::clone(&forwarded_to),
                 session.to_owned(),
                 message.to_owned(),
             );
             tokio::spawn(async move { endpoint.take_forwarded(&session, &message).await });
         });
         // Sessions whose settings another instance changed.
-        let endpoint = std::sync::Arc::clone(&endpoint);
+        let changed_in = std::sync::Arc::clone(&endpoint);
         bus.on_session_changed(move |session| {
-            let (endpoint, session) = (std::sync::Arc::clone(&endpoint), session.to_owned());
+            let (endpoint, session) = (std::sync::Arc::clone(&changed_in), session.to_owned());
             tokio::spawn(async move { endpoint.refresh_session(&session).await });
         });
     }
