@@ -728,3 +728,38 @@ async fn a_stream_without_priming_events_is_fed_from_the_start() {
     }
     assert_eq!(got.by_source["B"], (0..50).collect::<Vec<u64>>());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_followed_stream_ends_when_replaced_or_when_its_session_ends() {
+    let redis = Redis::start();
+    let conn = redis.connect().await;
+    let a = Instance::start_delivering(server(), &redis, &conn).await;
+    let http = client();
+    let session = initialize(&http, &a.url).await;
+    let response = listen(&http, &a.url, &session).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut first = Events::new(response);
+    let priming = first.next().await.expect("priming event");
+    let from = priming.id.expect("an id");
+
+    // Resumed on a second connection: the first one ends.
+    let response = resume(&http, &a.url, &session, &from).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut second = Events::new(response);
+    assert!(first.next().await.is_none(), "the replaced stream goes on");
+
+    // The session ends: so does its stream.
+    let deleted = within(
+        "DELETE",
+        http.delete(&a.url)
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", support::VERSION)
+            .send(),
+    )
+    .await
+    .expect("DELETE");
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    while let Some(event) = second.next().await {
+        assert!(event.data.is_empty(), "unexpected: {event:?}");
+    }
+}

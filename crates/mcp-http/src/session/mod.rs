@@ -293,12 +293,12 @@ impl HttpSession {
             return Ok(None);
         }
         if self.routes.follows {
-            routes::spawn_follower(
+            table.follower = Some(routes::spawn_follower(
                 Arc::clone(&self.routes.store),
                 Arc::clone(&self.id),
                 after,
                 sink.clone(),
-            );
+            ));
         }
         table.streams.insert(STANDALONE, StreamRoute::started(sink));
         Ok(Some(rx))
@@ -339,12 +339,13 @@ impl HttpSession {
                 match stream {
                     Some(stream) if stream == STANDALONE || previous.is_some() => {
                         if self.routes.follows && stream == STANDALONE {
-                            routes::spawn_follower(
+                            // The connection it replaces ends with its follower.
+                            table.follower = Some(routes::spawn_follower(
                                 Arc::clone(&self.routes.store),
                                 Arc::clone(&self.id),
                                 Some(after),
                                 sink.clone(),
-                            );
+                            ));
                         }
                         let route = StreamRoute {
                             requests: previous.map(|route| route.requests).unwrap_or_default(),

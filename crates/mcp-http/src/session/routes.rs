@@ -51,6 +51,19 @@ pub(super) struct RouteTable {
     /// The requests this instance sent the client that are not answered
     /// yet, where a relay is set (answers may reach other instances).
     pub(super) sent: foldhash::HashSet<RequestId>,
+    /// The task feeding the standalone stream from the store, where it
+    /// follows the store: stopped when replaced or forgotten, which ends
+    /// its connection.
+    pub(super) follower: Option<Follower>,
+}
+
+/// A standalone stream's follower task, stopped when dropped.
+pub(super) struct Follower(tokio::task::AbortHandle);
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The requests of a stream: one, inline, for all but a batch's.
@@ -343,9 +356,9 @@ pub(super) fn spawn_follower(
     session: Arc<str>,
     after: Option<String>,
     sink: StreamSender,
-) {
+) -> Follower {
     use futures::StreamExt as _;
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         let mut events = store.follow(&session, &STANDALONE.to_string(), after.as_deref());
         loop {
             let batch = tokio::select! {
@@ -378,6 +391,7 @@ pub(super) fn spawn_follower(
             }
         }
     });
+    Follower(task.abort_handle())
 }
 
 impl RouteTable {
@@ -416,6 +430,7 @@ impl RouteTable {
         self.streams.clear();
         self.by_request.clear();
         self.sent.clear();
+        self.follower = None;
     }
 
     /// A request ended without a response (cancelled): its stream ends
