@@ -180,6 +180,35 @@ impl Routes {
         ))
     }
 
+    /// Records a request to the client, so that its answer comes back
+    /// here from any instance; forgets one the engine gave up on
+    /// (`notifications/cancelled`).
+    async fn record_sent(&self, relay: &dyn crate::relay::ResponseRelay, frame: &OutboundFrame) {
+        use mcp_schema::jsonrpc::Message;
+        match frame.kind {
+            FrameKind::Request => {
+                if let Ok(Message::Request(request)) = Message::parse(&frame.text) {
+                    self.table().sent.insert(request.id.clone());
+                    relay.sent(&self.session, &request.id).await;
+                }
+            }
+            FrameKind::Notification if frame.text.contains("\"notifications/cancelled\"") => {
+                #[derive(serde::Deserialize)]
+                #[serde(rename_all = "camelCase")]
+                struct Cancelled {
+                    request_id: RequestId,
+                }
+                if let Ok(Message::Notification(notification)) = Message::parse(&frame.text)
+                    && let Some(params) = notification.params
+                    && let Ok(cancelled) = serde_json::from_str::<Cancelled>(params.get())
+                {
+                    self.table().sent.remove(&cancelled.request_id);
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// The routing table.
     pub(super) fn table(&self) -> std::sync::MutexGuard<'_, RouteTable> {
         self.table.lock().unwrap_or_else(|p| p.into_inner())
@@ -188,13 +217,8 @@ impl Routes {
     /// Stores `frame` and hands it to its stream's connection, in order
     /// with every other such delivery.
     pub(super) async fn deliver(&self, frame: OutboundFrame) {
-        if frame.kind == FrameKind::Request
-            && let Some(relay) = &self.relay
-            && let Ok(mcp_schema::jsonrpc::Message::Request(request)) =
-                mcp_schema::jsonrpc::Message::parse(&frame.text)
-        {
-            self.table().sent.insert(request.id.clone());
-            relay.sent(&self.session, &request.id).await;
+        if let Some(relay) = &self.relay {
+            self.record_sent(relay.as_ref(), &frame).await;
         }
         let _order = self.order.lock().await;
         let (stream, last, priming) = {
