@@ -763,3 +763,67 @@ async fn a_followed_stream_ends_when_replaced_or_when_its_session_ends() {
         assert!(event.data.is_empty(), "unexpected: {event:?}");
     }
 }
+
+/// A 2026-07-28 `tools/call` of `name` on `url`, with these extra params;
+/// the status and the JSON body.
+async fn modern_call(
+    http: &reqwest::Client,
+    url: &str,
+    name: &str,
+    extra: Value,
+) -> (StatusCode, Value) {
+    let mut params = json!({"name": name, "arguments": {}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "redis-test", "version": "1.0"},
+    }});
+    if let (Some(params), Value::Object(extra)) = (params.as_object_mut(), extra) {
+        params.extend(extra);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    let request = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", name)
+        .body(body.to_string());
+    support::reply(within("POST", request.send()).await.expect("POST")).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_state_from_one_instance_is_accepted_by_another_with_the_same_key() {
+    const TOOL: &str = "test_input_required_result_elicitation";
+    let redis = Redis::start();
+    let conn = redis.connect().await;
+    let keyed = |key: &[u8]| {
+        let server = mcp_servers::everything::server();
+        server.set_state_key(key);
+        server
+    };
+    let shared = b"the key every instance of this deployment has";
+    let a = Instance::start(keyed(shared), &conn, |c| c).await;
+    let b = Instance::start(keyed(shared), &conn, |c| c).await;
+    let c = Instance::start(keyed(b"some other instance's own key"), &conn, |c| c).await;
+    let http = client();
+
+    let (status, first) = modern_call(&http, &a.url, TOOL, json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let retry = json!({
+        "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ada"}}},
+        "requestState": first["result"]["requestState"],
+    });
+
+    let (status, done) = modern_call(&http, &b.url, TOOL, retry.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Hello, Ada!",
+        "{done}"
+    );
+
+    let (_, refused) = modern_call(&http, &c.url, TOOL, retry).await;
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("requestState"), "{refused}");
+}
