@@ -827,3 +827,52 @@ async fn request_state_from_one_instance_is_accepted_by_another_with_the_same_ke
     let message = refused["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("requestState"), "{refused}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bus_comes_back_after_a_redis_outage() {
+    let mut redis = Redis::start();
+    let conn = redis.connect().await;
+    let a = Instance::start_delivering(server(), &redis, &conn).await;
+    let b = Instance::start_delivering(server(), &redis, &conn).await;
+    let http = client();
+
+    // A 2026-07-28 listen stream on A, for test://watched.
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "redis-test", "version": "1.0"},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
+        "params": {"notifications": {"resourceSubscriptions": [WATCHED]}, "_meta": meta}});
+    let request = http
+        .post(&a.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .body(body.to_string());
+    let response = within("listen POST", request.send()).await.expect("POST");
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut listen = Events::new(response);
+
+    redis.restart();
+
+    // Changes made on B reach A again once both are back on Redis.
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        assert!(attempts <= 100, "no update reached A after the outage");
+        let (status, body) = modern_call(&http, &b.url, "touch", json!({})).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let mut updated = false;
+        while let Ok(event) =
+            tokio::time::timeout(std::time::Duration::from_millis(200), listen.next()).await
+        {
+            let event = event.expect("the listen stream goes on");
+            updated |= event.data.contains("notifications/resources/updated");
+        }
+        if updated {
+            break;
+        }
+    }
+}
