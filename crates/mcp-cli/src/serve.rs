@@ -260,8 +260,46 @@ pub struct Transport {
     /// load balancer serve the same sessions.
     #[arg(long, value_name = "URL", requires = "http")]
     redis: Option<String>,
+    /// The secret that signs cursors and 2026-07-28 `requestState`
+    /// (at least 16 bytes, e.g. `openssl rand -hex 32`), read from this
+    /// file; or from the environment variable MCP_STATE_KEY. Every
+    /// instance behind one load balancer must have the same, so one
+    /// accepts what another issued. Without it, each process signs with a
+    /// random key of its own; with --redis, with a random key kept in that
+    /// Redis (the first instance makes it), shared by every instance on it.
+    #[arg(long, value_name = "PATH")]
+    state_key_file: Option<std::path::PathBuf>,
     #[command(flatten)]
     oauth: crate::oauth::OAuthArgs,
+}
+
+/// The least bytes a state key may have.
+const MIN_STATE_KEY: usize = 16;
+
+/// The state key: the file's content, or `MCP_STATE_KEY`, trimmed of
+/// surrounding whitespace; `None` if neither is given.
+fn state_key(file: Option<&std::path::Path>) -> Result<Option<Vec<u8>>> {
+    let (key, source) = match file {
+        Some(path) => {
+            let key = std::fs::read(path).map_err(|e| {
+                anyhow::anyhow!("--state-key-file {}: cannot read it: {e}", path.display())
+            })?;
+            (key, format!("--state-key-file {}", path.display()))
+        }
+        None => match std::env::var_os("MCP_STATE_KEY") {
+            Some(key) => (key.into_encoded_bytes(), "MCP_STATE_KEY".to_owned()),
+            None => return Ok(None),
+        },
+    };
+    let key = key.trim_ascii().to_vec();
+    if key.len() < MIN_STATE_KEY {
+        anyhow::bail!(
+            "{source}: the state key has {} bytes, fewer than {MIN_STATE_KEY}; \
+             make one with `openssl rand -hex 32`",
+            key.len()
+        );
+    }
+    Ok(Some(key))
 }
 
 /// Reads a positive number of seconds, at most a day.
@@ -276,6 +314,10 @@ impl Transport {
     /// Serves `server` over stdio (one session, until stdin closes) or,
     /// with `--http`, over Streamable HTTP until Ctrl-C or SIGTERM.
     pub async fn serve(self, server: mcp_server::Server) -> Result<()> {
+        let state_key = state_key(self.state_key_file.as_deref())?;
+        if let Some(key) = &state_key {
+            server.set_state_key(key);
+        }
         match self.http {
             None => {
                 tracing::info!("serving {} over stdio", server.identity().info().name);
@@ -292,7 +334,13 @@ impl Transport {
                     session_idle_timeout: self.session_idle_timeout,
                 };
                 let shared = match &self.redis {
-                    Some(url) => Some(SharedStores::redis(url).await?),
+                    Some(url) => {
+                        let stores = SharedStores::redis(url).await?;
+                        if state_key.is_none() {
+                            server.set_state_key(&stores.shared_state_key().await?);
+                        }
+                        Some(stores.delivering(&server).await?)
+                    }
                     None => None,
                 };
                 let service = std::sync::Arc::new(server);
@@ -372,17 +420,60 @@ pub struct Extra {
 pub struct SharedStores {
     events: std::sync::Arc<dyn mcp_http::EventStore>,
     sessions: std::sync::Arc<dyn mcp_http::SessionStore>,
+    /// The Redis, for [`SharedStores::delivering`].
+    client: mcp_redis::Client,
+    manager: mcp_redis::ConnectionManager,
+    /// The instances' bus, once joined; kept while the server runs.
+    bus: Option<mcp_redis::RedisBus>,
 }
 
 impl SharedStores {
     /// Both stores on the Redis at `url`, which must answer now.
     pub async fn redis(url: &str) -> Result<Self> {
         let redis = mcp_redis::connect(url).await?;
+        let client = mcp_redis::Client::open(url)?;
         tracing::info!("sessions and events on Redis at {url}");
         Ok(SharedStores {
             events: std::sync::Arc::new(mcp_redis::RedisEventStore::new(redis.clone())),
-            sessions: std::sync::Arc::new(mcp_redis::RedisSessionStore::new(redis)),
+            sessions: std::sync::Arc::new(mcp_redis::RedisSessionStore::new(redis.clone())),
+            client,
+            manager: redis,
+            bus: None,
         })
+    }
+
+    /// The key that signs cursors and `requestState` on every instance on
+    /// this Redis, where none is given: made at random by the first.
+    pub async fn shared_state_key(&self) -> Result<Vec<u8>> {
+        Ok(mcp_redis::shared_state_key(&mut self.manager.clone()).await?)
+    }
+
+    /// Delivers across instances what `server` sends: a session's
+    /// standalone stream is fed from the shared store, whichever instance
+    /// sent the message, and `server`'s server-wide events (resource
+    /// updates, list changes) go to every instance, which re-raises them
+    /// for its own clients.
+    pub async fn delivering(mut self, server: &mcp_server::Server) -> Result<Self> {
+        self.events = std::sync::Arc::new(
+            mcp_redis::RedisEventStore::new(self.manager.clone()).follow_with(self.client.clone()),
+        );
+        let bus = mcp_redis::RedisBus::join(self.client.clone(), self.manager.clone()).await?;
+        let publisher = bus.clone();
+        server.set_broadcast(move |event| match serde_json::to_string(event) {
+            Ok(text) => publisher.publish_event(text),
+            Err(error) => tracing::warn!(%error, "a server-wide event cannot be written"),
+        });
+        let receiver = server.clone();
+        bus.on_event(move |text| match serde_json::from_str(text) {
+            Ok(event) => receiver.raise_here(&event),
+            Err(error) => tracing::debug!(%error, "an unknown server-wide event"),
+        });
+        tracing::info!(
+            instance = bus.instance(),
+            "delivering across instances through Redis"
+        );
+        self.bus = Some(bus);
+        Ok(self)
     }
 }
 
@@ -448,10 +539,16 @@ pub async fn serve_shared(
     if let Some(max) = limits.max_connections_per_ip {
         config = config.max_connections_per_ip(max);
     }
+    // Kept while the endpoint serves.
+    let mut _bus = None;
     if let Some(shared) = shared {
         config = config
             .event_store(shared.events)
             .session_store(shared.sessions);
+        if let Some(bus) = &shared.bus {
+            config = config.response_relay(std::sync::Arc::new(bus.clone()));
+        }
+        _bus = shared.bus;
     }
     let origin = format!("http://{local}");
     let resource = format!("{origin}/mcp");
@@ -462,6 +559,24 @@ pub async fn serve_shared(
         .map(|path| format!("{origin}{path}"))
         .collect();
     let endpoint = mcp_http::McpEndpoint::new(service, session_config, config);
+    if let Some(bus) = &_bus {
+        // Answers other instances received to this one's requests.
+        let forwarded_to = std::sync::Arc::clone(&endpoint);
+        bus.on_forwarded(move |session, message| {
+            let (endpoint, session, message) = (
+                std::sync::Arc::clone(&forwarded_to),
+                session.to_owned(),
+                message.to_owned(),
+            );
+            tokio::spawn(async move { endpoint.take_forwarded(&session, &message).await });
+        });
+        // Sessions whose settings another instance changed.
+        let changed_in = std::sync::Arc::clone(&endpoint);
+        bus.on_session_changed(move |session| {
+            let (endpoint, session) = (std::sync::Arc::clone(&changed_in), session.to_owned());
+            tokio::spawn(async move { endpoint.refresh_session(&session).await });
+        });
+    }
     let guard = mcp_http::guard::GuardLayer::new(std::sync::Arc::clone(&policy));
     let plain = extra.guarded.is_none() && extra.open.is_none();
     let guarded = extra.guarded.map(|r| r.layer(guard.clone()));

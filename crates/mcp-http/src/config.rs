@@ -67,6 +67,10 @@ pub struct HttpConfig {
     /// nowhere: a session lives in the instance that made it). Its records
     /// live for `session_idle_timeout` after their last use.
     pub session_store: Arc<dyn SessionStore>,
+    /// Where the answers to requests another instance sent go (by default
+    /// nowhere: every request is sent by the instance that receives its
+    /// answer).
+    pub response_relay: Option<Arc<dyn crate::relay::ResponseRelay>>,
     /// The GET path of the legacy HTTP+SSE transport (2024-11-05), or
     /// `None` to leave it off.
     pub legacy_sse_path: Option<String>,
@@ -103,6 +107,7 @@ impl HttpConfig {
             origin_policy: Arc::new(OriginPolicy::loopback(port)),
             event_store: Arc::new(MemoryEventStore::new(Default::default())),
             session_store: Arc::new(LocalSessionStore),
+            response_relay: None,
             legacy_sse_path: Some("/sse".to_owned()),
             legacy_message_path: "/message".to_owned(),
             websocket_path: Some("/ws".to_owned()),
@@ -189,6 +194,13 @@ impl HttpConfig {
     /// Sets which Host and Origin headers are accepted.
     pub fn origin_policy(mut self, policy: OriginPolicy) -> Self {
         self.origin_policy = Arc::new(policy);
+        self
+    }
+
+    /// Hands the answers to requests this instance did not send to the
+    /// instance that did (see [`crate::relay::ResponseRelay`]).
+    pub fn response_relay(mut self, relay: Arc<dyn crate::relay::ResponseRelay>) -> Self {
+        self.response_relay = Some(relay);
         self
     }
 

@@ -107,7 +107,33 @@ pub trait EventStore: Send + Sync + 'static {
 
     /// How much the store holds now.
     fn stats(&self) -> EventStoreStats;
+
+    /// Whether the standalone (GET) stream of a session is fed from this
+    /// store by [`EventStore::follow`] rather than directly: a store
+    /// shared by several instances, where a message for a session's
+    /// stream may be produced on any of them. `false` (the default, and
+    /// the in-memory store's answer): messages reach the stream directly.
+    fn follows(&self) -> bool {
+        false
+    }
+
+    /// The events appended to `stream` of `session` after the event
+    /// `after` (after the stream's end when the follower starts, if
+    /// `None`), by any
+    /// instance, as they come: each item a batch, in order; an empty batch
+    /// now and then while nothing comes, so the reader can check it is
+    /// still wanted. Priming events are left out. Only called where
+    /// [`EventStore::follows`]; the default is a stream that ends at once.
+    fn follow(&self, session: &str, stream: &str, after: Option<&str>) -> FollowStream {
+        let _ = (session, stream, after);
+        Box::pin(futures::stream::empty())
+    }
 }
+
+/// What [`EventStore::follow`] yields: batches of events, or the error
+/// that ends the stream.
+pub type FollowStream =
+    futures::stream::BoxStream<'static, Result<Vec<(EventId, Arc<str>)>, EventStoreError>>;
 
 /// What one stored event costs beyond its message, as counted against
 /// [`EventStoreLimits::max_bytes_total`]: the message's shared allocation

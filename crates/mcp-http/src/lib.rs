@@ -26,6 +26,7 @@ mod headers;
 pub mod legacy_sse;
 mod outbound;
 mod persist;
+pub mod relay;
 mod serve;
 mod session;
 pub mod session_store;

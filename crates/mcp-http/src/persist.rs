@@ -28,6 +28,8 @@ pub(crate) struct Persisted {
     ttl: Duration,
     /// Held while a change is written, so writes land in the order made.
     record: tokio::sync::Mutex<SessionRecord>,
+    /// Told of each change, for the other instances.
+    relay: Option<Arc<dyn crate::relay::ResponseRelay>>,
 }
 
 impl Persisted {
@@ -42,7 +44,51 @@ impl Persisted {
             store,
             ttl,
             record: tokio::sync::Mutex::new(record),
+            relay: None,
         }
+    }
+
+    /// Tells `relay` of each change.
+    pub(crate) fn with_relay(
+        mut self,
+        relay: Option<Arc<dyn crate::relay::ResponseRelay>>,
+    ) -> Self {
+        self.relay = relay;
+        self
+    }
+
+    /// Takes `fresh`, the record as another instance changed it; the
+    /// requests that bring this copy of the session up to it (a level
+    /// set, subscriptions made and ended). Made through the session, they
+    /// change nothing more here.
+    pub(crate) async fn follow(&self, fresh: SessionRecord) -> Vec<Frame> {
+        let mut record = self.record.lock().await;
+        let mut changes = SessionRecord::new(fresh.revision.clone());
+        if fresh.log_level != record.log_level {
+            changes.log_level = fresh.log_level;
+        }
+        changes.subscriptions = fresh
+            .subscriptions
+            .difference(&record.subscriptions)
+            .cloned()
+            .collect();
+        let ended: Vec<String> = record
+            .subscriptions
+            .difference(&fresh.subscriptions)
+            .cloned()
+            .collect();
+        *record = fresh;
+        let mut frames = restoring_requests(&changes);
+        for (n, uri) in ended.into_iter().enumerate() {
+            if let Ok(params) = jsonrpc::to_raw(&serde_json::json!({ "uri": uri })) {
+                frames.push(Frame::Single(Message::Request(Request {
+                    id: RequestId::String(format!("session-follow-{n}").into()),
+                    method: methods::RESOURCES_UNSUBSCRIBE.to_owned(),
+                    params: Some(params),
+                })));
+            }
+        }
+        frames
     }
 
     /// Writes the record as it is.
@@ -54,16 +100,21 @@ impl Persisted {
     /// Applies `change` and writes the record.
     async fn apply(&self, change: Change) -> Result<(), SessionStoreError> {
         let mut record = self.record.lock().await;
-        match change {
-            Change::Level(level) => record.log_level = Some(level),
-            Change::Subscribe(uri) => {
-                record.subscriptions.insert(uri);
-            }
-            Change::Unsubscribe(uri) => {
-                record.subscriptions.remove(&uri);
-            }
+        let changed = match change {
+            Change::Level(level) => record.log_level.replace(level) != Some(level),
+            Change::Subscribe(uri) => record.subscriptions.insert(uri),
+            Change::Unsubscribe(uri) => record.subscriptions.remove(&uri),
+        };
+        if !changed {
+            // Already so (a copy following another instance's change).
+            return Ok(());
         }
-        self.store.save(&self.id, &record, self.ttl).await
+        self.store.save(&self.id, &record, self.ttl).await?;
+        drop(record);
+        if let Some(relay) = &self.relay {
+            relay.session_changed(&self.id).await;
+        }
+        Ok(())
     }
 }
 

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use mcp_core::BoxFuture;
 use mcp_http::event_store::{
-    EventId, EventStore, EventStoreError, EventStoreStats, Replay, ReplayError,
+    EventId, EventStore, EventStoreError, EventStoreStats, FollowStream, Replay, ReplayError,
 };
 use redis::aio::ConnectionManager;
 use redis::{Script, Value};
@@ -102,6 +102,9 @@ const MAX_STREAM_ID: usize = 128;
 #[derive(Clone)]
 pub struct RedisEventStore {
     redis: ConnectionManager,
+    /// Where followers open their own connections, if standalone streams
+    /// follow the store.
+    follow: Option<redis::Client>,
     prefix: String,
     max_events_per_stream: usize,
     max_age: Duration,
@@ -123,10 +126,21 @@ impl RedisEventStore {
     pub fn new(redis: ConnectionManager) -> Self {
         RedisEventStore {
             redis,
+            follow: None,
             prefix: DEFAULT_PREFIX.to_owned(),
             max_events_per_stream: 1024,
             max_age: Duration::from_secs(5 * 60),
         }
+    }
+
+    /// Feeds each session's standalone (GET) stream from the store, so
+    /// that what any instance sends a session reaches the instance that
+    /// holds its stream (see [`EventStore::follows`]): each open stream
+    /// tails its Redis stream (`XREAD BLOCK`) on a connection of its own
+    /// to `client`, as a blocking read would stall the shared one.
+    pub fn follow_with(mut self, client: redis::Client) -> Self {
+        self.follow = Some(client);
+        self
     }
 
     /// Puts the keys under `prefix` (instances that share sessions must
@@ -303,6 +317,137 @@ impl EventStore for RedisEventStore {
 
     fn stats(&self) -> EventStoreStats {
         EventStoreStats::default()
+    }
+
+    fn follows(&self) -> bool {
+        self.follow.is_some()
+    }
+
+    fn follow(&self, session: &str, stream: &str, after: Option<&str>) -> FollowStream {
+        let Some(client) = self.follow.clone() else {
+            return Box::pin(futures::stream::empty());
+        };
+        let start = match after {
+            None => None,
+            Some(id) => match parse_event_id(id) {
+                Some((_, (ms, seq), _)) => Some(format!("{ms}-{seq}")),
+                None => {
+                    let error = EventStoreError::new(format!("cannot follow from event {id:?}"));
+                    return Box::pin(futures::stream::once(std::future::ready(Err(error))));
+                }
+            },
+        };
+        let follower = Follower {
+            client,
+            connection: None,
+            key: self.stream_key(session, stream),
+            stream: stream.to_owned(),
+            last: start,
+        };
+        Box::pin(futures::stream::unfold(Some(follower), |follower| async {
+            let mut follower = follower?;
+            match follower.next().await {
+                Ok(batch) => Some((Ok(batch), Some(follower))),
+                Err(error) => Some((Err(error), None)),
+            }
+        }))
+    }
+}
+
+/// How long one `XREAD` blocks before the follower checks that its stream
+/// is still read.
+const FOLLOW_BLOCK: Duration = Duration::from_secs(1);
+
+/// Most events one `XREAD` returns.
+const FOLLOW_BATCH: usize = 512;
+
+/// Tails one Redis stream on a connection of its own.
+struct Follower {
+    client: redis::Client,
+    connection: Option<redis::aio::MultiplexedConnection>,
+    key: String,
+    stream: String,
+    /// The last entry id read; `None` until the stream's end is known.
+    last: Option<String>,
+}
+
+impl Follower {
+    async fn connection(
+        &mut self,
+    ) -> Result<&mut redis::aio::MultiplexedConnection, EventStoreError> {
+        if self.connection.is_none() {
+            let config = redis::AsyncConnectionConfig::new()
+                .set_connection_timeout(Some(Duration::from_secs(2)))
+                .set_response_timeout(Some(FOLLOW_BLOCK + Duration::from_secs(5)));
+            let connection = self
+                .client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await
+                .map_err(|e| EventStoreError::new(format!("Redis: {e}")))?;
+            self.connection = Some(connection);
+        }
+        Ok(self.connection.as_mut().unwrap_or_else(|| unreachable!()))
+    }
+
+    /// The next events, or none after blocking a while.
+    async fn next(&mut self) -> Result<Vec<(EventId, Arc<str>)>, EventStoreError> {
+        let redis_error = |e: redis::RedisError| EventStoreError::new(format!("Redis: {e}"));
+        let key = self.key.clone();
+        if self.last.is_none() {
+            let connection = self.connection().await?;
+            let newest: Value = redis::cmd("XREVRANGE")
+                .arg(&key)
+                .arg("+")
+                .arg("-")
+                .arg("COUNT")
+                .arg(1)
+                .query_async(connection)
+                .await
+                .map_err(redis_error)?;
+            let newest = match newest {
+                Value::Array(entries) => entries.into_iter().next().and_then(|entry| match entry {
+                    Value::Array(mut parts) if !parts.is_empty() => match parts.swap_remove(0) {
+                        Value::BulkString(id) => String::from_utf8(id).ok(),
+                        _ => None,
+                    },
+                    _ => None,
+                }),
+                _ => None,
+            };
+            self.last = Some(newest.unwrap_or_else(|| "0-0".to_owned()));
+        }
+        let last = self.last.clone().unwrap_or_default();
+        let connection = self.connection().await?;
+        let reply: Value = redis::cmd("XREAD")
+            .arg("COUNT")
+            .arg(FOLLOW_BATCH)
+            .arg("BLOCK")
+            .arg(millis(FOLLOW_BLOCK))
+            .arg("STREAMS")
+            .arg(&key)
+            .arg(&last)
+            .query_async(connection)
+            .await
+            .map_err(redis_error)?;
+        let entries = match reply {
+            Value::Nil => return Ok(Vec::new()),
+            Value::Array(streams) => streams.into_iter().find_map(|stream| match stream {
+                Value::Array(mut parts) if parts.len() == 2 => match parts.pop() {
+                    Some(Value::Array(entries)) => Some(entries),
+                    _ => None,
+                },
+                _ => None,
+            }),
+            _ => None,
+        }
+        .unwrap_or_default();
+        if let Some(Value::Array(parts)) = entries.last()
+            && let Some(Value::BulkString(id)) = parts.first()
+        {
+            self.last = Some(String::from_utf8_lossy(id).into_owned());
+        }
+        replayed_events(&self.stream, entries)
+            .ok_or_else(|| EventStoreError::new(format!("unreadable events in Redis at {key}")))
     }
 }
 

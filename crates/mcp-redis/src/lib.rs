@@ -1,32 +1,85 @@
 //! MCP sessions and resumable SSE streams on Redis, so that several server
 //! instances behind one load balancer (without affinity) serve the same
-//! legacy sessions: [`RedisEventStore`] keeps each session's SSE events
-//! (a client resumes its stream on any instance with `Last-Event-ID`),
-//! [`RedisSessionStore`] keeps what a session must carry to continue on an
-//! instance that never saw it.
+//! legacy sessions, and what any instance sends a client reaches it
+//! wherever its stream is open.
 //!
-//! Both share one [`ConnectionManager`], which reconnects on its own after
-//! an outage: meanwhile the stores fail, and the endpoint answers its
+//! What goes through Redis, and why:
+//!
+//! - **Sessions** ([`RedisSessionStore`]): what a session must carry to
+//!   continue on an instance that never saw it (revision, client info and
+//!   capabilities, log level, subscriptions, owner). An instance that gets
+//!   an unknown session id loads it rather than answer 404. An instance
+//!   that changes a session's settings says so on the bus
+//!   (`mcp:bus:session`), and every other instance holding a copy of the
+//!   session reloads them: a `resources/subscribe` posted to one instance
+//!   counts on the instance that holds the session's stream.
+//! - **Events** ([`RedisEventStore`]): one Redis stream per SSE stream of a
+//!   session, so a client resumes a stream on any instance with
+//!   `Last-Event-ID`. With [`RedisEventStore::follow_with`], a session's
+//!   standalone (GET) stream is fed from its Redis stream: whichever
+//!   instance sends the session a message meant for that stream (a log
+//!   message or progress outside a request, a request to the client, a
+//!   resource update) appends it there, and the instance holding the GET
+//!   stream tails it (`XREAD BLOCK`, on a connection of its own per stream,
+//!   as a blocking read would stall the shared one). Events are ordered by
+//!   their Redis entry ids; a cut stream resumed anywhere continues after
+//!   its last event id, so nothing is lost or repeated.
+//! - **Server-wide events** ([`RedisBus`], pub/sub): a resource update or a
+//!   list change raised on one instance (`Server::notify_resource_updated`,
+//!   a catalog change) is published on `mcp:bus:server`; every other
+//!   instance re-raises it for its own clients without publishing it
+//!   again: its `subscriptions/listen` streams, and its legacy sessions
+//!   subscribed to it. As every instance holding a copy of a session
+//!   raises it, only the one where the session's standalone stream is
+//!   open stores it for that session, so it arrives once (a session with
+//!   no open standalone stream anywhere does not get it). The catalog
+//!   change itself is each instance's own: make it on every instance.
+//! - **Answers to server-to-client requests** ([`RedisBus`] as an
+//!   [`mcp_http::relay::ResponseRelay`]): an instance records each request
+//!   it sends a client (elicitation, sampling, roots) under
+//!   `mcp:req:{SESSION}:ID`; an instance that receives the answer but did
+//!   not send the request publishes it on the sender's own channel, and
+//!   the sender completes the call. If the sender is gone, the answer is
+//!   handled as any unknown answer.
+//! - **The state key** ([`shared_state_key`]): cursors and 2026-07-28
+//!   `requestState` must be accepted by every instance; without a key
+//!   given to each (`mcp serve --state-key-file`, `MCP_STATE_KEY`), the
+//!   first instance stores a random one in Redis for the others.
+//!
+//! The stores share one [`ConnectionManager`], which reconnects on its own
+//! after an outage: meanwhile the stores fail, and the endpoint answers its
 //! clients with clear errors (503, or a stream that ends with an error).
+//! The bus's receiving connection subscribes again on its own (what was
+//! published during the outage is lost).
 //!
 //! ```no_run
 //! use std::sync::Arc;
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let redis = mcp_redis::connect("redis://127.0.0.1:6379/").await?;
+//! let url = "redis://127.0.0.1:6379/";
+//! let redis = mcp_redis::connect(url).await?;
+//! let client = mcp_redis::Client::open(url)?;
+//! let bus = mcp_redis::RedisBus::join(client.clone(), redis.clone()).await?;
+//! let events = mcp_redis::RedisEventStore::new(redis.clone()).follow_with(client);
 //! let config = mcp_http::HttpConfig::loopback(8080)
-//!     .event_store(Arc::new(mcp_redis::RedisEventStore::new(redis.clone())))
-//!     .session_store(Arc::new(mcp_redis::RedisSessionStore::new(redis)));
+//!     .event_store(Arc::new(events))
+//!     .session_store(Arc::new(mcp_redis::RedisSessionStore::new(redis)))
+//!     .response_relay(Arc::new(bus.clone()));
 //! # let _ = config;
 //! # Ok(())
 //! # }
 //! ```
 
+mod bus;
 mod event_store;
 mod session_store;
 
 use std::time::Duration;
 
+use redis::Value;
+
+pub use bus::RedisBus;
 pub use event_store::RedisEventStore;
+pub use redis::Client;
 pub use redis::aio::ConnectionManager;
 pub use session_store::RedisSessionStore;
 
@@ -81,6 +134,28 @@ pub async fn connect(url: &str) -> Result<ConnectionManager, ConnectError> {
         .await
         .map_err(unreachable)?;
     Ok(manager)
+}
+
+/// The secret that signs cursors and `requestState` on every instance
+/// sharing this Redis, for instances given none: 32 random bytes (hex)
+/// under `mcp:state-key`, made by the first instance that asks (`SET NX`)
+/// and read by the others. Anyone who can read this Redis can read it; a
+/// key given to each instance instead (`mcp serve --state-key-file`)
+/// keeps it out of Redis.
+pub async fn shared_state_key(redis: &mut ConnectionManager) -> Result<Vec<u8>, redis::RedisError> {
+    let key = format!("{DEFAULT_PREFIX}state-key");
+    let fresh: String = rand::random::<[u8; 32]>()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let _: Value = redis::cmd("SET")
+        .arg(&key)
+        .arg(&fresh)
+        .arg("NX")
+        .query_async(redis)
+        .await?;
+    let stored: Vec<u8> = redis::cmd("GET").arg(&key).query_async(redis).await?;
+    Ok(stored)
 }
 
 /// A duration in whole milliseconds, at least one (Redis refuses a zero

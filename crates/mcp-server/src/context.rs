@@ -273,6 +273,19 @@ impl Context {
         &self.server
     }
 
+    /// Sends a notification to the client outside this request: on a
+    /// legacy HTTP session it goes to the session's standalone (GET)
+    /// stream, wherever that stream is open, rather than to this request's
+    /// response stream. Whether it was handed on.
+    pub async fn notify_session<P: Serialize + ?Sized>(&self, method: &str, params: &P) -> bool {
+        self.request
+            .peer
+            .related_to(None)
+            .notify(method, params)
+            .await
+            .is_ok()
+    }
+
     /// The revision the request is handled under.
     pub fn revision(&self) -> ProtocolVersion {
         self.request.revision

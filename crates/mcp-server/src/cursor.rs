@@ -32,6 +32,18 @@ impl Signer {
         }
     }
 
+    /// A signer whose key is derived from `secret`: every server given the
+    /// same secret (several instances behind one load balancer) accepts
+    /// the cursors and request states the others issued.
+    pub fn from_secret(secret: &[u8]) -> Self {
+        let mut mac = HmacSha256::new_from_slice(b"mcp-server state key")
+            .unwrap_or_else(|_| unreachable!("any key length works"));
+        mac.update(secret);
+        Signer {
+            key: mac.finalize().into_bytes().into(),
+        }
+    }
+
     fn tag(&self, purpose: &[u8], payload: &[u8]) -> [u8; TAG_LEN] {
         let mut mac = HmacSha256::new_from_slice(&self.key)
             .unwrap_or_else(|_| unreachable!("any key length works"));
@@ -114,6 +126,17 @@ pub fn page<T: Clone>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn signers_of_one_secret_accept_each_others_tokens() {
+        let a = Signer::from_secret(b"a secret of the deployment");
+        let b = Signer::from_secret(b"a secret of the deployment");
+        let other = Signer::from_secret(b"another secret altogether");
+        let token = a.seal("cursor", b"payload");
+        assert_eq!(b.open("cursor", &token).as_deref(), Some(&b"payload"[..]));
+        assert_eq!(other.open("cursor", &token), None);
+        assert_eq!(Signer::random().open("cursor", &token), None);
+    }
 
     #[test]
     fn pages_walk_everything_once() {

@@ -47,6 +47,6 @@ pub use cursor::Signer;
 pub use mcp_schema::TaskSupport;
 pub use prompt::{PromptArguments, PromptDef};
 pub use resource::{ResourceDef, TemplateDef};
-pub use server::{Server, ServerBuilder};
+pub use server::{Server, ServerBuilder, ServerEvent};
 pub use tasks::TaskConfig;
 pub use tool::{IntoToolResult, NoArguments, ToolDef};

@@ -153,6 +153,28 @@ impl McpEndpoint {
         GuardLayer::new(Arc::clone(&self.config.origin_policy)).layer(Answer(Arc::clone(self)))
     }
 
+    /// Hands a client's answer that another instance received (see
+    /// [`crate::relay::ResponseRelay`]) to the session it belongs to, if
+    /// this instance holds it; whether it did.
+    pub async fn take_forwarded(&self, session: &str, message: &str) -> bool {
+        let Some(session) = self.sessions.held(session) else {
+            return false;
+        };
+        let Ok(frame) = mcp_schema::jsonrpc::Message::parse_frame(message) else {
+            return false;
+        };
+        session.take_sent_of(&frame);
+        session.handle(frame, None).await;
+        true
+    }
+
+    /// Brings this instance's copy of session `id`, if it holds one, up to
+    /// the settings (log level, subscriptions) another instance stored
+    /// for it (see [`crate::relay::ResponseRelay::session_changed`]).
+    pub async fn refresh_session(&self, id: &str) {
+        self.sessions.refresh(id).await
+    }
+
     /// How many legacy sessions are live.
     pub fn session_count(&self) -> usize {
         self.sessions.len()

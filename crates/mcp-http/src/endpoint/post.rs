@@ -264,6 +264,15 @@ async fn post_to_session(
         if session.is_closed() {
             return ended();
         }
+        if let Some(relay) = &endpoint.config.response_relay
+            && let Frame::Single(message) = &frame
+            && let Some(id) = answered(message)
+            && !session.take_sent(id)
+            && relay.forward(&session.id, id, message.to_json()).await
+        {
+            // The instance that sent the request has its answer.
+            return StatusCode::ACCEPTED.into_response();
+        }
         Box::pin(session.handle(frame, extensions)).await;
         return StatusCode::ACCEPTED.into_response();
     }
@@ -282,6 +291,15 @@ async fn post_to_session(
     let handling =
         Handling::finished_if_dropped(Box::pin(session.handle(frame, extensions).map(|()| None)));
     respond(endpoint, receiver, Some(guard), Era::Legacy, Some(handling)).await
+}
+
+/// The request a message answers, if it is an answer.
+fn answered(message: &Message) -> Option<&RequestId> {
+    match message {
+        Message::Response(response) => Some(&response.id),
+        Message::Error(error) => error.id.as_ref(),
+        _ => None,
+    }
 }
 
 /// A single request of a legacy session, run in this task while nothing

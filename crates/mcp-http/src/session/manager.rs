@@ -70,6 +70,10 @@ pub(super) struct RouteSettings {
     pub(super) json_replies: bool,
     /// How far a stream's reader may fall behind.
     pub(super) limits: QueueLimits,
+    /// Standalone streams follow the store (see [`EventStore::follows`]).
+    pub(super) follows: bool,
+    /// Where requests sent to clients are recorded.
+    pub(super) relay: Option<Arc<dyn crate::relay::ResponseRelay>>,
 }
 
 /// What a session id stands for, to a caller.
@@ -109,6 +113,8 @@ impl SessionManager {
                 store: Arc::clone(&config.event_store),
                 json_replies: config.response_mode == ResponseMode::Auto,
                 limits: config.queue_limits(),
+                follows: config.event_store.follows(),
+                relay: config.response_relay.clone(),
             },
             service,
             session_config,
@@ -184,7 +190,8 @@ impl SessionManager {
             Arc::clone(&self.store),
             self.ttl,
             record,
-        );
+        )
+        .with_relay(self.routing.relay.clone());
         persisted.save().await?;
         session.peer().extensions().insert(persisted);
         Ok(())
@@ -288,12 +295,10 @@ impl SessionManager {
                 tracing::debug!(session = %id, %error, "a stored session setting was refused");
             }
         }
-        session.peer().extensions().insert(Persisted::new(
-            Arc::clone(&id),
-            Arc::clone(&self.store),
-            self.ttl,
-            record,
-        ));
+        session.peer().extensions().insert(
+            Persisted::new(Arc::clone(&id), Arc::clone(&self.store), self.ttl, record)
+                .with_relay(self.routing.relay.clone()),
+        );
         self.service.session_ready(session.peer());
         let held = {
             let mut map = self.map();
@@ -353,6 +358,36 @@ impl SessionManager {
                 _ => Ok(false),
             },
         }
+    }
+
+    /// Brings the copy of session `id` held here (if any) up to its
+    /// stored record, changed by another instance.
+    pub(crate) async fn refresh(&self, id: &str) {
+        let Some(session) = self.held(id) else {
+            return;
+        };
+        let Some(persisted) = session.peer().extensions().get::<Persisted>() else {
+            return;
+        };
+        let record = match self.store.load(id, self.ttl).await {
+            Ok(Some(record)) => record,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::warn!(session = id, %error, "cannot follow a session changed elsewhere");
+                return;
+            }
+        };
+        for frame in persisted.follow(record).await {
+            let answer = session.answer(frame, None).await;
+            if let Some(error) = answer.filter(|a| a.contains("\"error\"")) {
+                tracing::debug!(session = id, %error, "a session change from elsewhere was refused");
+            }
+        }
+    }
+
+    /// The session with this id, if this instance holds it.
+    pub(crate) fn held(&self, id: &str) -> Option<Arc<HttpSession>> {
+        self.map().get(id).cloned()
     }
 
     /// How many sessions are live.

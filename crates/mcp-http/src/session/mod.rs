@@ -86,6 +86,8 @@ impl HttpSession {
             store: routing.store,
             json_replies: routing.json_replies,
             limits: routing.limits,
+            follows: routing.follows,
+            relay: routing.relay,
             order: tokio::sync::Mutex::new(()),
             table: Mutex::new(RouteTable::default()),
         });
@@ -275,13 +277,28 @@ impl HttpSession {
             return Ok(None);
         }
         let (sink, rx) = outbound::channel(self.routes.limits);
-        if priming {
-            let _ = sink.send(self.routes.prime(STANDALONE).await?);
+        let mut after = None;
+        if priming || self.routes.follows {
+            // A stream that follows the store starts after its priming
+            // event, sent to clients that expect one.
+            let primed = self.routes.prime(STANDALONE).await?;
+            after.clone_from(&primed.event_id);
+            if priming {
+                let _ = sink.send(primed);
+            }
         }
         let mut table = self.routes.table();
         // Checked again: the session may have closed while priming.
         if self.is_closed() {
             return Ok(None);
+        }
+        if self.routes.follows {
+            table.follower = Some(routes::spawn_follower(
+                Arc::clone(&self.routes.store),
+                Arc::clone(&self.id),
+                after,
+                sink.clone(),
+            ));
         }
         table.streams.insert(STANDALONE, StreamRoute::started(sink));
         Ok(Some(rx))
@@ -301,11 +318,13 @@ impl HttpSession {
             .await;
         let outcome = match replay {
             Ok(replay) => {
+                let mut after = last_event_id;
                 for (id, text) in replay
                     .events
                     .into_iter()
                     .filter(|(_, text)| !text.is_empty())
                 {
+                    after.clone_from(&id);
                     let _ = sink.replay(Delivery::new(MessageText::Shared(text), Some(id), false));
                 }
                 // A request stream has a route while a request of it is
@@ -319,6 +338,15 @@ impl HttpSession {
                 let previous = stream.and_then(|stream| table.streams.remove(&stream));
                 match stream {
                     Some(stream) if stream == STANDALONE || previous.is_some() => {
+                        if self.routes.follows && stream == STANDALONE {
+                            // The connection it replaces ends with its follower.
+                            table.follower = Some(routes::spawn_follower(
+                                Arc::clone(&self.routes.store),
+                                Arc::clone(&self.id),
+                                Some(after),
+                                sink.clone(),
+                            ));
+                        }
                         let route = StreamRoute {
                             requests: previous.map(|route| route.requests).unwrap_or_default(),
                             ..StreamRoute::started(sink)
@@ -333,6 +361,25 @@ impl HttpSession {
             Err(ReplayError::UnknownEvent | ReplayError::Evicted) => ResumeOutcome::Unknown,
         };
         (outcome, rx)
+    }
+
+    /// Whether this instance sent the client request `id` and awaits its
+    /// answer (where a relay is set); forgets it: the answer is here.
+    pub(crate) fn take_sent(&self, id: &RequestId) -> bool {
+        self.routes.table().sent.remove(id)
+    }
+
+    /// Forgets the request a forwarded answer answers.
+    pub(crate) fn take_sent_of(&self, frame: &Frame) {
+        use mcp_schema::jsonrpc::Message;
+        let id = match frame {
+            Frame::Single(Message::Response(response)) => Some(&response.id),
+            Frame::Single(Message::Error(error)) => error.id.as_ref(),
+            _ => None,
+        };
+        if let Some(id) = id {
+            self.take_sent(id);
+        }
     }
 
     /// Counts an open SSE connection; the session does not expire while it lasts.

@@ -23,6 +23,12 @@ pub(super) struct Routes {
     pub(super) json_replies: bool,
     /// How far a stream's reader may fall behind.
     pub(super) limits: QueueLimits,
+    /// The standalone stream is fed from the store (shared by several
+    /// instances), not directly (see [`EventStore::follows`]).
+    pub(super) follows: bool,
+    /// Where the requests sent to the client are recorded, so that an
+    /// answer posted to another instance comes back here.
+    pub(super) relay: Option<Arc<dyn crate::relay::ResponseRelay>>,
     /// Held while a message is stored and handed on, and while a resumed
     /// connection is given what it missed and attached: so each stream
     /// gets its messages in the order they are stored, none twice.
@@ -42,6 +48,22 @@ pub(super) struct RouteTable {
     pub(super) streams: HashMap<RouteKey, StreamRoute>,
     /// Which stream carries the messages about a request.
     pub(super) by_request: HashMap<RequestId, RouteKey>,
+    /// The requests this instance sent the client that are not answered
+    /// yet, where a relay is set (answers may reach other instances).
+    pub(super) sent: foldhash::HashSet<RequestId>,
+    /// The task feeding the standalone stream from the store, where it
+    /// follows the store: stopped when replaced or forgotten, which ends
+    /// its connection.
+    pub(super) follower: Option<Follower>,
+}
+
+/// A standalone stream's follower task, stopped when dropped.
+pub(super) struct Follower(tokio::task::AbortHandle);
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The requests of a stream: one, inline, for all but a batch's.
@@ -158,6 +180,35 @@ impl Routes {
         ))
     }
 
+    /// Records a request to the client, so that its answer comes back
+    /// here from any instance; forgets one the engine gave up on
+    /// (`notifications/cancelled`).
+    async fn record_sent(&self, relay: &dyn crate::relay::ResponseRelay, frame: &OutboundFrame) {
+        use mcp_schema::jsonrpc::Message;
+        match frame.kind {
+            FrameKind::Request => {
+                if let Ok(Message::Request(request)) = Message::parse(&frame.text) {
+                    self.table().sent.insert(request.id.clone());
+                    relay.sent(&self.session, &request.id).await;
+                }
+            }
+            FrameKind::Notification if frame.text.contains("\"notifications/cancelled\"") => {
+                #[derive(serde::Deserialize)]
+                #[serde(rename_all = "camelCase")]
+                struct Cancelled {
+                    request_id: RequestId,
+                }
+                if let Ok(Message::Notification(notification)) = Message::parse(&frame.text)
+                    && let Some(params) = notification.params
+                    && let Ok(cancelled) = serde_json::from_str::<Cancelled>(params.get())
+                {
+                    self.table().sent.remove(&cancelled.request_id);
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// The routing table.
     pub(super) fn table(&self) -> std::sync::MutexGuard<'_, RouteTable> {
         self.table.lock().unwrap_or_else(|p| p.into_inner())
@@ -166,6 +217,9 @@ impl Routes {
     /// Stores `frame` and hands it to its stream's connection, in order
     /// with every other such delivery.
     pub(super) async fn deliver(&self, frame: OutboundFrame) {
+        if let Some(relay) = &self.relay {
+            self.record_sent(relay.as_ref(), &frame).await;
+        }
         let _order = self.order.lock().await;
         let (stream, last, priming) = {
             let mut table = self.table();
@@ -175,6 +229,20 @@ impl Routes {
             let stream = table
                 .request_stream(frame.related.as_ref())
                 .unwrap_or(STANDALONE);
+            if self.follows
+                && stream == STANDALONE
+                && frame.kind == FrameKind::Notification
+                && table
+                    .streams
+                    .get(&STANDALONE)
+                    .is_none_or(|route| route.outlet.is_closed())
+                && is_server_wide(&frame.text)
+            {
+                // Every instance raises a server-wide notification for the
+                // sessions it holds; the one with the session's standalone
+                // stream open stores it, so it arrives once.
+                return;
+            }
             let last = frame.kind == FrameKind::Response && stream != STANDALONE;
             if table.streams.get(&stream).is_some_and(|route| route.failed) {
                 // Its client was told it failed.
@@ -213,6 +281,10 @@ impl Routes {
             Ok(id) => Some(id),
             Err(error) => return self.fail_stream(stream, last, &error),
         };
+        if self.follows && stream == STANDALONE {
+            // The stream's follower reads it from the store.
+            return;
+        }
         let mut table = self.table();
         if let Some(route) = table.streams.get_mut(&stream) {
             // A dropped connection is not a cancellation: the message stays
@@ -288,6 +360,64 @@ impl Routes {
     }
 }
 
+/// Whether a notification is one a server raises for every session
+/// (a resource update, a list change) rather than for this one alone.
+fn is_server_wide(text: &str) -> bool {
+    const METHODS: [&str; 4] = [
+        "\"notifications/resources/updated\"",
+        "\"notifications/tools/list_changed\"",
+        "\"notifications/resources/list_changed\"",
+        "\"notifications/prompts/list_changed\"",
+    ];
+    METHODS.iter().any(|method| text.contains(method))
+}
+
+/// Feeds a standalone stream from the event store: the events appended
+/// after `after` by any instance, until the stream's reader goes. An
+/// error of the store ends the stream with it.
+pub(super) fn spawn_follower(
+    store: Arc<dyn EventStore>,
+    session: Arc<str>,
+    after: Option<String>,
+    sink: StreamSender,
+) -> Follower {
+    use futures::StreamExt as _;
+    let task = tokio::spawn(async move {
+        let mut events = store.follow(&session, &STANDALONE.to_string(), after.as_deref());
+        loop {
+            let batch = tokio::select! {
+                batch = events.next() => batch,
+                () = sink.closed() => return,
+            };
+            match batch {
+                Some(Ok(batch)) => {
+                    for (id, text) in batch {
+                        let delivery = Delivery::new(MessageText::Shared(text), Some(id), false);
+                        if sink.send(delivery).is_err() {
+                            return;
+                        }
+                    }
+                }
+                Some(Err(error)) => {
+                    tracing::warn!(session = %session, %error, "a standalone stream cannot follow its events");
+                    let error = mcp_schema::jsonrpc::ErrorObject::internal(format!(
+                        "{error}; the stream is closed and messages may be lost"
+                    ));
+                    let _ = sink.send(Delivery {
+                        text: MessageText::Owned(mcp_schema::jsonrpc::write_error(None, &error)),
+                        event_id: None,
+                        last: true,
+                        failed: true,
+                    });
+                    return;
+                }
+                None => return,
+            }
+        }
+    });
+    Follower(task.abort_handle())
+}
+
 impl RouteTable {
     /// The stream of a pending request: never the standalone one, as
     /// request streams are numbered from 1.
@@ -323,6 +453,8 @@ impl RouteTable {
     pub(super) fn clear(&mut self) {
         self.streams.clear();
         self.by_request.clear();
+        self.sent.clear();
+        self.follower = None;
     }
 
     /// A request ended without a response (cancelled): its stream ends

@@ -121,9 +121,66 @@ pub struct Instance {
     pub url: String,
     pub endpoint: Arc<McpEndpoint>,
     shutdown: Option<oneshot::Sender<()>>,
+    /// Its end of the instances' bus, where it has one.
+    pub bus: Option<mcp_redis::RedisBus>,
 }
 
 impl Instance {
+    /// Serves `server` as `mcp serve --redis` does: standalone streams
+    /// follow the shared event store, and server-wide events go to every
+    /// instance through the bus.
+    pub async fn start_delivering(
+        server: mcp_server::Server,
+        redis: &Redis,
+        conn: &ConnectionManager,
+    ) -> Instance {
+        Self::start_delivering_at(server, &redis.url(), conn).await
+    }
+
+    /// [`Instance::start_delivering`] on the Redis at `url`.
+    pub async fn start_delivering_at(
+        server: mcp_server::Server,
+        url: &str,
+        conn: &ConnectionManager,
+    ) -> Instance {
+        let client = mcp_redis::Client::open(url).expect("Redis URL");
+        let bus = mcp_redis::RedisBus::join(client.clone(), conn.clone())
+            .await
+            .expect("join the bus");
+        let publisher = bus.clone();
+        server.set_broadcast(move |event| {
+            publisher.publish_event(serde_json::to_string(event).expect("event as JSON"))
+        });
+        let receiver = server.clone();
+        bus.on_event(move |text| {
+            if let Ok(event) = serde_json::from_str(text) {
+                receiver.raise_here(&event);
+            }
+        });
+        let events = RedisEventStore::new(conn.clone()).follow_with(client);
+        let relay = Arc::new(bus.clone());
+        let mut instance = Instance::start(server, conn, move |c| {
+            c.event_store(Arc::new(events)).response_relay(relay)
+        })
+        .await;
+        let endpoint = Arc::clone(&instance.endpoint);
+        bus.on_forwarded(move |session, message| {
+            let (endpoint, session, message) = (
+                Arc::clone(&endpoint),
+                session.to_owned(),
+                message.to_owned(),
+            );
+            tokio::spawn(async move { endpoint.take_forwarded(&session, &message).await });
+        });
+        let endpoint = Arc::clone(&instance.endpoint);
+        bus.on_session_changed(move |session| {
+            let (endpoint, session) = (Arc::clone(&endpoint), session.to_owned());
+            tokio::spawn(async move { endpoint.refresh_session(&session).await });
+        });
+        instance.bus = Some(bus);
+        instance
+    }
+
     /// Serves `server`, with the loopback defaults changed by `tweak`,
     /// sharing sessions and events through `redis`.
     pub async fn start(
@@ -152,6 +209,7 @@ impl Instance {
             url: format!("http://127.0.0.1:{port}/mcp"),
             endpoint,
             shutdown: Some(tx),
+            bus: None,
         }
     }
 }
@@ -288,6 +346,16 @@ impl Events {
             }
         }
     }
+}
+
+/// A GET opening `session`'s standalone stream.
+pub async fn listen(http: &reqwest::Client, url: &str, session: &str) -> reqwest::Response {
+    let request = http
+        .get(url)
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", VERSION)
+        .header("mcp-session-id", session);
+    within("GET", request.send()).await.expect("GET sent")
 }
 
 /// A GET resuming `session`'s stream after `last_event_id`.

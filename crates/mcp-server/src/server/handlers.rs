@@ -137,7 +137,7 @@ impl Server {
         let cursor = jsonrpc::from_params_text::<PaginatedRequestParams>(params)?.cursor;
         let (chunk, next) = {
             let catalog = self.read_catalog();
-            let signer = &self.inner.signer;
+            let signer = &self.signer();
             page(
                 signer,
                 kind,
@@ -172,7 +172,7 @@ impl Server {
         responses: Option<mcp_schema::InputResponses>,
     ) -> Result<Context, ErrorObject> {
         let round = if ctx.revision.uses_input_required() {
-            InputRound::open(&self.inner.signer, purpose, state, responses)?
+            InputRound::open(&self.signer(), purpose, state, responses)?
         } else {
             InputRound::default()
         };
@@ -191,8 +191,7 @@ impl Server {
         match outcome {
             Ok(value) => to_result(&value),
             Err(HandlerError::InputRequired) if round.has_questions() => {
-                let (requests, state) =
-                    round.close(&self.inner.signer, purpose, self.inner.state_ttl);
+                let (requests, state) = round.close(&self.signer(), purpose, self.inner.state_ttl);
                 to_result(&InputRequiredResult::new(requests, Some(state)))
             }
             Err(HandlerError::InputRequired) => Err(ErrorObject::internal(

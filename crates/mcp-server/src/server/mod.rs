@@ -172,9 +172,10 @@ impl ServerBuilder {
         };
         Server {
             inner: Arc::new(Inner {
+                broadcast: std::sync::OnceLock::new(),
                 identity: Arc::new(identity),
                 catalog: RwLock::new(self.catalog),
-                signer: Signer::random(),
+                signer: RwLock::new(Signer::random()),
                 page_size: self.page_size,
                 cache_ttl: self.cache_ttl.unwrap_or_default(),
                 state_ttl: DEFAULT_STATE_TTL,
@@ -224,10 +225,34 @@ struct Listener {
     filter: SubscriptionFilter,
 }
 
+/// A server-wide change: every instance of a server that serves the same
+/// clients tells its own (see [`Server::set_broadcast`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ServerEvent {
+    /// A resource changed (`notifications/resources/updated`).
+    ResourceUpdated {
+        /// The resource.
+        uri: String,
+    },
+    /// The tools changed.
+    ToolsListChanged,
+    /// The resources or templates changed.
+    ResourcesListChanged,
+    /// The prompts changed.
+    PromptsListChanged,
+}
+
+/// Where server-wide changes go for other instances.
+struct Broadcast(Arc<dyn Fn(&ServerEvent) + Send + Sync>);
+
 struct Inner {
+    /// Server-wide changes for other instances, once set.
+    broadcast: std::sync::OnceLock<Broadcast>,
     identity: Arc<ServerIdentity>,
     catalog: RwLock<Catalog>,
-    signer: Signer,
+    signer: RwLock<Signer>,
     page_size: usize,
     cache_ttl: Duration,
     state_ttl: Duration,
@@ -320,8 +345,20 @@ impl Server {
         &self.inner.tasks
     }
 
-    pub(crate) fn signer(&self) -> &Signer {
-        &self.inner.signer
+    pub(crate) fn signer(&self) -> Signer {
+        self.inner
+            .signer
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Signs cursors and `requestState` with a key derived from `secret`
+    /// from now on (see [`Signer::from_secret`]), instead of the random
+    /// key of each server: instances that serve the same clients behind
+    /// one load balancer must share it. Tokens issued before are refused.
+    pub fn set_state_key(&self, secret: &[u8]) {
+        *self.inner.signer.write().unwrap_or_else(|p| p.into_inner()) = Signer::from_secret(secret);
     }
 
     pub(crate) fn page_size(&self) -> usize {

@@ -33,8 +33,42 @@ impl Server {
         }
     }
 
-    /// Tells every client subscribed to `uri` that it changed.
+    /// Tells every client subscribed to `uri` that it changed, here and,
+    /// where a broadcast is set, on every other instance.
     pub fn notify_resource_updated(&self, uri: &str) {
+        self.resource_updated_here(uri);
+        self.broadcast(&ServerEvent::ResourceUpdated {
+            uri: uri.to_owned(),
+        });
+    }
+
+    /// Hands `event` to the broadcast, if one is set.
+    fn broadcast(&self, event: &ServerEvent) {
+        if let Some(broadcast) = self.inner.broadcast.get() {
+            (broadcast.0)(event);
+        }
+    }
+
+    /// Sends every server-wide change raised here to `broadcast` too, for
+    /// the other instances of this server that serve the same clients
+    /// (behind one load balancer); they pass what they receive to
+    /// [`Server::raise_here`]. Set once; later calls are ignored.
+    pub fn set_broadcast(&self, broadcast: impl Fn(&ServerEvent) + Send + Sync + 'static) {
+        let _ = self.inner.broadcast.set(Broadcast(Arc::new(broadcast)));
+    }
+
+    /// Tells this instance's clients of a change raised on another
+    /// instance, without broadcasting it again.
+    pub fn raise_here(&self, event: &ServerEvent) {
+        match event {
+            ServerEvent::ResourceUpdated { uri } => self.resource_updated_here(uri),
+            ServerEvent::ToolsListChanged => self.list_changed_here(ListKind::Tools),
+            ServerEvent::ResourcesListChanged => self.list_changed_here(ListKind::Resources),
+            ServerEvent::PromptsListChanged => self.list_changed_here(ListKind::Prompts),
+        }
+    }
+
+    fn resource_updated_here(&self, uri: &str) {
         let params = ResourceUpdatedNotificationParams::new(uri);
         for peer in lock(&self.inner.sessions).values() {
             let subscribed = peer
@@ -69,6 +103,15 @@ impl Server {
     }
 
     pub(super) fn list_changed(&self, kind: ListKind) {
+        self.list_changed_here(kind);
+        self.broadcast(&match kind {
+            ListKind::Tools => ServerEvent::ToolsListChanged,
+            ListKind::Resources => ServerEvent::ResourcesListChanged,
+            ListKind::Prompts => ServerEvent::PromptsListChanged,
+        });
+    }
+
+    fn list_changed_here(&self, kind: ListKind) {
         let method = match kind {
             ListKind::Tools => methods::NOTIFICATION_TOOLS_LIST_CHANGED,
             ListKind::Resources => methods::NOTIFICATION_RESOURCES_LIST_CHANGED,

@@ -41,7 +41,7 @@ impl Server {
                 name: &params.name,
             };
             InputRound::open(
-                self.signer(),
+                &self.signer(),
                 purpose,
                 params.request_state.as_deref(),
                 params.input_responses.clone(),

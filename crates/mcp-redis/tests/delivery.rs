@@ -1,0 +1,878 @@
+//! Three server instances (endpoints on their own loopback ports, in this
+//! process) sharing one real Redis, as behind a round-robin load balancer
+//! without affinity: what any instance sends a session reaches the
+//! instance that holds its stream, and server-wide events reach every
+//! instance's clients.
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use mcp_schema::ResourceContents;
+use mcp_server::{Context, HandlerError, NoArguments, ResourceDef, Server, ToolDef};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use support::{Events, Instance, Redis, call, client, initialize, listen, post, resume, within};
+
+const WATCHED: &str = "test://watched";
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Announce {
+    /// Who announces (in each message).
+    source: String,
+    /// How many numbered messages to send.
+    count: u64,
+}
+
+/// A server whose `announce` tool sends numbered log messages to the
+/// session (its standalone stream), not to the call's stream, and whose
+/// `touch` tool tells subscribers that `test://watched` changed.
+fn server() -> Server {
+    let resource = mcp_schema::Resource::new(WATCHED, "Watched");
+    Server::builder("redis-delivery", "1.0")
+        .tool(ToolDef::new(
+            "announce",
+            "Sends numbered log messages to the session",
+            |args: Announce, ctx: Context| async move {
+                for n in 0..args.count {
+                    let params = json!({"level": "info", "data": {"source": args.source, "n": n}});
+                    assert!(ctx.notify_session("notifications/message", &params).await);
+                }
+                Ok::<_, HandlerError>("announced".to_owned())
+            },
+        ))
+        .tool(ToolDef::new(
+            "touch",
+            "Changes test://watched",
+            |_: NoArguments, ctx: Context| async move {
+                ctx.server().notify_resource_updated(WATCHED);
+                Ok::<_, HandlerError>("touched".to_owned())
+            },
+        ))
+        .tool(ToolDef::new(
+            "ask",
+            "Asks the user's name (elicitation) and answers with it",
+            |_: NoArguments, ctx: Context| async move {
+                let params = serde_json::from_value(json!({
+                    "message": "Your name?",
+                    "requestedSchema": {"type": "object",
+                        "properties": {"name": {"type": "string"}}, "required": ["name"]},
+                }))
+                .expect("a form");
+                let answer = ctx.elicit("name", params).await?;
+                Ok::<_, HandlerError>(format!(
+                    "hello {}",
+                    serde_json::to_value(&answer.content).expect("JSON")["name"]
+                ))
+            },
+        ))
+        .tool(ToolDef::new(
+            "stall",
+            "Logs three numbered messages on the call's stream, then never answers",
+            |_: NoArguments, ctx: Context| async move {
+                for n in 0..3 {
+                    ctx.log(mcp_schema::LoggingLevel::Info, None, json!({"n": n}))
+                        .await;
+                }
+                std::future::pending::<()>().await;
+                Ok::<_, HandlerError>("never".to_owned())
+            },
+        ))
+        .resource(ResourceDef::dynamic(resource, |_| async {
+            Ok(vec![ResourceContents::text(WATCHED, None, "watched")])
+        }))
+        .build()
+}
+
+fn tool_call(id: i64, name: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments}})
+}
+
+/// What a client read of its standalone stream, over its connections.
+#[derive(Default)]
+struct Received {
+    /// The numbers announced by each source, in arrival order.
+    by_source: BTreeMap<String, Vec<u64>>,
+    /// Resource updates, by URI.
+    updated: Vec<String>,
+    last_id: Option<String>,
+}
+
+impl Received {
+    fn take(&mut self, event: mcp_http::sse::SseEvent) {
+        if event.id.is_some() {
+            self.last_id = event.id;
+        }
+        if event.data.is_empty() {
+            return;
+        }
+        let message: Value = serde_json::from_str(&event.data).expect("JSON event");
+        match message["method"].as_str() {
+            Some("notifications/message") => {
+                let data = &message["params"]["data"];
+                self.by_source
+                    .entry(data["source"].as_str().expect("source").to_owned())
+                    .or_default()
+                    .push(data["n"].as_u64().expect("numbered"));
+            }
+            Some("notifications/resources/updated") => self
+                .updated
+                .push(message["params"]["uri"].as_str().expect("uri").to_owned()),
+            _ => panic!("unexpected on the standalone stream: {message}"),
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.by_source.values().map(Vec::len).sum()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standalone_stream_gets_what_every_instance_sends_once_and_in_order() {
+    const EACH: u64 = 600;
+    let redis = Redis::start();
+    let conn = redis.connect().await;
+    let a = Instance::start_delivering(server(), &redis, &conn).await;
+    let b = Instance::start_delivering(server(), &redis, &conn).await;
+    let c = Instance::start_delivering(server(), &redis, &conn).await;
+    let http = client();
+    let session = initialize(&http, &a.url).await;
+
+    let response = listen(&http, &a.url, &session).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut events = Events::new(response);
+    let mut got = Received::default();
+    // The priming event: an id to resume from.
+    got.take(events.next().await.expect("priming event"));
+    assert!(got.last_id.is_some());
+
+    // Announcements through POSTs on B and C at once.
+    let announce = |url: String, source: &'static str, id: i64| {
+        let (http, session) = (http.clone(), session.clone());
+        tokio::spawn(async move {
+            let body = tool_call(id, "announce", json!({"source": source, "count": EACH}));
+            let (status, body) =
+                support::reply(post(&http, &url, Some(&session), &body).await).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            assert_eq!(body["result"]["content"][0]["text"], "announced", "{body}");
+        })
+    };
+    let on_b = announce(b.url.clone(), "B", 1);
+    let on_c = announce(c.url.clone(), "C", 2);
+
+    // Part on A, then the connection is cut.
+    while got.count() < 300 {
+        got.take(events.next().await.expect("the stream goes on"));
+    }
+    drop(events);
+    within("announce on B", on_b).await.expect("B announced");
+    within("announce on C", on_c).await.expect("C announced");
+
+    // Resumed on C, which holds no stream of the session and sent some of it.
+    let from = got.last_id.clone().expect("an event id");
+    let response = resume(&http, &c.url, &session, &from).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut events = Events::new(response);
+    while got.count() < 2 * EACH as usize {
+        got.take(events.next().await.expect("the resumed stream goes on"));
+    }
+
+    // One more, from B, arrives live on C's stream: nothing after it.
+    let (status, body) = support::reply(
+        post(
+            &http,
+            &b.url,
+            Some(&session),
+            &tool_call(3, "announce", json!({"source": "end", "count": 1})),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    while !got.by_source.contains_key("end") {
+        got.take(events.next().await.expect("the resumed stream goes on"));
+    }
+    let expected: Vec<u64> = (0..EACH).collect();
+    assert_eq!(
+        got.by_source["B"], expected,
+        "B's messages lost, repeated or reordered"
+    );
+    assert_eq!(
+        got.by_source["C"], expected,
+        "C's messages lost, repeated or reordered"
+    );
+    assert_eq!(got.by_source["end"], [0]);
+    assert!(got.updated.is_empty());
+    drop((a, b, c));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_update_on_one_instance_reaches_subscribers_on_the_others() {
+    let redis = Redis::start();
+    let conn = redis.connect().await;
+    let a = Instance::start_delivering(server(), &redis, &conn).await;
+    let b = Instance::start_delivering(server(), &redis, &conn).await;
+    let c = Instance::start_delivering(server(), &redis, &conn).await;
+    let http = client();
+
+    // A legacy session with its stream open on A; B holds the session too
+    // (it served a request of it); it subscribes through C.
+    let session = initialize(&http, &a.url).await;
+    let response = listen(&http, &a.url, &session).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut stream = Events::new(response);
+    let mut got = Received::default();
+    got.take(stream.next().await.expect("priming event"));
+    let (status, body) = call(&http, &b.url, &session, 1, "tools/list", json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = call(
+        &http,
+        &c.url,
+        &session,
+        2,
+        "resources/subscribe",
+        json!({"uri": WATCHED}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    // A hears of the subscription (through the bus, so not at once): a
+    // change made on C then reaches the stream on A.
+    let other = initialize(&http, &c.url).await;
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        assert!(
+            attempts <= 100,
+            "A never followed the subscription made on C"
+        );
+        let (status, body) = call(
+            &http,
+            &c.url,
+            &other,
+            9,
+            "tools/call",
+            json!({"name": "touch", "arguments": {}}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let before = got.updated.len();
+        while let Ok(event) =
+            tokio::time::timeout(std::time::Duration::from_millis(200), stream.next()).await
+        {
+            got.take(event.expect("the stream goes on"));
+        }
+        if got.updated.len() > before {
+            break;
+        }
+    }
+    let followed = got.updated.len();
+
+    // A 2026-07-28 listen stream on B.
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "redis-test", "version": "1.0"},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
+        "params": {"notifications": {"resourceSubscriptions": [WATCHED]}, "_meta": meta}});
+    let request = http
+        .post(&b.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .body(body.to_string());
+    let response = within("listen POST", request.send()).await.expect("POST");
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut modern = Events::new(response);
+    let ack = loop {
+        let event = modern.next().await.expect("acknowledgement");
+        if !event.data.is_empty() {
+            break serde_json::from_str::<Value>(&event.data).expect("JSON");
+        }
+    };
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+
+    // The change, in another session, on C; then another on B.
+    for (url, id) in [(&c.url, 3), (&b.url, 4)] {
+        let (status, body) = call(
+            &http,
+            url,
+            &other,
+            id,
+            "tools/call",
+            json!({"name": "touch", "arguments": {}}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    for _ in 0..2 {
+        let update = loop {
+            let event = modern.next().await.expect("an update on the listen stream");
+            if !event.data.is_empty() {
+                break serde_json::from_str::<Value>(&event.data).expect("JSON");
+            }
+        };
+        assert_eq!(
+            update["method"], "notifications/resources/updated",
+            "{update}"
+        );
+        assert_eq!(update["params"]["uri"], WATCHED, "{update}");
+        assert_eq!(
+            update["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "listen-1",
+            "{update}"
+        );
+    }
+    while got.updated.len() < followed + 2 {
+        got.take(stream.next().await.expect("an update on the legacy stream"));
+    }
+
+    // A marker sent after both: no copy of either update came meanwhile.
+    let (status, body) = support::reply(
+        post(
+            &http,
+            &b.url,
+            Some(&session),
+            &tool_call(5, "announce", json!({"source": "end", "count": 1})),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    while !got.by_source.contains_key("end") {
+        got.take(stream.next().await.expect("the stream goes on"));
+    }
+    assert_eq!(got.updated.len(), followed + 2, "each update once");
+    assert!(got.updated.iter().all(|uri| uri == WATCHED));
+    drop((a, b, c));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cursors_from_one_instance_are_accepted_by_another_with_the_same_key() {
+    let redis = Redis::start();
+    let mut conn = redis.connect().await;
+    let paged = || Server::builder("paged", "1.0").page_size(1);
+    let paged = |key: &[u8]| {
+        let server = paged()
+            .tool(ToolDef::new(
+                "one",
+                "First",
+                |_: NoArguments, _: Context| async { Ok::<_, HandlerError>("1".to_owned()) },
+            ))
+            .tool(ToolDef::new(
+                "two",
+                "Second",
+                |_: NoArguments, _: Context| async { Ok::<_, HandlerError>("2".to_owned()) },
+            ))
+            .build();
+        server.set_state_key(key);
+        server
+    };
+    // The key every instance on this Redis shares, made by the first.
+    let shared = mcp_redis::shared_state_key(&mut conn).await.expect("key");
+    assert_eq!(shared.len(), 64);
+    assert_eq!(
+        mcp_redis::shared_state_key(&mut conn).await.expect("key"),
+        shared,
+        "the second instance gets the first one's key"
+    );
+    let a = Instance::start(paged(&shared), &conn, |c| c).await;
+    let b = Instance::start(paged(&shared), &conn, |c| c).await;
+    let c = Instance::start(paged(b"another key, not the shared one"), &conn, |c| c).await;
+    let http = client();
+    let session = initialize(&http, &a.url).await;
+
+    let (status, first) = call(&http, &a.url, &session, 1, "tools/list", json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    assert_eq!(first["result"]["tools"][0]["name"], "one", "{first}");
+    let cursor = first["result"]["nextCursor"]
+        .as_str()
+        .expect("a cursor")
+        .to_owned();
+
+    let (status, second) = call(
+        &http,
+        &b.url,
+        &session,
+        2,
+        "tools/list",
+        json!({"cursor": cursor}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{second}");
+    assert_eq!(second["result"]["tools"][0]["name"], "two", "{second}");
+
+    let (_, refused) = call(
+        &http,
+        &c.url,
+        &session,
+        3,
+        "tools/list",
+        json!({"cursor": cursor}),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let message = refused["error"]["message"].as_str().expect("a message");
+    assert!(message.contains("cursor"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_posted_to_another_instance_reaches_the_request() {
+    let redis = Redis::start();
+    let conn = redis.connect().await;
+    let a = Instance::start_delivering(server(), &redis, &conn).await;
+    let b = Instance::start_delivering(server(), &redis, &conn).await;
+    let http = client();
+    // A client that can answer elicitations.
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": support::VERSION,
+        "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "redis-test", "version": "1.0"},
+    }});
+    let response = post(&http, &a.url, None, &init).await;
+    let session = response.headers()["mcp-session-id"]
+        .to_str()
+        .expect("ASCII")
+        .to_owned();
+    assert_eq!(support::reply(response).await.0, StatusCode::OK);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(
+        post(&http, &a.url, Some(&session), &initialized)
+            .await
+            .status(),
+        StatusCode::ACCEPTED
+    );
+
+    // The call runs on A, which asks the client on the call's stream.
+    let response = post(
+        &http,
+        &a.url,
+        Some(&session),
+        &tool_call(1, "ask", json!({})),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut call = Events::new(response);
+    let question = loop {
+        let event = call.next().await.expect("the question");
+        if !event.data.is_empty() {
+            break serde_json::from_str::<Value>(&event.data).expect("JSON");
+        }
+    };
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+
+    // An answer to a request nobody sent is handled as before, on B.
+    let stray = json!({"jsonrpc": "2.0", "id": 987_654, "result": {"action": "cancel"}});
+    let response = post(&http, &b.url, Some(&session), &stray).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+
+    // The answer goes to B, which hands it to A.
+    let answer = json!({"jsonrpc": "2.0", "id": question["id"],
+        "result": {"action": "accept", "content": {"name": "Ada"}}});
+    let response = post(&http, &b.url, Some(&session), &answer).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let result = loop {
+        let event = call.next().await.expect("the call's response");
+        if !event.data.is_empty() {
+            let message: Value = serde_json::from_str(&event.data).expect("JSON");
+            if message["id"] == 1 {
+                break message;
+            }
+        }
+    };
+    assert_eq!(
+        result["result"]["content"][0]["text"], "hello \"Ada\"",
+        "{result}"
+    );
+}
+
+/// An instance on a runtime of its own, in a thread: [`Killable::kill`]
+/// drops the runtime, which ends every task and closes every socket of
+/// the instance at once, as a killed process would.
+struct Killable {
+    url: String,
+    kill: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Killable {
+    fn start(redis: &Redis) -> Killable {
+        let (url_tx, url_rx) = std::sync::mpsc::channel();
+        let (kill, killed) = std::sync::mpsc::channel::<()>();
+        let redis_url = redis.url();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            let instance = runtime.block_on(async {
+                let conn = mcp_redis::connect(&redis_url).await.expect("connect");
+                Instance::start_delivering_at(server(), &redis_url, &conn).await
+            });
+            url_tx.send(instance.url.clone()).expect("URL sent");
+            let _ = killed.recv();
+            std::mem::forget(instance);
+            runtime.shutdown_background();
+        });
+        let url = url_rx.recv().expect("the instance started");
+        Killable {
+            url,
+            kill: Some(kill),
+            thread: Some(thread),
+        }
+    }
+
+    fn kill(&mut self) {
+        drop(self.kill.take());
+        if let Some(thread) = self.thread.take() {
+            thread.join().expect("the instance's thread");
+        }
+    }
+}
+
+/// A client that answers nothing (it declares no capabilities).
+struct Nothing;
+
+impl mcp_core::Service for Nothing {
+    fn handle_request(
+        &self,
+        request: mcp_core::IncomingRequest,
+        _: mcp_core::RequestContext,
+    ) -> mcp_core::BoxFuture<'static, mcp_core::HandlerResult> {
+        Box::pin(async move { Err(mcp_schema::ErrorObject::method_not_found(&request.method)) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_on_an_instance_that_dies_ends_with_an_error_and_its_stream_resumes_elsewhere() {
+    let redis = Redis::start();
+    let conn = redis.connect().await;
+    let mut a = Killable::start(&redis);
+    let b = Instance::start_delivering(server(), &redis, &conn).await;
+
+    // Our own client, on A.
+    let connected = within(
+        "connect",
+        mcp_http::client::connect(mcp_http::client::HttpClientConfig::new(&a.url)),
+    )
+    .await
+    .expect("connect");
+    let (transport, _handle) = connected.into_parts();
+    let identity = mcp_core::ClientIdentity::new(
+        mcp_schema::Implementation::new("redis-test", "1.0"),
+        Default::default(),
+    );
+    let engine = mcp_core::serve(
+        transport,
+        std::sync::Arc::new(Nothing),
+        mcp_core::SessionConfig::new(mcp_core::Role::Client(std::sync::Arc::new(identity)))
+            .request_timeout(std::time::Duration::from_secs(600)),
+    );
+    let peer = engine.peer().clone();
+    let init: Value = within(
+        "initialize",
+        peer.request(
+            "initialize",
+            &json!({"protocolVersion": support::VERSION, "capabilities": {},
+                "clientInfo": {"name": "redis-test", "version": "1.0"}}),
+            mcp_core::RequestOptions::new(),
+        ),
+    )
+    .await
+    .expect("initialize");
+    assert_eq!(init["protocolVersion"], support::VERSION);
+    peer.notify("notifications/initialized", &json!({}))
+        .await
+        .expect("initialized");
+
+    // A call that A never answers, and a raw look at its stream.
+    let call = tokio::spawn({
+        let peer = peer.clone();
+        async move {
+            peer.request::<_, Value>(
+                "tools/call",
+                &json!({"name": "stall", "arguments": {}}),
+                mcp_core::RequestOptions::new(),
+            )
+            .await
+        }
+    });
+    // The same call in a session of raw HTTP, to look at its stream.
+    let http = client();
+    let session = initialize(&http, &a.url).await;
+    let response = post(
+        &http,
+        &a.url,
+        Some(&session),
+        &tool_call(50, "stall", json!({})),
+    )
+    .await;
+    let mut events = Events::new(response);
+    let mut seen = Vec::new();
+    let mut first_id = None;
+    while seen.len() < 3 {
+        let event = events.next().await.expect("the call's stream");
+        if !event.data.is_empty() {
+            let message: Value = serde_json::from_str(&event.data).expect("JSON");
+            seen.push(message["params"]["data"]["n"].as_u64().expect("numbered"));
+            if first_id.is_none() {
+                first_id = event.id.clone();
+            }
+        }
+    }
+    let first_id = first_id.expect("event ids");
+
+    a.kill();
+
+    // The client's call ends with an error, not a hang.
+    let outcome = within("the call after the instance died", call)
+        .await
+        .expect("the call's task");
+    assert!(
+        outcome.is_err(),
+        "a call on a dead instance answered {outcome:?}"
+    );
+    // The raw stream breaks too.
+    while events.next().await.is_some() {}
+
+    // Resumed on B from the first message: the two stored after it, once;
+    // the call's stream then ends (no instance runs it any more).
+    let response = resume(&http, &b.url, &session, &first_id).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut resumed = Events::new(response);
+    let mut again = Vec::new();
+    while let Some(event) = resumed.next().await {
+        if !event.data.is_empty() {
+            let message: Value = serde_json::from_str(&event.data).expect("JSON");
+            again.push(message["params"]["data"]["n"].as_u64().expect("numbered"));
+        }
+    }
+    assert_eq!(seen, [0, 1, 2]);
+    assert_eq!(
+        again,
+        [1, 2],
+        "what was stored after the first message, once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_without_priming_events_is_fed_from_the_start() {
+    const OLDER: &str = "2025-06-18";
+    let redis = Redis::start();
+    let conn = redis.connect().await;
+    let a = Instance::start_delivering(server(), &redis, &conn).await;
+    let b = Instance::start_delivering(server(), &redis, &conn).await;
+    let http = client();
+    let with = |request: reqwest::RequestBuilder, session: Option<&str>| {
+        let request = request
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", OLDER);
+        match session {
+            Some(session) => request.header("mcp-session-id", session),
+            None => request,
+        }
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": OLDER, "capabilities": {},
+        "clientInfo": {"name": "redis-test", "version": "1.0"}}});
+    let response = within(
+        "initialize",
+        with(http.post(&a.url), None).body(init.to_string()).send(),
+    )
+    .await
+    .expect("POST");
+    let session = response.headers()["mcp-session-id"]
+        .to_str()
+        .expect("ASCII")
+        .to_owned();
+    assert_eq!(support::reply(response).await.0, StatusCode::OK);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let response = within(
+        "initialized",
+        with(http.post(&a.url), Some(&session))
+            .body(initialized.to_string())
+            .send(),
+    )
+    .await
+    .expect("POST");
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+
+    let response = within("GET", with(http.get(&a.url), Some(&session)).send())
+        .await
+        .expect("GET");
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut events = Events::new(response);
+    // Sent as soon as the stream is open: none is lost.
+    let body = tool_call(1, "announce", json!({"source": "B", "count": 50}));
+    let response = within(
+        "announce",
+        with(http.post(&b.url), Some(&session))
+            .body(body.to_string())
+            .send(),
+    )
+    .await
+    .expect("POST");
+    assert_eq!(support::reply(response).await.0, StatusCode::OK);
+    let mut got = Received::default();
+    while got.count() < 50 {
+        let event = events.next().await.expect("the stream goes on");
+        assert!(!event.data.is_empty(), "no priming event in {OLDER}");
+        got.take(event);
+    }
+    assert_eq!(got.by_source["B"], (0..50).collect::<Vec<u64>>());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_followed_stream_ends_when_replaced_or_when_its_session_ends() {
+    let redis = Redis::start();
+    let conn = redis.connect().await;
+    let a = Instance::start_delivering(server(), &redis, &conn).await;
+    let http = client();
+    let session = initialize(&http, &a.url).await;
+    let response = listen(&http, &a.url, &session).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut first = Events::new(response);
+    let priming = first.next().await.expect("priming event");
+    let from = priming.id.expect("an id");
+
+    // Resumed on a second connection: the first one ends.
+    let response = resume(&http, &a.url, &session, &from).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut second = Events::new(response);
+    assert!(first.next().await.is_none(), "the replaced stream goes on");
+
+    // The session ends: so does its stream.
+    let deleted = within(
+        "DELETE",
+        http.delete(&a.url)
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", support::VERSION)
+            .send(),
+    )
+    .await
+    .expect("DELETE");
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    while let Some(event) = second.next().await {
+        assert!(event.data.is_empty(), "unexpected: {event:?}");
+    }
+}
+
+/// A 2026-07-28 `tools/call` of `name` on `url`, with these extra params;
+/// the status and the JSON body.
+async fn modern_call(
+    http: &reqwest::Client,
+    url: &str,
+    name: &str,
+    extra: Value,
+) -> (StatusCode, Value) {
+    let mut params = json!({"name": name, "arguments": {}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "redis-test", "version": "1.0"},
+    }});
+    if let (Some(params), Value::Object(extra)) = (params.as_object_mut(), extra) {
+        params.extend(extra);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    let request = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", name)
+        .body(body.to_string());
+    support::reply(within("POST", request.send()).await.expect("POST")).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_state_from_one_instance_is_accepted_by_another_with_the_same_key() {
+    const TOOL: &str = "test_input_required_result_elicitation";
+    let redis = Redis::start();
+    let conn = redis.connect().await;
+    let keyed = |key: &[u8]| {
+        let server = mcp_servers::everything::server();
+        server.set_state_key(key);
+        server
+    };
+    let shared = b"the key every instance of this deployment has";
+    let a = Instance::start(keyed(shared), &conn, |c| c).await;
+    let b = Instance::start(keyed(shared), &conn, |c| c).await;
+    let c = Instance::start(keyed(b"some other instance's own key"), &conn, |c| c).await;
+    let http = client();
+
+    let (status, first) = modern_call(&http, &a.url, TOOL, json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let retry = json!({
+        "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ada"}}},
+        "requestState": first["result"]["requestState"],
+    });
+
+    let (status, done) = modern_call(&http, &b.url, TOOL, retry.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Hello, Ada!",
+        "{done}"
+    );
+
+    let (_, refused) = modern_call(&http, &c.url, TOOL, retry).await;
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("requestState"), "{refused}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bus_comes_back_after_a_redis_outage() {
+    let mut redis = Redis::start();
+    let conn = redis.connect().await;
+    let a = Instance::start_delivering(server(), &redis, &conn).await;
+    let b = Instance::start_delivering(server(), &redis, &conn).await;
+    let http = client();
+
+    // A 2026-07-28 listen stream on A, for test://watched.
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "redis-test", "version": "1.0"},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
+        "params": {"notifications": {"resourceSubscriptions": [WATCHED]}, "_meta": meta}});
+    let request = http
+        .post(&a.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .body(body.to_string());
+    let response = within("listen POST", request.send()).await.expect("POST");
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut listen = Events::new(response);
+
+    redis.restart();
+
+    // Changes made on B reach A again once both are back on Redis.
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        assert!(attempts <= 100, "no update reached A after the outage");
+        let (status, body) = modern_call(&http, &b.url, "touch", json!({})).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let mut updated = false;
+        while let Ok(event) =
+            tokio::time::timeout(std::time::Duration::from_millis(200), listen.next()).await
+        {
+            let event = event.expect("the listen stream goes on");
+            updated |= event.data.contains("notifications/resources/updated");
+        }
+        if updated {
+            break;
+        }
+    }
+}
