@@ -159,7 +159,7 @@ impl Shared {
         Shared {
             outbound: std::sync::RwLock::new(Some(outbound)),
             pending: Mutex::new(HashMap::new()),
-            next_id: AtomicI64::new(1),
+            next_id: AtomicI64::new(config.first_request_id),
             config,
             state: Mutex::new(SessionState {
                 phase: Phase::Fresh,

@@ -124,6 +124,11 @@ pub struct SessionConfig {
     /// When the peer stops sending, requests in flight get this long to
     /// finish before they are cancelled.
     pub shutdown_grace: Duration,
+    /// The id of the first request this side sends in a session (then 1
+    /// more each time). Instances that share sessions start at different,
+    /// random points, so that their requests to one client never share an
+    /// id.
+    pub first_request_id: i64,
 }
 
 impl SessionConfig {
@@ -164,6 +169,7 @@ impl SessionConfig {
             max_request_timeout: Duration::from_secs(600),
             max_concurrent_requests: 512,
             shutdown_grace: Duration::from_secs(5),
+            first_request_id: 1,
         }
     }
 

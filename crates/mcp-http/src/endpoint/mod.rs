@@ -84,6 +84,14 @@ impl McpEndpoint {
         session_config: SessionConfig,
         config: HttpConfig,
     ) -> Arc<Self> {
+        let mut session_config = session_config;
+        if config.response_relay.is_some() {
+            // Sessions continue on other instances, whose requests to the
+            // client are told apart by their ids: each instance numbers
+            // from its own random point (below 2^52, which JavaScript
+            // clients read exactly).
+            session_config.first_request_id = rand::random_range(1..1i64 << 52);
+        }
         let session_config = Arc::new(session_config);
         let sessions =
             SessionManager::new(&config, Arc::clone(&service), Arc::clone(&session_config));
