@@ -90,29 +90,42 @@ PY
   await_listening "$!" "$nginx_port" 10
 }
 
+# redis_calls: the commands Redis has run since its statistics were reset
+# (0 without a Redis).
+redis_calls() {
+  if [ -z "${redis_port:-}" ]; then echo 0; return; fi
+  redis-cli -p "$redis_port" info commandstats |
+    awk -F'[=,]' '/^cmdstat_/ { total += $2 } END { print total + 0 }'
+}
+
 # measure NAME URL: `mcp bench` at $clients, legacy sessions; prints a row
-# and records the throughput in $work/NAME.
+# (with the Redis commands per call, setup and warm-up included) and
+# records the throughput in $work/NAME.
 measure() {
   local name="$1" url="$2" json
+  [ -n "${redis_port:-}" ] && redis-cli -p "$redis_port" config resetstat >/dev/null
   json="$("$mcp" bench --server "$url" --concurrency "$clients" --duration "$seconds" \
     --warmup 2 --era legacy --json)"
-  python3 - "$name" "$json" "$work" <<'PY'
+  python3 - "$name" "$json" "$work" "$(redis_calls)" <<'PY'
 import json, pathlib, sys
-name, text, work = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+name, text, work, commands = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 pathlib.Path(work, name).write_text(str(text["throughput"]))
 base = pathlib.Path(work, "direct")
 ratio = text["throughput"] / float(base.read_text()) if base.exists() else 1.0
 l = text["latency_ms"]
-print(f"| {name} | {text['throughput']:.0f} | {ratio:.2f} | {l['p50']:.2f} | {l['p99']:.2f} | {text['errors'] + text['failed']} |")
+per_call = f"{commands / text['requests']:.3f}" if commands else "-"
+print(f"| {name} | {text['throughput']:.0f} | {ratio:.2f} | {l['p50']:.2f} | {l['p99']:.2f} "
+      f"| {per_call} | {text['errors'] + text['failed']} |")
 PY
 }
 
 echo "binary: \`$mcp\` ($("$mcp" --version)), modified $(date -u -r "$mcp" '+%Y-%m-%d %H:%M UTC')"
 echo "commit of this checkout: $(git rev-parse --short HEAD); $(nproc) cores; $clients clients, ${seconds} s per run"
 echo
-echo "| setup | calls/s | vs direct | p50 ms | p99 ms | errors |"
-echo "| --- | --- | --- | --- | --- | --- |"
+echo "| setup | calls/s | vs direct | p50 ms | p99 ms | Redis commands per call | errors |"
+echo "| --- | --- | --- | --- | --- | --- | --- |"
 
+redis_port=""
 nginx_port="$(free_port)"
 start_instance
 measure direct "http://127.0.0.1:$port/mcp"
