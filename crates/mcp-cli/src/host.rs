@@ -14,7 +14,9 @@ use mcp_host::{AuthorizerFactory, Gateway, Host, HostSettings, UpstreamState};
 use serde_json::Value;
 
 use crate::oauth::OAuthArgs;
-use crate::serve::{Extra, Limits, bind, serve_service, shutdown_signal};
+use crate::serve::{
+    Extra, Limits, SharedStores, bind, serve_service, serve_shared, shutdown_signal,
+};
 use crate::stderr::print_err;
 use crate::stdout::{print_json, print_out};
 
@@ -54,6 +56,12 @@ pub struct HostArgs {
     /// How long to wait for the servers to start before serving (seconds).
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     pub start_timeout: f64,
+    /// Keep the downstream legacy sessions and their SSE events in this
+    /// Redis (redis://HOST:PORT/DB), so that several hosts behind one load
+    /// balancer serve the same sessions; each host still runs its own
+    /// servers.
+    #[arg(long, value_name = "URL", conflicts_with = "stdio")]
+    pub redis: Option<String>,
     #[command(flatten)]
     pub oauth: OAuthArgs,
 }
@@ -88,11 +96,17 @@ pub async fn run(args: &HostArgs) -> Result<()> {
     if args.oauth.enabled() && stdio {
         bail!("--oauth protects the HTTP endpoint; it cannot be used with --stdio");
     }
+    let redis = args.redis.clone().or(settings.serve.redis.clone());
+    if redis.is_some() && stdio {
+        bail!("--redis shares the HTTP endpoint's sessions; it cannot be used with --stdio");
+    }
     let vars = variables(args);
     let config = load(args, &vars)?;
     if args.print_config {
         let mut effective = masked(&config);
-        effective["settings"] = serde_json::to_value(&settings)?;
+        let mut shown = settings.clone();
+        shown.serve.redis = redis.as_deref().map(mcp_host::settings::mask_url_password);
+        effective["settings"] = serde_json::to_value(&shown)?;
         return print_json(&effective);
     }
     if config.servers.is_empty() && config.problems.is_empty() {
@@ -134,16 +148,36 @@ pub async fn run(args: &HostArgs) -> Result<()> {
             max_connections: settings.serve.max_connections,
             max_connections_per_ip: settings.serve.max_connections_per_ip,
         };
-        serve_service(
-            Arc::new(gateway),
-            config,
-            listener,
-            &allow,
-            &args.oauth,
-            status_routes(&host),
-            limits,
-        )
-        .await
+        let service: Arc<dyn mcp_core::Service> = Arc::new(gateway);
+        let routes = status_routes(&host);
+        match &redis {
+            None => {
+                serve_service(
+                    service,
+                    config,
+                    listener,
+                    &allow,
+                    &args.oauth,
+                    routes,
+                    limits,
+                )
+                .await
+            }
+            Some(url) => {
+                let shared = SharedStores::redis(url).await?;
+                serve_shared(
+                    service,
+                    config,
+                    listener,
+                    &allow,
+                    &args.oauth,
+                    routes,
+                    limits,
+                    Some(shared),
+                )
+                .await
+            }
+        }
     };
     reloading.abort();
     host.shutdown(Duration::from_secs(10)).await;

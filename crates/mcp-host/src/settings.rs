@@ -11,6 +11,7 @@
 //! session_idle_timeout = 1800 # seconds
 //! max_connections = 10000     # HTTP connections at once
 //! max_connections_per_ip = 64 # from one address (default: no limit)
+//! redis = "redis://127.0.0.1:6379/0" # sessions and SSE events shared by several hosts
 //!
 //! [servers]                   # how every upstream is supervised
 //! connect_timeout = 30        # seconds to start, handshake and list
@@ -67,6 +68,9 @@ pub struct ServeSettings {
     pub max_connections: Option<usize>,
     /// HTTP connections open at once from one IP address, at most.
     pub max_connections_per_ip: Option<usize>,
+    /// The Redis (`redis://` or `rediss://` URL) that keeps the legacy
+    /// HTTP sessions and their SSE events, shared by several hosts.
+    pub redis: Option<String>,
 }
 
 /// `[servers]`: how upstreams are supervised; unset keys keep the
@@ -216,7 +220,39 @@ impl HostSettings {
         if self.serve.stdio && self.serve.http.is_some() {
             return Err("serve.http and serve.stdio exclude each other".into());
         }
+        if let Some(url) = &self.serve.redis {
+            if !(url.starts_with("redis://")
+                || url.starts_with("rediss://")
+                || url.starts_with("redis+unix://")
+                || url.starts_with("unix://"))
+            {
+                return Err(format!(
+                    "serve.redis must be a redis:// or rediss:// URL, not {url:?}"
+                ));
+            }
+        }
         Ok(HostOptions { supervisor })
+    }
+}
+
+/// `url` with the password it may carry (`redis://user:PASSWORD@host`)
+/// replaced by `***`, for showing.
+pub fn mask_url_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
+            if userinfo.contains(':') {
+                format!("{scheme}://{user}:***@{host}{path}")
+            } else {
+                format!("{scheme}://***@{host}{path}")
+            }
+        }
+        None => url.to_owned(),
     }
 }
 
@@ -238,6 +274,7 @@ mod tests {
             allow = ["a.example"]
             max_sessions = 5
             session_idle_timeout = 60
+            redis = "redis://127.0.0.1:6379/0"
             [servers]
             connect_timeout = 3
             request_timeout = 4.5
@@ -276,9 +313,27 @@ mod tests {
             ("[servers]\nmax_in_flight = 0", "servers.max_in_flight"),
             ("[serve]\nhttp = \"not an address\"", "http"),
             ("[serve]\nhttp = \"127.0.0.1:1\"\nstdio = true", "exclude"),
+            ("[serve]\nredis = \"localhost:6379\"", "serve.redis"),
         ] {
             let e = parse(text).unwrap_err();
             assert!(e.contains(want), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn redis_passwords_are_masked() {
+        assert_eq!(
+            mask_url_password("redis://:secret@db:6379/0"),
+            "redis://:***@db:6379/0"
+        );
+        assert_eq!(
+            mask_url_password("rediss://app:secret@db/1"),
+            "rediss://app:***@db/1"
+        );
+        assert_eq!(mask_url_password("redis://tok@db"), "redis://***@db");
+        assert_eq!(
+            mask_url_password("redis://127.0.0.1:6379/0"),
+            "redis://127.0.0.1:6379/0"
+        );
     }
 }
