@@ -634,7 +634,15 @@ async fn downstream_client_vanishes_mid_call() {
     let (a, b) = (client(&host, LEGACY).await, client(&host, MODERN).await);
     let call = json!({"name": "slow__poke", "arguments": {}});
 
-    // A legacy session: its client calls, then goes without a word.
+    // A legacy session: its client calls, then goes without a word. The
+    // legacy client above counts once its `notifications/initialized`,
+    // which it does not wait for, has been handled.
+    within("the legacy client's session to count", async {
+        while host.status().sessions < 1 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
     let sessions = host.status().sessions;
     let init = post(
         &url,
