@@ -459,9 +459,16 @@ impl SharedStores {
         );
         let bus = mcp_redis::RedisBus::join(self.client.clone(), self.manager.clone()).await?;
         let publisher = bus.clone();
-        server.set_broadcast(move |event| match serde_json::to_string(event) {
-            Ok(text) => publisher.publish_event(text),
-            Err(error) => tracing::warn!(%error, "a server-wide event cannot be written"),
+        let updates =
+            mcp_http::fanout::UpdateQueue::start(self.events.clone(), self.sessions.clone());
+        server.set_broadcast(move |event| {
+            if let mcp_server::ServerEvent::ResourceUpdated { uri } = event {
+                updates.push(uri);
+            }
+            match serde_json::to_string(event) {
+                Ok(text) => publisher.publish_event(text),
+                Err(error) => tracing::warn!(%error, "a server-wide event cannot be written"),
+            }
         });
         let receiver = server.clone();
         bus.on_event(move |text| match serde_json::from_str(text) {

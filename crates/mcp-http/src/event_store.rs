@@ -113,6 +113,9 @@ pub trait EventStore: Send + Sync + 'static {
     /// shared by several instances, where a message for a session's
     /// stream may be produced on any of them. `false` (the default, and
     /// the in-memory store's answer): messages reach the stream directly.
+    /// A following store also leaves a session's resource updates out:
+    /// the instance where an update happens stores it for every
+    /// subscribed session ([`crate::fanout::store_resource_updated`]).
     fn follows(&self) -> bool {
         false
     }

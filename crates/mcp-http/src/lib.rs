@@ -21,6 +21,7 @@ pub mod client;
 mod config;
 mod endpoint;
 pub mod event_store;
+pub mod fanout;
 pub mod guard;
 mod headers;
 pub mod legacy_sse;

@@ -133,6 +133,18 @@ pub trait SessionStore: Send + Sync + 'static {
     /// Removes the record of session `id` (DELETE): no instance can load
     /// it any more, and those that hold it end it on its next use.
     fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), SessionStoreError>>;
+
+    /// The sessions subscribed to resource `uri` (`resources/subscribe`),
+    /// whichever instance they were made on, for [`crate::fanout`]: a
+    /// shared store indexes the subscriptions of the records it saves.
+    /// The default knows of none.
+    fn subscribers<'a>(
+        &'a self,
+        uri: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, SessionStoreError>> {
+        let _ = uri;
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
 }
 
 /// The default [`SessionStore`]: keeps nothing, as a session lives in the

@@ -29,11 +29,16 @@
 //!   a catalog change) is published on `mcp:bus:server`; every other
 //!   instance re-raises it for its own clients without publishing it
 //!   again: its `subscriptions/listen` streams, and its legacy sessions
-//!   subscribed to it. As every instance holding a copy of a session
-//!   raises it, only the one where the session's standalone stream is
-//!   open stores it for that session, so it arrives once (a session with
-//!   no open standalone stream anywhere does not get it). The catalog
-//!   change itself is each instance's own: make it on every instance.
+//!   subscribed to it. A resource update is stored for legacy sessions by
+//!   the instance where it happened alone ([`mcp_http::fanout`]): on the
+//!   standalone stream of every session the session store's index
+//!   (`mcp:subs:URI`) lists as subscribed, whether or not any instance
+//!   holds that stream now, so a client that resumes after its instance
+//!   died gets every update, once. A list change is stored by the
+//!   instance where the session's standalone stream is open (a session
+//!   with no open standalone stream anywhere does not get it). The
+//!   catalog change itself is each instance's own: make it on every
+//!   instance.
 //! - **Answers to server-to-client requests** ([`RedisBus`] as an
 //!   [`mcp_http::relay::ResponseRelay`]): an instance records each request
 //!   it sends a client (elicitation, sampling, roots) under

@@ -1,13 +1,92 @@
 //! Legacy sessions on Redis: one JSON record per session, which expires
-//! when the session has been unused for its idle timeout.
+//! when the session has been unused for its idle timeout, and an index of
+//! the sessions subscribed to each resource.
+//!
+//! Keys (with the default prefix `mcp:`): the record of session `ID` is
+//! the string `mcp:session:ID`; the sessions subscribed to resource `URI`
+//! are the set `mcp:subs:URI`. Saving and removing a record update the
+//! index in the same script; a session that expired unused leaves its
+//! entries behind until [`SessionStore::subscribers`] finds them and
+//! drops them. The scripts name the index keys themselves, so the store
+//! wants one Redis (not a cluster).
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use mcp_core::BoxFuture;
 use mcp_http::session_store::{SessionRecord, SessionStore, SessionStoreError};
+use redis::Script;
 use redis::aio::ConnectionManager;
 
 use crate::{DEFAULT_PREFIX, millis};
+
+/// Writes a record and brings the subscription index up to it: the
+/// session is added to the set of each resource it is subscribed to, and
+/// taken out of those it was and is no longer.
+///
+/// KEYS: the record. ARGV: the record, its expiry (ms), the index prefix,
+/// the session id, then the subscribed URIs.
+static SAVE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local old = redis.call('GET', KEYS[1])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+local kept = {}
+for i = 5, #ARGV do
+  kept[ARGV[i]] = true
+  redis.call('SADD', ARGV[3] .. ARGV[i], ARGV[4])
+end
+if old then
+  local ok, record = pcall(cjson.decode, old)
+  if ok and type(record) == 'table' and type(record.subscriptions) == 'table' then
+    for _, uri in ipairs(record.subscriptions) do
+      if not kept[uri] then redis.call('SREM', ARGV[3] .. uri, ARGV[4]) end
+    end
+  end
+end
+return 1
+",
+    )
+});
+
+/// Deletes a record and its entries in the subscription index.
+///
+/// KEYS: the record. ARGV: the index prefix, the session id.
+static REMOVE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local old = redis.call('GET', KEYS[1])
+redis.call('DEL', KEYS[1])
+if old then
+  local ok, record = pcall(cjson.decode, old)
+  if ok and type(record) == 'table' and type(record.subscriptions) == 'table' then
+    for _, uri in ipairs(record.subscriptions) do redis.call('SREM', ARGV[1] .. uri, ARGV[2]) end
+  end
+end
+return 1
+",
+    )
+});
+
+/// The sessions of a resource's index whose records are still there; the
+/// others (expired unused) are taken out of it.
+///
+/// KEYS: the index set. ARGV: the record key prefix.
+static SUBSCRIBERS: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local live = {}
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if redis.call('EXISTS', ARGV[1] .. id) == 1 then
+    table.insert(live, id)
+  else
+    redis.call('SREM', KEYS[1], id)
+  end
+end
+return live
+",
+    )
+});
 
 /// A [`SessionStore`] on Redis: the record of session `ID` is the string
 /// at `{prefix}session:ID`, its expiry renewed on each use.
@@ -45,6 +124,11 @@ impl RedisSessionStore {
     pub fn key(&self, id: &str) -> String {
         format!("{}session:{id}", self.prefix)
     }
+
+    /// The key of the set of sessions subscribed to resource `uri`.
+    pub fn subscribers_key(&self, uri: &str) -> String {
+        format!("{}subs:{uri}", self.prefix)
+    }
 }
 
 fn unavailable(error: redis::RedisError) -> SessionStoreError {
@@ -65,12 +149,17 @@ impl SessionStore for RedisSessionStore {
         Box::pin(async move {
             let text = serde_json::to_string(record)
                 .map_err(|e| SessionStoreError::new(format!("cannot write the record: {e}")))?;
-            redis::cmd("SET")
-                .arg(self.key(id))
+            let mut script = SAVE.key(self.key(id));
+            script
                 .arg(text)
-                .arg("PX")
                 .arg(millis(ttl))
-                .query_async::<()>(&mut self.redis.clone())
+                .arg(self.subscribers_key(""))
+                .arg(id);
+            for uri in &record.subscriptions {
+                script.arg(uri);
+            }
+            script
+                .invoke_async::<()>(&mut self.redis.clone())
                 .await
                 .map_err(unavailable)
         })
@@ -116,9 +205,25 @@ impl SessionStore for RedisSessionStore {
 
     fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), SessionStoreError>> {
         Box::pin(async move {
-            redis::cmd("DEL")
-                .arg(self.key(id))
-                .query_async::<()>(&mut self.redis.clone())
+            REMOVE
+                .key(self.key(id))
+                .arg(self.subscribers_key(""))
+                .arg(id)
+                .invoke_async::<()>(&mut self.redis.clone())
+                .await
+                .map_err(unavailable)
+        })
+    }
+
+    fn subscribers<'a>(
+        &'a self,
+        uri: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, SessionStoreError>> {
+        Box::pin(async move {
+            SUBSCRIBERS
+                .key(self.subscribers_key(uri))
+                .arg(self.key(""))
+                .invoke_async(&mut self.redis.clone())
                 .await
                 .map_err(unavailable)
         })

@@ -353,6 +353,121 @@ async fn a_resource_update_on_one_instance_reaches_subscribers_on_the_others() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_updates_raised_while_no_instance_holds_the_stream_wait_for_its_resume() {
+    let redis = Redis::start();
+    let conn = redis.connect().await;
+    let a = Instance::start_delivering(server(), &redis, &conn).await;
+    let b = Instance::start_delivering(server(), &redis, &conn).await;
+    let c = Instance::start_delivering(server(), &redis, &conn).await;
+    let http = client();
+    let touch = |url: String, session: String, id: i64| {
+        let http = http.clone();
+        async move {
+            let arguments = json!({"name": "touch", "arguments": {}});
+            let (status, body) = call(&http, &url, &session, id, "tools/call", arguments).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+    };
+
+    // Subscribed on A, its stream open on A; one update made on B arrives.
+    let session = initialize(&http, &a.url).await;
+    let subscribe = json!({"uri": WATCHED});
+    let (status, body) = call(&http, &a.url, &session, 1, "resources/subscribe", subscribe).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mut stream = Events::new(listen(&http, &a.url, &session).await);
+    let mut got = Received::default();
+    got.take(stream.next().await.expect("priming event"));
+    let producer = initialize(&http, &b.url).await;
+    touch(b.url.clone(), producer.clone(), 10).await;
+    within("the first update", async {
+        while got.updated.is_empty() {
+            got.take(stream.next().await.expect("the first update"));
+        }
+    })
+    .await;
+
+    // A goes, and its stream with it: no instance holds the stream while
+    // five more updates are made on B and C.
+    drop(stream);
+    drop(a);
+    for id in 11..16 {
+        let url = if id % 2 == 0 { &b.url } else { &c.url };
+        touch(url.clone(), producer.clone(), id).await;
+    }
+
+    // Resumed on C: the five, then one made while it is open, each once.
+    let last_id = got.last_id.clone().expect("an event id");
+    let response = resume(&http, &c.url, &session, &last_id).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut stream = Events::new(response);
+    within(
+        "the updates made while no instance held the stream",
+        async {
+            while got.updated.len() < 6 {
+                got.take(stream.next().await.expect("the updates made meanwhile"));
+            }
+        },
+    )
+    .await;
+    touch(b.url.clone(), producer.clone(), 16).await;
+    within("the update made after the resume", async {
+        while got.updated.len() < 7 {
+            got.take(
+                stream
+                    .next()
+                    .await
+                    .expect("the update made after the resume"),
+            );
+        }
+    })
+    .await;
+
+    // Unsubscribed (on B): a later update is not stored for the session,
+    // and the index forgets it.
+    let unsubscribe = json!({"uri": WATCHED});
+    let (status, body) = call(
+        &http,
+        &b.url,
+        &session,
+        2,
+        "resources/unsubscribe",
+        unsubscribe,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    touch(c.url.clone(), producer.clone(), 17).await;
+    let (status, body) = support::reply(
+        post(
+            &http,
+            &c.url,
+            Some(&session),
+            &tool_call(3, "announce", json!({"source": "end", "count": 1})),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    within("the marker", async {
+        while !got.by_source.contains_key("end") {
+            got.take(stream.next().await.expect("the stream goes on"));
+        }
+    })
+    .await;
+    assert_eq!(
+        got.updated.len(),
+        7,
+        "each update once, none after unsubscribing"
+    );
+    let index: Vec<String> = redis::cmd("SMEMBERS")
+        .arg(format!("mcp:subs:{WATCHED}"))
+        .query_async(&mut conn.clone())
+        .await
+        .expect("SMEMBERS");
+    assert!(index.is_empty(), "the index still lists {index:?}");
+    drop((b, c));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cursors_from_one_instance_are_accepted_by_another_with_the_same_key() {
     let redis = Redis::start();
     let mut conn = redis.connect().await;

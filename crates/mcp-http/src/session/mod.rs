@@ -35,7 +35,7 @@ pub(crate) use routes::Outlet;
 use routes::{RequestIds, RouteTable, Routes, StreamRoute};
 
 /// The id of the standalone (GET) stream of a session.
-const STANDALONE: RouteKey = 0;
+pub(crate) const STANDALONE: RouteKey = 0;
 
 /// A stream's id in the route table, a number: naming the stream of each
 /// request and looking it up on delivery copy and hash no text. The event

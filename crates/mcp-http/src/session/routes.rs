@@ -232,15 +232,20 @@ impl Routes {
             if self.follows
                 && stream == STANDALONE
                 && frame.kind == FrameKind::Notification
-                && table
-                    .streams
-                    .get(&STANDALONE)
-                    .is_none_or(|route| route.outlet.is_closed())
-                && is_server_wide(&frame.text)
+                && match server_wide(&frame.text) {
+                    // The instance where the update happened stored it for
+                    // every subscribed session (`crate::fanout`).
+                    Some(ServerWide::ResourceUpdated) => true,
+                    // Every instance raises a list change for the sessions
+                    // it holds; the one with the session's standalone
+                    // stream open stores it, so it arrives once.
+                    Some(ServerWide::ListChanged) => table
+                        .streams
+                        .get(&STANDALONE)
+                        .is_none_or(|route| route.outlet.is_closed()),
+                    None => false,
+                }
             {
-                // Every instance raises a server-wide notification for the
-                // sessions it holds; the one with the session's standalone
-                // stream open stores it, so it arrives once.
                 return;
             }
             let last = frame.kind == FrameKind::Response && stream != STANDALONE;
@@ -360,16 +365,29 @@ impl Routes {
     }
 }
 
-/// Whether a notification is one a server raises for every session
-/// (a resource update, a list change) rather than for this one alone.
-fn is_server_wide(text: &str) -> bool {
-    const METHODS: [&str; 4] = [
-        "\"notifications/resources/updated\"",
+/// A notification a server raises for every session concerned rather
+/// than for one alone.
+enum ServerWide {
+    /// `notifications/resources/updated`.
+    ResourceUpdated,
+    /// A `list_changed` notification.
+    ListChanged,
+}
+
+/// Which server-wide notification `text` is, if it is one.
+fn server_wide(text: &str) -> Option<ServerWide> {
+    const LIST_CHANGES: [&str; 3] = [
         "\"notifications/tools/list_changed\"",
         "\"notifications/resources/list_changed\"",
         "\"notifications/prompts/list_changed\"",
     ];
-    METHODS.iter().any(|method| text.contains(method))
+    if text.contains("\"notifications/resources/updated\"") {
+        Some(ServerWide::ResourceUpdated)
+    } else if LIST_CHANGES.iter().any(|method| text.contains(method)) {
+        Some(ServerWide::ListChanged)
+    } else {
+        None
+    }
 }
 
 /// Feeds a standalone stream from the event store: the events appended

@@ -147,8 +147,17 @@ impl Instance {
         let bus = mcp_redis::RedisBus::join(client.clone(), conn.clone())
             .await
             .expect("join the bus");
+        let events: Arc<dyn mcp_http::EventStore> =
+            Arc::new(RedisEventStore::new(conn.clone()).follow_with(client));
+        let updates = mcp_http::fanout::UpdateQueue::start(
+            Arc::clone(&events),
+            Arc::new(RedisSessionStore::new(conn.clone())),
+        );
         let publisher = bus.clone();
         server.set_broadcast(move |event| {
+            if let mcp_server::ServerEvent::ResourceUpdated { uri } = event {
+                updates.push(uri);
+            }
             publisher.publish_event(serde_json::to_string(event).expect("event as JSON"))
         });
         let receiver = server.clone();
@@ -157,10 +166,9 @@ impl Instance {
                 receiver.raise_here(&event);
             }
         });
-        let events = RedisEventStore::new(conn.clone()).follow_with(client);
         let relay = Arc::new(bus.clone());
         let mut instance = Instance::start(server, conn, move |c| {
-            c.event_store(Arc::new(events)).response_relay(relay)
+            c.event_store(events).response_relay(relay)
         })
         .await;
         let endpoint = Arc::clone(&instance.endpoint);
