@@ -49,6 +49,9 @@ class Rig:
         self.instances = [None] * count
         self.nginx = None
         self.logs = []
+        # The hosts' upstream children sign 2026-07-28 `requestState` with
+        # it: a retry another host's child gets must verify there.
+        self.state_key = os.urandom(32).hex()
 
     @property
     def redis_url(self):
@@ -102,7 +105,8 @@ class Rig:
             return [self.mcp, "serve", "everything", "--http", listen, "--redis", self.redis_url, *allow]
         config = self.work / "servers.json"
         config.write_text(json.dumps({"mcpServers": {"everything": {
-            "command": self.mcp, "args": ["serve", "everything"], "namespace": ""}}}))
+            "command": self.mcp, "args": ["serve", "everything"], "namespace": "",
+            "env": {"MCP_STATE_KEY": self.state_key}}}}))
         return [self.mcp, "host", "--http", listen, "--redis", self.redis_url,
                 "--config", str(config), *allow]
 

@@ -58,8 +58,9 @@ pub struct HostArgs {
     pub start_timeout: f64,
     /// Keep the downstream legacy sessions and their SSE events in this
     /// Redis (redis://HOST:PORT/DB), so that several hosts behind one load
-    /// balancer serve the same sessions; each host still runs its own
-    /// servers.
+    /// balancer serve the same sessions, and a client's answer to a
+    /// server's request (elicitation, sampling) reaches the host that
+    /// asked, wherever it is posted; each host still runs its own servers.
     #[arg(long, value_name = "URL", conflicts_with = "stdio")]
     pub redis: Option<String>,
     #[command(flatten)]
@@ -164,7 +165,9 @@ pub async fn run(args: &HostArgs) -> Result<()> {
                 .await
             }
             Some(url) => {
-                let shared = SharedStores::redis(url).await?;
+                // Answers to what an upstream asks a client (elicitation,
+                // sampling) reach this host wherever the client posts them.
+                let shared = SharedStores::redis(url).await?.relaying().await?;
                 serve_shared(
                     service,
                     config,

@@ -420,7 +420,8 @@ pub struct Extra {
 pub struct SharedStores {
     events: std::sync::Arc<dyn mcp_http::EventStore>,
     sessions: std::sync::Arc<dyn mcp_http::SessionStore>,
-    /// The Redis, for [`SharedStores::delivering`].
+    /// The Redis, for [`SharedStores::relaying`] and
+    /// [`SharedStores::delivering`].
     client: mcp_redis::Client,
     manager: mcp_redis::ConnectionManager,
     /// The instances' bus, once joined; kept while the server runs.
@@ -448,16 +449,41 @@ impl SharedStores {
         Ok(mcp_redis::shared_state_key(&mut self.manager.clone()).await?)
     }
 
+    /// Joins the instances' bus, for any service: a client's answer to a
+    /// request this instance sent it (elicitation, sampling, roots) that
+    /// reaches another instance is relayed here, and a session's settings
+    /// changed on another instance are reloaded here (wired by
+    /// [`serve_shared`]). The endpoint then numbers its requests to
+    /// clients from a random point, so instances do not reuse each
+    /// other's ids. Neither the event store nor server-wide events change:
+    /// see [`SharedStores::delivering`] for those.
+    pub async fn relaying(mut self) -> Result<Self> {
+        if self.bus.is_none() {
+            let bus = mcp_redis::RedisBus::join(self.client.clone(), self.manager.clone()).await?;
+            tracing::info!(
+                instance = bus.instance(),
+                "relaying answers across instances through Redis"
+            );
+            self.bus = Some(bus);
+        }
+        Ok(self)
+    }
+
     /// Delivers across instances what `server` sends: a session's
     /// standalone stream is fed from the shared store, whichever instance
     /// sent the message, and `server`'s server-wide events (resource
     /// updates, list changes) go to every instance, which re-raises them
-    /// for its own clients.
+    /// for its own clients; answers are relayed as with
+    /// [`SharedStores::relaying`].
     pub async fn delivering(mut self, server: &mcp_server::Server) -> Result<Self> {
         self.events = std::sync::Arc::new(
             mcp_redis::RedisEventStore::new(self.manager.clone()).follow_with(self.client.clone()),
         );
-        let bus = mcp_redis::RedisBus::join(self.client.clone(), self.manager.clone()).await?;
+        self = self.relaying().await?;
+        let bus = self
+            .bus
+            .clone()
+            .ok_or_else(|| anyhow::anyhow!("the bus is not joined"))?;
         let publisher = bus.clone();
         let updates =
             mcp_http::fanout::UpdateQueue::start(self.events.clone(), self.sessions.clone());

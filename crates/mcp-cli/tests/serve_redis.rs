@@ -3,61 +3,10 @@
 
 mod support;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{mcp, serve_everything_http_with, stderr};
-
-/// A free loopback port (nothing listens on it once this returns).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-/// A `redis-server` of this test's own, killed when dropped.
-struct Redis {
-    child: std::process::Child,
-    url: String,
-}
-
-impl Redis {
-    fn start() -> Redis {
-        let port = free_port();
-        let child = std::process::Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot start redis-server ({e}): this test needs a real Redis; \
-                     install it (Debian: apt-get install -y redis-server)"
-                )
-            });
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "redis-server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Redis {
-            child,
-            url: format!("redis://127.0.0.1:{port}/"),
-        }
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use support::{Redis, free_port, mcp, serve_everything_http_with, stderr};
 
 /// `mcp serve everything --http 127.0.0.1:0 --redis URL`, killed when
 /// dropped; the child and its endpoint URL.

@@ -1,0 +1,168 @@
+//! `mcp host --http ADDR --redis URL`: two real hosts sharing a real
+//! `redis-server`, each with its own `mcp serve everything` child over
+//! stdio. A legacy client's answer to an elicitation the first host asked
+//! it, posted to the second host, reaches the first, and the call ends
+//! with the answer.
+
+#![cfg(unix)]
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::{MCP, Redis};
+use tokio::io::{AsyncBufReadExt as _, BufReader};
+
+/// The legacy revision the client speaks.
+const LEGACY: &str = "2025-11-25";
+
+/// A config file in a folder of its own, removed at the end.
+struct ConfigDir(PathBuf);
+
+impl ConfigDir {
+    /// `mcp serve everything` over stdio, its names as they are.
+    fn everything(name: &str) -> ConfigDir {
+        let dir = std::env::temp_dir().join(format!("mcp-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = json!({"mcpServers": {"everything": {
+            "command": MCP, "args": ["serve", "everything"], "namespace": ""}}});
+        std::fs::write(dir.join("servers.json"), config.to_string()).unwrap();
+        ConfigDir(dir)
+    }
+
+    fn file(&self) -> PathBuf {
+        self.0.join("servers.json")
+    }
+}
+
+impl Drop for ConfigDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `mcp host --config FILE --http 127.0.0.1:0 --redis URL`, killed (with
+/// its children, which see their stdin close) when dropped; the child and
+/// its endpoint URL.
+async fn host(config: &ConfigDir, redis: &str) -> (tokio::process::Child, String) {
+    let mut child = tokio::process::Command::new(MCP)
+        .args(["host", "--config"])
+        .arg(config.file())
+        .args(["--http", "127.0.0.1:0", "--redis", redis])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("mcp host runs");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = within("the endpoint line", async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(url) = line.strip_prefix("MCP endpoint: ") {
+                return url.to_owned();
+            }
+        }
+        panic!("mcp host exited without an endpoint");
+    })
+    .await;
+    (child, url)
+}
+
+async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(30), fut)
+        .await
+        .unwrap_or_else(|_| panic!("{what} took more than 30 s"))
+}
+
+async fn post(url: &str, session: Option<&str>, body: Value) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", LEGACY)
+        .body(body.to_string());
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    within("a POST", request.send()).await.expect("POST sent")
+}
+
+/// The JSON-RPC messages of an SSE response, one at a time.
+struct Events {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl Events {
+    /// The next message with data; `None` when the stream ends.
+    async fn next(&mut self) -> Option<Value> {
+        loop {
+            while let Some(end) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..end + 2).collect();
+                let data: Vec<&str> = event
+                    .lines()
+                    .filter_map(|line| line.strip_prefix("data:"))
+                    .map(str::trim_start)
+                    .collect();
+                if !data.is_empty() && data.iter().any(|d| !d.is_empty()) {
+                    return Some(serde_json::from_str(&data.join("\n")).expect("JSON data"));
+                }
+            }
+            let chunk = self.response.chunk().await.expect("the stream reads")?;
+            self.buffer
+                .push_str(&String::from_utf8_lossy(&chunk).replace("\r\n", "\n"));
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_answer_posted_to_another_host_reaches_the_host_that_asked() {
+    let redis = Redis::start();
+    let config = ConfigDir::everything("host-redis-relay");
+    let (_a, a) = host(&config, &redis.url).await;
+    let (_b, b) = host(&config, &redis.url).await;
+
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": LEGACY, "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "cli-test", "version": "1"}}});
+    let response = post(&a, None, initialize).await;
+    assert_eq!(response.status(), 200);
+    let session = response.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(&a, Some(&session), initialized).await.status(), 202);
+
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "test_elicitation", "arguments": {"message": "who are you?"}}});
+    let response = post(&a, Some(&session), call).await;
+    assert_eq!(response.status(), 200);
+    let mut events = Events {
+        response,
+        buffer: String::new(),
+    };
+    let ask = within("the elicitation", events.next())
+        .await
+        .expect("an elicitation on the call's stream");
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {
+        "action": "accept", "content": {"username": "ada", "email": "ada@example.com"}}});
+    let posted = post(&b, Some(&session), answer).await;
+    assert_eq!(posted.status(), 202, "the answer posted to host B");
+
+    let result = within("the tool's result", events.next())
+        .await
+        .expect("the result on the call's stream");
+    assert_eq!(result["id"], 2, "{result}");
+    let text = result["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text in {result}"));
+    assert!(
+        text.contains("accept") && text.contains("ada") && text.contains("ada@example.com"),
+        "{text}"
+    );
+}
