@@ -163,6 +163,25 @@ pub async fn shared_state_key(redis: &mut ConnectionManager) -> Result<Vec<u8>, 
     Ok(stored)
 }
 
+/// Runs `command` on `redis`, and once more if the connection had dropped
+/// (as after a Redis restart: the manager reconnects meanwhile), for
+/// commands that do the same when repeated. Without this, the first
+/// command each instance sends after an outage fails.
+pub(crate) async fn repeatable<T, F>(
+    redis: &ConnectionManager,
+    command: impl Fn(ConnectionManager) -> F,
+) -> redis::RedisResult<T>
+where
+    F: Future<Output = redis::RedisResult<T>>,
+{
+    match command(redis.clone()).await {
+        Err(error) if error.is_connection_dropped() || error.is_io_error() => {
+            command(redis.clone()).await
+        }
+        done => done,
+    }
+}
+
 /// A duration in whole milliseconds, at least one (Redis refuses a zero
 /// expiry).
 pub(crate) fn millis(duration: Duration) -> u64 {

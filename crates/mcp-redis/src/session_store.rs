@@ -18,7 +18,7 @@ use mcp_http::session_store::{SessionRecord, SessionStore, SessionStoreError};
 use redis::Script;
 use redis::aio::ConnectionManager;
 
-use crate::{DEFAULT_PREFIX, millis};
+use crate::{DEFAULT_PREFIX, millis, repeatable};
 
 /// Writes a record and brings the subscription index up to it: the
 /// session is added to the set of each resource it is subscribed to, and
@@ -158,10 +158,12 @@ impl SessionStore for RedisSessionStore {
             for uri in &record.subscriptions {
                 script.arg(uri);
             }
-            script
-                .invoke_async::<()>(&mut self.redis.clone())
-                .await
-                .map_err(unavailable)
+            repeatable(&self.redis, |mut redis| {
+                let script = &script;
+                async move { script.invoke_async::<()>(&mut redis).await }
+            })
+            .await
+            .map_err(unavailable)
         })
     }
 
@@ -171,13 +173,17 @@ impl SessionStore for RedisSessionStore {
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Option<SessionRecord>, SessionStoreError>> {
         Box::pin(async move {
-            let text: Option<String> = redis::cmd("GETEX")
+            let command = redis::cmd("GETEX")
                 .arg(self.key(id))
                 .arg("PX")
                 .arg(millis(ttl))
-                .query_async(&mut self.redis.clone())
-                .await
-                .map_err(unavailable)?;
+                .clone();
+            let text: Option<String> = repeatable(&self.redis, |mut redis| {
+                let command = &command;
+                async move { command.query_async(&mut redis).await }
+            })
+            .await
+            .map_err(unavailable)?;
             text.map(|text| {
                 serde_json::from_str(&text).map_err(|e| {
                     SessionStoreError::new(format!("the record of session {id} is unreadable: {e}"))
@@ -193,25 +199,30 @@ impl SessionStore for RedisSessionStore {
         ttl: Duration,
     ) -> BoxFuture<'a, Result<bool, SessionStoreError>> {
         Box::pin(async move {
-            let renewed: i64 = redis::cmd("PEXPIRE")
+            let command = redis::cmd("PEXPIRE")
                 .arg(self.key(id))
                 .arg(millis(ttl))
-                .query_async(&mut self.redis.clone())
-                .await
-                .map_err(unavailable)?;
+                .clone();
+            let renewed: i64 = repeatable(&self.redis, |mut redis| {
+                let command = &command;
+                async move { command.query_async(&mut redis).await }
+            })
+            .await
+            .map_err(unavailable)?;
             Ok(renewed == 1)
         })
     }
 
     fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), SessionStoreError>> {
         Box::pin(async move {
-            REMOVE
-                .key(self.key(id))
-                .arg(self.subscribers_key(""))
-                .arg(id)
-                .invoke_async::<()>(&mut self.redis.clone())
-                .await
-                .map_err(unavailable)
+            let mut script = REMOVE.key(self.key(id));
+            script.arg(self.subscribers_key("")).arg(id);
+            repeatable(&self.redis, |mut redis| {
+                let script = &script;
+                async move { script.invoke_async::<()>(&mut redis).await }
+            })
+            .await
+            .map_err(unavailable)
         })
     }
 
@@ -220,12 +231,14 @@ impl SessionStore for RedisSessionStore {
         uri: &'a str,
     ) -> BoxFuture<'a, Result<Vec<String>, SessionStoreError>> {
         Box::pin(async move {
-            SUBSCRIBERS
-                .key(self.subscribers_key(uri))
-                .arg(self.key(""))
-                .invoke_async(&mut self.redis.clone())
-                .await
-                .map_err(unavailable)
+            let mut script = SUBSCRIBERS.key(self.subscribers_key(uri));
+            script.arg(self.key(""));
+            repeatable(&self.redis, |mut redis| {
+                let script = &script;
+                async move { script.invoke_async(&mut redis).await }
+            })
+            .await
+            .map_err(unavailable)
         })
     }
 }
