@@ -166,8 +166,21 @@ pub async fn run(args: &HostArgs) -> Result<()> {
             }
             Some(url) => {
                 // Answers to what an upstream asks a client (elicitation,
-                // sampling) reach this host wherever the client posts them.
-                let shared = SharedStores::redis(url).await?.relaying().await?;
+                // sampling) reach this host wherever the client posts them;
+                // standalone streams follow the shared store, where this
+                // host stores its upstreams' resource updates for the
+                // subscribed sessions of every host; and a subscription
+                // made through another host subscribes this host's
+                // upstream too, so it hears of the updates its own copy of
+                // the server raises.
+                let (shared, updates) = SharedStores::redis(url).await?.following();
+                let mut shared = shared.relaying().await?;
+                host.set_resource_update_hook(move |uri| updates.push(uri));
+                let subscriber = host.clone();
+                shared.on_subscriptions(move |uri| {
+                    let (host, uri) = (subscriber.clone(), uri.to_owned());
+                    tokio::spawn(async move { host.subscribe_upstream(&uri).await });
+                });
                 serve_shared(
                     service,
                     config,

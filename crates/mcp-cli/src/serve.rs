@@ -416,6 +416,9 @@ pub struct Extra {
     pub open: Option<axum::Router>,
 }
 
+/// What is done with each resource a session is subscribed to.
+type UriHook = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
+
 /// Where the sessions and SSE events of several instances are kept.
 pub struct SharedStores {
     events: std::sync::Arc<dyn mcp_http::EventStore>,
@@ -426,6 +429,11 @@ pub struct SharedStores {
     manager: mcp_redis::ConnectionManager,
     /// The instances' bus, once joined; kept while the server runs.
     bus: Option<mcp_redis::RedisBus>,
+    /// Told of the resources each session another instance changed is
+    /// subscribed to, where set.
+    on_subscriptions: Option<UriHook>,
+    /// The session store, for the subscriptions of a changed session.
+    redis_sessions: mcp_redis::RedisSessionStore,
 }
 
 impl SharedStores {
@@ -437,9 +445,11 @@ impl SharedStores {
         Ok(SharedStores {
             events: std::sync::Arc::new(mcp_redis::RedisEventStore::new(redis.clone())),
             sessions: std::sync::Arc::new(mcp_redis::RedisSessionStore::new(redis.clone())),
+            redis_sessions: mcp_redis::RedisSessionStore::new(redis.clone()),
             client,
             manager: redis,
             bus: None,
+            on_subscriptions: None,
         })
     }
 
@@ -469,24 +479,41 @@ impl SharedStores {
         Ok(self)
     }
 
+    /// Feeds each session's standalone stream from the shared store, so
+    /// that what any instance sends a session reaches the instance holding
+    /// its stream; and returns the queue that stores a resource update
+    /// raised here for the subscribed sessions of every instance
+    /// ([`mcp_http::fanout`]).
+    pub fn following(mut self) -> (Self, mcp_http::fanout::UpdateQueue) {
+        self.events = std::sync::Arc::new(
+            mcp_redis::RedisEventStore::new(self.manager.clone()).follow_with(self.client.clone()),
+        );
+        let updates =
+            mcp_http::fanout::UpdateQueue::start(self.events.clone(), self.sessions.clone());
+        (self, updates)
+    }
+
+    /// Calls `hook` with each resource a session is subscribed to when
+    /// another instance changed the session's settings (needs
+    /// [`SharedStores::relaying`]).
+    pub fn on_subscriptions(&mut self, hook: impl Fn(&str) + Send + Sync + 'static) {
+        self.on_subscriptions = Some(std::sync::Arc::new(hook));
+    }
+
     /// Delivers across instances what `server` sends: a session's
     /// standalone stream is fed from the shared store, whichever instance
     /// sent the message, and `server`'s server-wide events (resource
     /// updates, list changes) go to every instance, which re-raises them
     /// for its own clients; answers are relayed as with
     /// [`SharedStores::relaying`].
-    pub async fn delivering(mut self, server: &mcp_server::Server) -> Result<Self> {
-        self.events = std::sync::Arc::new(
-            mcp_redis::RedisEventStore::new(self.manager.clone()).follow_with(self.client.clone()),
-        );
-        self = self.relaying().await?;
-        let bus = self
+    pub async fn delivering(self, server: &mcp_server::Server) -> Result<Self> {
+        let (this, updates) = self.following();
+        let this = this.relaying().await?;
+        let bus = this
             .bus
             .clone()
             .ok_or_else(|| anyhow::anyhow!("the bus is not joined"))?;
         let publisher = bus.clone();
-        let updates =
-            mcp_http::fanout::UpdateQueue::start(self.events.clone(), self.sessions.clone());
         server.set_broadcast(move |event| {
             if let mcp_server::ServerEvent::ResourceUpdated { uri } = event {
                 updates.push(uri);
@@ -505,8 +532,7 @@ impl SharedStores {
             instance = bus.instance(),
             "delivering across instances through Redis"
         );
-        self.bus = Some(bus);
-        Ok(self)
+        Ok(this)
     }
 }
 
@@ -574,7 +600,11 @@ pub async fn serve_shared(
     }
     // Kept while the endpoint serves.
     let mut _bus = None;
+    let mut subscriptions = None;
     if let Some(shared) = shared {
+        subscriptions = shared
+            .on_subscriptions
+            .map(|hook| (hook, shared.redis_sessions));
         config = config
             .event_store(shared.events)
             .session_store(shared.sessions);
@@ -607,7 +637,18 @@ pub async fn serve_shared(
         let changed_in = std::sync::Arc::clone(&endpoint);
         bus.on_session_changed(move |session| {
             let (endpoint, session) = (std::sync::Arc::clone(&changed_in), session.to_owned());
-            tokio::spawn(async move { endpoint.refresh_session(&session).await });
+            let subscriptions = subscriptions.clone();
+            tokio::spawn(async move {
+                endpoint.refresh_session(&session).await;
+                if let Some((hook, sessions)) = subscriptions {
+                    match sessions.subscriptions(&session).await {
+                        Ok(uris) => uris.iter().for_each(|uri| hook(uri)),
+                        Err(error) => {
+                            tracing::warn!(%error, "cannot read a session's subscriptions")
+                        }
+                    }
+                }
+            });
         });
     }
     let guard = mcp_http::guard::GuardLayer::new(std::sync::Arc::clone(&policy));

@@ -100,7 +100,13 @@ pub(crate) struct Inner {
     options: HostOptions,
     starting: Arc<tokio::sync::Semaphore>,
     supervisors: Mutex<JoinSet<()>>,
+    /// Told of each resource update an upstream raises, where set.
+    update_hook: std::sync::OnceLock<UpdateHook>,
 }
+
+/// What a host does with each resource update its upstreams raise (by the
+/// URI its clients know), beside telling its own clients.
+type UpdateHook = Arc<dyn Fn(&str) + Send + Sync>;
 
 fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     l.read().unwrap_or_else(|p| p.into_inner())
@@ -139,6 +145,7 @@ impl Host {
                 )),
                 options,
                 supervisors: Mutex::new(JoinSet::new()),
+                update_hook: std::sync::OnceLock::new(),
             }),
         };
         for problem in &config.problems {
@@ -228,6 +235,43 @@ impl Host {
             .into_iter()
             .find(|u| u.config.namespace == namespace)
             .and_then(|u| u.client().err())
+    }
+
+    /// Also passes each resource update an upstream raises, by the URI the
+    /// host's clients know, to `hook`: hosts that share their sessions
+    /// (on Redis) store it for the subscribed sessions of every host. Set
+    /// once; later calls are ignored.
+    pub fn set_resource_update_hook(&self, hook: impl Fn(&str) + Send + Sync + 'static) {
+        let _ = self.inner.update_hook.set(Arc::new(hook));
+    }
+
+    /// Subscribes the server of resource `uri` (as the host's clients know
+    /// it) to its updates, for a client of another host that shares this
+    /// one's sessions: this host then hears of the updates its own copy of
+    /// the server raises. Nothing for a resource no server has, or a
+    /// server that takes no subscriptions; a refusal is only logged.
+    pub async fn subscribe_upstream(&self, uri: &str) {
+        let Some(route) = self.catalog().resource(uri) else {
+            return;
+        };
+        let Ok(upstream) = self.upstream(route.upstream) else {
+            return;
+        };
+        let Ok(client) = upstream.client() else {
+            return;
+        };
+        if !client.revision().is_legacy() {
+            upstream.subscribe(&route.original);
+        } else if crate::upstream::subscribes(&client) {
+            let subscribed = tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                client.subscribe_resource(&route.original),
+            )
+            .await;
+            if !matches!(subscribed, Ok(Ok(()))) {
+                tracing::warn!(uri, server = %upstream.config.name, "cannot subscribe to a resource another host's client subscribed to");
+            }
+        }
     }
 
     /// The catalog now.
@@ -400,6 +444,9 @@ fn pass_on(inner: &Inner, index: usize, notification: Notification) {
                 return;
             };
             let exposed = read(&inner.catalog).exposed_uri(index, &uri);
+            if let Some(hook) = inner.update_hook.get() {
+                hook(&exposed);
+            }
             inner.downstream.resource_updated(&exposed, params);
         }
         methods::NOTIFICATION_MESSAGE => {

@@ -125,6 +125,28 @@ impl RedisSessionStore {
         format!("{}session:{id}", self.prefix)
     }
 
+    /// The resources session `id` is subscribed to (none if it has no
+    /// record), without renewing its record.
+    pub async fn subscriptions(
+        &self,
+        id: &str,
+    ) -> Result<std::collections::BTreeSet<String>, SessionStoreError> {
+        let command = redis::cmd("GET").arg(self.key(id)).clone();
+        let text: Option<String> = repeatable(&self.redis, |mut redis| {
+            let command = &command;
+            async move { command.query_async(&mut redis).await }
+        })
+        .await
+        .map_err(unavailable)?;
+        let Some(text) = text else {
+            return Ok(Default::default());
+        };
+        let record: SessionRecord = serde_json::from_str(&text).map_err(|e| {
+            SessionStoreError::new(format!("the record of session {id} is unreadable: {e}"))
+        })?;
+        Ok(record.subscriptions)
+    }
+
     /// The key of the set of sessions subscribed to resource `uri`.
     pub fn subscribers_key(&self, uri: &str) -> String {
         format!("{}subs:{uri}", self.prefix)

@@ -89,6 +89,15 @@ fn tool_call(id: i64, name: &str, arguments: Value) -> Value {
         "params": {"name": name, "arguments": arguments}})
 }
 
+/// Sends the session the log message from source `end` (on its standalone
+/// stream), through the instance at `url`: what comes before it came
+/// before.
+async fn send_end_marker(http: &reqwest::Client, url: &str, session: &str, id: i64) {
+    let marker = tool_call(id, "announce", json!({"source": "end", "count": 1}));
+    let (status, body) = support::reply(post(http, url, Some(session), &marker).await).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
 /// What a client read of its standalone stream, over its connections.
 #[derive(Default)]
 struct Received {
@@ -179,17 +188,7 @@ async fn a_standalone_stream_gets_what_every_instance_sends_once_and_in_order() 
     }
 
     // One more, from B, arrives live on C's stream: nothing after it.
-    let (status, body) = support::reply(
-        post(
-            &http,
-            &b.url,
-            Some(&session),
-            &tool_call(3, "announce", json!({"source": "end", "count": 1})),
-        )
-        .await,
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    send_end_marker(&http, &b.url, &session, 3).await;
     while !got.by_source.contains_key("end") {
         got.take(events.next().await.expect("the resumed stream goes on"));
     }
@@ -333,17 +332,7 @@ async fn a_resource_update_on_one_instance_reaches_subscribers_on_the_others() {
     }
 
     // A marker sent after both: no copy of either update came meanwhile.
-    let (status, body) = support::reply(
-        post(
-            &http,
-            &b.url,
-            Some(&session),
-            &tool_call(5, "announce", json!({"source": "end", "count": 1})),
-        )
-        .await,
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    send_end_marker(&http, &b.url, &session, 5).await;
     while !got.by_source.contains_key("end") {
         got.take(stream.next().await.expect("the stream goes on"));
     }
@@ -436,17 +425,7 @@ async fn resource_updates_raised_while_no_instance_holds_the_stream_wait_for_its
     .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     touch(c.url.clone(), producer.clone(), 17).await;
-    let (status, body) = support::reply(
-        post(
-            &http,
-            &c.url,
-            Some(&session),
-            &tool_call(3, "announce", json!({"source": "end", "count": 1})),
-        )
-        .await,
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    send_end_marker(&http, &c.url, &session, 3).await;
     within("the marker", async {
         while !got.by_source.contains_key("end") {
             got.take(stream.next().await.expect("the stream goes on"));
