@@ -181,6 +181,10 @@ pub async fn run(args: &HostArgs) -> Result<()> {
                     let (host, uri) = (subscriber.clone(), uri.to_owned());
                     tokio::spawn(async move { host.subscribe_upstream(&uri).await });
                 });
+                // And those made before this host started.
+                for uri in shared.subscribed_resources().await? {
+                    host.subscribe_upstream(&uri).await;
+                }
                 serve_shared(
                     service,
                     config,

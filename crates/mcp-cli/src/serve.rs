@@ -500,6 +500,11 @@ impl SharedStores {
         self.on_subscriptions = Some(std::sync::Arc::new(hook));
     }
 
+    /// The resources sessions are subscribed to now, on any instance.
+    pub async fn subscribed_resources(&self) -> Result<Vec<String>> {
+        Ok(self.redis_sessions.subscribed_resources().await?)
+    }
+
     /// Delivers across instances what `server` sends: a session's
     /// standalone stream is fed from the shared store, whichever instance
     /// sent the message, and `server`'s server-wide events (resource

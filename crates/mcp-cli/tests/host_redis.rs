@@ -2,7 +2,9 @@
 //! `redis-server`, each with its own `mcp serve everything` child over
 //! stdio. A legacy client's answer to an elicitation the first host asked
 //! it, posted to the second host, reaches the first, and the call ends
-//! with the answer.
+//! with the answer. A resource update raised by the upstream of one host
+//! reaches a subscriber whose stream is open on another, also through a
+//! host started after the subscription was made.
 
 #![cfg(unix)]
 
@@ -164,5 +166,84 @@ async fn an_answer_posted_to_another_host_reaches_the_host_that_asked() {
     assert!(
         text.contains("accept") && text.contains("ada") && text.contains("ada@example.com"),
         "{text}"
+    );
+}
+
+/// Initializes a legacy session on the host at `url`: its id.
+async fn open_session(url: &str) -> String {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": LEGACY, "capabilities": {},
+        "clientInfo": {"name": "cli-test", "version": "1"}}});
+    let response = post(url, None, initialize).await;
+    assert_eq!(response.status(), 200);
+    let session = response.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(url, Some(&session), initialized).await.status(), 202);
+    session
+}
+
+/// Calls `update_watched_resource` through `url` until `stream` gets the
+/// resource's update (the other hosts hear of a subscription through
+/// Redis, not at once), at most 40 times.
+async fn update_until_heard(url: &str, session: &str, stream: &mut Events) -> Value {
+    for id in 100..140 {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "update_watched_resource", "arguments": {}}});
+        let response = post(url, Some(session), call).await;
+        assert_eq!(response.status(), 200);
+        let _ = response.bytes().await;
+        if let Ok(update) = tokio::time::timeout(Duration::from_millis(500), stream.next()).await {
+            return update.expect("the subscriber's stream goes on");
+        }
+    }
+    panic!("no resources/updated reached the subscriber's stream after 40 changes");
+}
+
+#[tokio::test]
+async fn an_update_through_any_host_reaches_a_subscriber_on_another() {
+    let redis = Redis::start();
+    let config = ConfigDir::everything("host-redis-updates");
+    let (_a, a) = host(&config, &redis.url).await;
+    let (_b, b) = host(&config, &redis.url).await;
+
+    // Subscribed through A, its stream open on A.
+    let subscriber = open_session(&a).await;
+    let subscribe = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+        "params": {"uri": "test://watched-resource"}});
+    let response = post(&a, Some(&subscriber), subscribe).await;
+    assert_eq!(response.status(), 200);
+    let request = reqwest::Client::new()
+        .get(&a)
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", LEGACY)
+        .header("mcp-session-id", &subscriber);
+    let response = within("the GET stream", request.send()).await.expect("GET");
+    assert_eq!(response.status(), 200);
+    let mut stream = Events {
+        response,
+        buffer: String::new(),
+    };
+
+    // Changed through B, whose own upstream raises the update.
+    let producer = open_session(&b).await;
+    let update = update_until_heard(&b, &producer, &mut stream).await;
+    assert_eq!(
+        update["method"], "notifications/resources/updated",
+        "{update}"
+    );
+    assert_eq!(
+        update["params"]["uri"], "test://watched-resource",
+        "{update}"
+    );
+
+    // A host started now subscribes its upstream to what is subscribed.
+    let (_c, c) = host(&config, &redis.url).await;
+    let update = update_until_heard(&c, &producer, &mut stream).await;
+    assert_eq!(
+        update["method"], "notifications/resources/updated",
+        "{update}"
     );
 }

@@ -147,6 +147,39 @@ impl RedisSessionStore {
         Ok(record.subscriptions)
     }
 
+    /// The resources some session is subscribed to (or was, where its
+    /// record expired since), for an instance that starts after the
+    /// subscriptions were made.
+    pub async fn subscribed_resources(&self) -> Result<Vec<String>, SessionStoreError> {
+        let prefix = self.subscribers_key("");
+        let pattern = format!("{prefix}*");
+        let mut redis = self.redis.clone();
+        let mut cursor: u64 = 0;
+        let mut uris = Vec::new();
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1000)
+                .query_async(&mut redis)
+                .await
+                .map_err(unavailable)?;
+            uris.extend(
+                keys.iter()
+                    .filter_map(|key| key.strip_prefix(&prefix).map(str::to_owned)),
+            );
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        uris.sort();
+        uris.dedup();
+        Ok(uris)
+    }
+
     /// The key of the set of sessions subscribed to resource `uri`.
     pub fn subscribers_key(&self, uri: &str) -> String {
         format!("{}subs:{uri}", self.prefix)
