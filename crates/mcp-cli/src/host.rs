@@ -175,7 +175,11 @@ pub async fn run(args: &HostArgs) -> Result<()> {
                 // the server raises.
                 let (shared, updates) = SharedStores::redis(url).await?.following();
                 let mut shared = shared.relaying().await?;
-                host.set_resource_update_hook(move |uri| updates.push(uri));
+                let bus = shared
+                    .bus()
+                    .cloned()
+                    .ok_or_else(|| anyhow::anyhow!("the bus is not joined"))?;
+                share_subscriptions(&host, &bus, updates);
                 let subscriber = host.clone();
                 shared.on_subscriptions(move |uri| {
                     let (host, uri) = (subscriber.clone(), uri.to_owned());
@@ -202,6 +206,51 @@ pub async fn run(args: &HostArgs) -> Result<()> {
     reloading.abort();
     host.shutdown(Duration::from_secs(10)).await;
     served
+}
+
+/// What hosts sharing their clients on Redis tell each other on the bus.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum SharedEvent {
+    /// A host's upstream raised an update of this resource (as clients
+    /// know it): the other hosts tell their 2026-07-28 listen streams.
+    Updated(String),
+    /// A 2026-07-28 listen stream asked a host for this resource's
+    /// updates: the other hosts subscribe their own upstreams to it.
+    Subscribed(String),
+}
+
+/// Wires `host` to the other hosts on `bus`: the resource updates its
+/// upstreams raise are stored for every subscribed legacy session
+/// (`updates`) and told to the other hosts' listen streams, and what its
+/// listen streams ask for is subscribed to on every host.
+fn share_subscriptions(
+    host: &Host,
+    bus: &mcp_redis::RedisBus,
+    updates: mcp_http::fanout::UpdateQueue,
+) {
+    let publish = |bus: mcp_redis::RedisBus| {
+        move |event: SharedEvent| match serde_json::to_string(&event) {
+            Ok(text) => bus.publish_event(text),
+            Err(error) => tracing::warn!(%error, "an event for the other hosts cannot be written"),
+        }
+    };
+    let updated = publish(bus.clone());
+    host.set_resource_update_hook(move |uri| {
+        updates.push(uri);
+        updated(SharedEvent::Updated(uri.to_owned()));
+    });
+    let subscribed = publish(bus.clone());
+    host.set_subscription_hook(move |uri| subscribed(SharedEvent::Subscribed(uri.to_owned())));
+    let receiver = host.clone();
+    bus.on_event(move |text| match serde_json::from_str(text) {
+        Ok(SharedEvent::Updated(uri)) => receiver.resource_updated_elsewhere(&uri),
+        Ok(SharedEvent::Subscribed(uri)) => {
+            let host = receiver.clone();
+            tokio::spawn(async move { host.subscribe_upstream(&uri).await });
+        }
+        Err(error) => tracing::debug!(%error, "an unknown event from another host"),
+    });
 }
 
 fn variables(args: &HostArgs) -> Variables {

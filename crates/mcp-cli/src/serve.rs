@@ -500,6 +500,11 @@ impl SharedStores {
         self.on_subscriptions = Some(std::sync::Arc::new(hook));
     }
 
+    /// The instances' bus, once joined ([`SharedStores::relaying`]).
+    pub fn bus(&self) -> Option<&mcp_redis::RedisBus> {
+        self.bus.as_ref()
+    }
+
     /// The resources sessions are subscribed to now, on any instance.
     pub async fn subscribed_resources(&self) -> Result<Vec<String>> {
         Ok(self.redis_sessions.subscribed_resources().await?)

@@ -246,4 +246,49 @@ async fn an_update_through_any_host_reaches_a_subscriber_on_another() {
         update["method"], "notifications/resources/updated",
         "{update}"
     );
+
+    // A 2026-07-28 listen stream on A hears of a change made through B.
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "cli-test", "version": "1"},
+    });
+    let listen = json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
+        "params": {"notifications": {"resourceSubscriptions": ["test://watched-resource"]},
+            "_meta": meta}});
+    let request = reqwest::Client::new()
+        .post(&a)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .body(listen.to_string());
+    let response = within("the listen POST", request.send())
+        .await
+        .expect("POST");
+    assert_eq!(response.status(), 200);
+    let mut modern = Events {
+        response,
+        buffer: String::new(),
+    };
+    let ack = within("the acknowledgement", modern.next())
+        .await
+        .expect("an acknowledgement");
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    let update = update_until_heard(&b, &producer, &mut modern).await;
+    assert_eq!(
+        update["method"], "notifications/resources/updated",
+        "{update}"
+    );
+    assert_eq!(
+        update["params"]["uri"], "test://watched-resource",
+        "{update}"
+    );
+    assert_eq!(
+        update["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "listen-1",
+        "{update}"
+    );
 }

@@ -145,6 +145,15 @@ impl Downstream {
                 );
             }
         }
+        self.resource_updated_to_listeners(&params);
+    }
+
+    /// Tells the 2026-07-28 listen streams that asked for resource
+    /// `params.uri` that it changed.
+    pub(crate) fn resource_updated_to_listeners(&self, params: &serde_json::Map<String, Value>) {
+        let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+            return;
+        };
         for listener in lock(&self.listeners).1.values() {
             let wanted = listener
                 .filter

@@ -102,6 +102,8 @@ pub(crate) struct Inner {
     supervisors: Mutex<JoinSet<()>>,
     /// Told of each resource update an upstream raises, where set.
     update_hook: std::sync::OnceLock<UpdateHook>,
+    /// Told of each resource a listen stream asks for, where set.
+    pub(crate) subscription_hook: std::sync::OnceLock<UpdateHook>,
 }
 
 /// What a host does with each resource update its upstreams raise (by the
@@ -146,6 +148,7 @@ impl Host {
                 options,
                 supervisors: Mutex::new(JoinSet::new()),
                 update_hook: std::sync::OnceLock::new(),
+                subscription_hook: std::sync::OnceLock::new(),
             }),
         };
         for problem in &config.problems {
@@ -243,6 +246,26 @@ impl Host {
     /// once; later calls are ignored.
     pub fn set_resource_update_hook(&self, hook: impl Fn(&str) + Send + Sync + 'static) {
         let _ = self.inner.update_hook.set(Arc::new(hook));
+    }
+
+    /// Also tells `hook` of each resource a 2026-07-28 client's
+    /// `subscriptions/listen` stream asks for (by the URI the host's
+    /// clients know): hosts that share their clients subscribe their own
+    /// upstreams too ([`Host::subscribe_upstream`]). Set once; later calls
+    /// are ignored.
+    pub fn set_subscription_hook(&self, hook: impl Fn(&str) + Send + Sync + 'static) {
+        let _ = self.inner.subscription_hook.set(Arc::new(hook));
+    }
+
+    /// Tells this host's 2026-07-28 listen streams that asked for resource
+    /// `uri` (as the host's clients know it) that it changed: an update
+    /// the upstream of another host sharing this one's clients raised.
+    /// Legacy sessions are not told here: the other host stored it for
+    /// them.
+    pub fn resource_updated_elsewhere(&self, uri: &str) {
+        let mut params = serde_json::Map::new();
+        params.insert("uri".into(), Value::String(uri.to_owned()));
+        self.inner.downstream.resource_updated_to_listeners(&params);
     }
 
     /// Subscribes the server of resource `uri` (as the host's clients know

@@ -437,11 +437,24 @@ impl Gateway {
             .notify(methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, &ack)
             .await
             .map_err(ErrorObject::internal)?;
+        let uris: Vec<String> = filter
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .cloned()
+            .collect();
         let _registered = self
             .host
             .inner
             .downstream
             .listen(&ctx.peer, &ctx.id, filter);
+        // The servers of the resources asked for send their updates.
+        for uri in &uris {
+            self.host.subscribe_upstream(uri).await;
+            if let Some(hook) = self.host.inner.subscription_hook.get() {
+                hook(uri);
+            }
+        }
         std::future::pending::<()>().await;
         unreachable!("a pending future never completes")
     }
