@@ -266,6 +266,49 @@ async def resources_updated_across_instances(rig):
         check(update["params"]["uri"] == "test://watched-resource", f"{update}")
 
 
+async def resources_updated_across_instances_modern(rig):
+    """Modern era: a subscriptions/listen stream on instance 0 hears of a
+    change made by a (stateless) tool call on instance 1."""
+    async with wire.client() as http:
+        uri = "test://watched-resource"
+        listen = wire.modern("listen-1", "subscriptions/listen",
+                             {"notifications": {"resourceSubscriptions": [uri]}})
+        stream = await wire.post_modern(http, rig.instance_url(0), listen, stream=True)
+        check(stream.status_code == 200, f"subscriptions/listen answered {stream.status_code}")
+        messages = wire.events(stream)
+
+        async def next_method(method):
+            async for event in messages:
+                if event["data"] and json.loads(event["data"]).get("method") == method:
+                    return json.loads(event["data"])
+        update = None
+        try:
+            acknowledged = await asyncio.wait_for(next_method("notifications/subscriptions/acknowledged"), 10)
+            check(acknowledged is not None, "the listen stream ended unacknowledged")
+            # The other instances hear of the subscription through Redis,
+            # not at once: the change is made again until an update
+            # arrives, for at most 10 s.
+            waiting = asyncio.ensure_future(next_method("notifications/resources/updated"))
+            deadline = time.monotonic() + 10
+            n = 0
+            while not waiting.done() and time.monotonic() < deadline:
+                n += 1
+                called = await wire.post_modern(http, rig.instance_url(1), wire.modern(
+                    n, "tools/call", {"name": "update_watched_resource", "arguments": {}}))
+                body = await wire.reply(called)
+                check(called.status_code == 200 and "result" in body, f"tools/call on instance 1: {body}")
+                await asyncio.wait([waiting], timeout=0.5)
+            if waiting.done():
+                update = waiting.result()
+            else:
+                waiting.cancel()
+        finally:
+            await stream.aclose()
+        check(update is not None, "no resources/updated within 10 s on the listen stream of instance 0")
+        check(update["params"]["uri"] == uri, f"{update}")
+        check(update["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "listen-1", f"{update}")
+
+
 async def elicitation_answer_elsewhere(rig):
     """A tool's elicitation/create comes on instance 0's POST stream; the
     client's answer is POSTed to instance 1; the tool's result follows on
@@ -363,6 +406,7 @@ def cases(rig):
         ("cli-calls-modern", lambda: cli_calls(rig, "modern")),
         ("sse-resume-after-sigkill", lambda: sse_resume_after_sigkill(rig)),
         ("resources-updated-across-instances", lambda: resources_updated_across_instances(rig)),
+        ("resources-updated-across-instances-modern", lambda: resources_updated_across_instances_modern(rig)),
         ("elicitation-answer-elsewhere", lambda: elicitation_answer_elsewhere(rig)),
         ("elicitation-modern-retry-elsewhere", lambda: elicitation_modern_retry_elsewhere(rig)),
         ("redis-restart", lambda: redis_restart(rig)),

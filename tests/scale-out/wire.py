@@ -70,6 +70,29 @@ class Session:
         return response
 
 
+MODERN = "2026-07-28"
+
+
+def modern(id, method, params=None):
+    """A 2026-07-28 request: stateless, the client's identity in `_meta`."""
+    params = dict(params or {})
+    params["_meta"] = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "scale-out-rig", "version": "1"},
+    }
+    return {"jsonrpc": "2.0", "id": id, "method": method, "params": params}
+
+
+async def post_modern(http, url, message, stream=False):
+    """POSTs a 2026-07-28 request with the headers that era wants."""
+    headers = dict(HEADERS, **{"mcp-protocol-version": MODERN, "mcp-method": message["method"]})
+    if message["method"] == "tools/call":
+        headers["mcp-name"] = message["params"]["name"]
+    request = http.build_request("POST", url, headers=headers, content=json.dumps(message))
+    return await http.send(request, stream=stream)
+
+
 async def reply(response):
     """The JSON-RPC message of a response, JSON or one SSE stream's last
     message ({} when there is none)."""
