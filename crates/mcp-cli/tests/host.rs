@@ -13,9 +13,10 @@ use std::time::Duration;
 
 use mcp_client::{Client, EraChoice};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
-const MCP: &str = env!("CARGO_BIN_EXE_mcp");
+mod support;
+
+use support::MCP;
 
 /// A config file in a folder of its own, removed at the end.
 struct ConfigDir(PathBuf);
@@ -63,23 +64,11 @@ impl RunningHost {
 
     /// `command`, an `mcp host` without its address, on a free port.
     async fn start_command(mut command: tokio::process::Command) -> RunningHost {
-        let mut child = command
-            .args(["--http", "127.0.0.1:0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("mcp host runs");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let url = within("the endpoint line", async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if let Some(url) = line.strip_prefix("MCP endpoint: ") {
-                    return url.to_owned();
-                }
-            }
-            panic!("mcp host exited without an endpoint");
-        })
+        let (child, url) = support::spawn_endpoint(
+            command
+                .args(["--http", "127.0.0.1:0"])
+                .stderr(Stdio::null()),
+        )
         .await;
         RunningHost {
             child,

@@ -11,12 +11,10 @@
 mod support;
 
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::{MCP, Redis};
-use tokio::io::{AsyncBufReadExt as _, BufReader};
 
 /// The legacy revision the client speaks.
 const LEGACY: &str = "2025-11-25";
@@ -50,26 +48,13 @@ impl Drop for ConfigDir {
 /// its children, which see their stdin close) when dropped; the child and
 /// its endpoint URL.
 async fn host(config: &ConfigDir, redis: &str) -> (tokio::process::Child, String) {
-    let mut child = tokio::process::Command::new(MCP)
-        .args(["host", "--config"])
-        .arg(config.file())
-        .args(["--http", "127.0.0.1:0", "--redis", redis])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("mcp host runs");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let url = within("the endpoint line", async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(url) = line.strip_prefix("MCP endpoint: ") {
-                return url.to_owned();
-            }
-        }
-        panic!("mcp host exited without an endpoint");
-    })
-    .await;
-    (child, url)
+    support::spawn_endpoint(
+        tokio::process::Command::new(MCP)
+            .args(["host", "--config"])
+            .arg(config.file())
+            .args(["--http", "127.0.0.1:0", "--redis", redis]),
+    )
+    .await
 }
 
 async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {

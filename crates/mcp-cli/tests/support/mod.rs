@@ -111,6 +111,34 @@ pub async fn serve_everything_http_with(
     (child, address)
 }
 
+/// Starts `command` (an `mcp` that serves HTTP), stdin closed, stdout
+/// read, killed when dropped; the child and the endpoint URL it prints
+/// (`MCP endpoint: URL`), within 30 s.
+pub async fn spawn_endpoint(
+    command: &mut tokio::process::Command,
+) -> (tokio::process::Child, String) {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("mcp runs");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let url = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.expect("stdout") {
+            if let Some(url) = line.strip_prefix("MCP endpoint: ") {
+                return url.to_owned();
+            }
+        }
+        panic!("mcp exited without printing its endpoint");
+    })
+    .await
+    .expect("mcp printed its endpoint within 30 s");
+    (child, url)
+}
+
 /// A free loopback port (nothing listens on it once this returns).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
