@@ -422,7 +422,6 @@ type UriHook = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
 /// Where the sessions and SSE events of several instances are kept.
 pub struct SharedStores {
     events: std::sync::Arc<dyn mcp_http::EventStore>,
-    sessions: std::sync::Arc<dyn mcp_http::SessionStore>,
     /// The Redis, for [`SharedStores::relaying`] and
     /// [`SharedStores::delivering`].
     client: mcp_redis::Client,
@@ -432,8 +431,9 @@ pub struct SharedStores {
     /// Told of the resources each session another instance changed is
     /// subscribed to, where set.
     on_subscriptions: Option<UriHook>,
-    /// The session store, for the subscriptions of a changed session.
-    redis_sessions: mcp_redis::RedisSessionStore,
+    /// The session store (also asked for the subscriptions of a session
+    /// another instance changed).
+    sessions: mcp_redis::RedisSessionStore,
 }
 
 impl SharedStores {
@@ -444,8 +444,7 @@ impl SharedStores {
         tracing::info!("sessions and events on Redis at {url}");
         Ok(SharedStores {
             events: std::sync::Arc::new(mcp_redis::RedisEventStore::new(redis.clone())),
-            sessions: std::sync::Arc::new(mcp_redis::RedisSessionStore::new(redis.clone())),
-            redis_sessions: mcp_redis::RedisSessionStore::new(redis.clone()),
+            sessions: mcp_redis::RedisSessionStore::new(redis.clone()),
             client,
             manager: redis,
             bus: None,
@@ -488,8 +487,10 @@ impl SharedStores {
         self.events = std::sync::Arc::new(
             mcp_redis::RedisEventStore::new(self.manager.clone()).follow_with(self.client.clone()),
         );
-        let updates =
-            mcp_http::fanout::UpdateQueue::start(self.events.clone(), self.sessions.clone());
+        let updates = mcp_http::fanout::UpdateQueue::start(
+            self.events.clone(),
+            std::sync::Arc::new(self.sessions.clone()),
+        );
         (self, updates)
     }
 
@@ -507,7 +508,7 @@ impl SharedStores {
 
     /// The resources sessions are subscribed to now, on any instance.
     pub async fn subscribed_resources(&self) -> Result<Vec<String>> {
-        Ok(self.redis_sessions.subscribed_resources().await?)
+        Ok(self.sessions.subscribed_resources().await?)
     }
 
     /// Delivers across instances what `server` sends: a session's
@@ -614,10 +615,10 @@ pub async fn serve_shared(
     if let Some(shared) = shared {
         subscriptions = shared
             .on_subscriptions
-            .map(|hook| (hook, shared.redis_sessions));
+            .map(|hook| (hook, shared.sessions.clone()));
         config = config
             .event_store(shared.events)
-            .session_store(shared.sessions);
+            .session_store(std::sync::Arc::new(shared.sessions));
         if let Some(bus) = &shared.bus {
             config = config.response_relay(std::sync::Arc::new(bus.clone()));
         }

@@ -83,6 +83,13 @@ struct Events {
 }
 
 impl Events {
+    fn new(response: reqwest::Response) -> Self {
+        Events {
+            response,
+            buffer: String::new(),
+        }
+    }
+
     /// The next message with data; `None` when the stream ends.
     async fn next(&mut self) -> Option<Value> {
         loop {
@@ -127,10 +134,7 @@ async fn an_answer_posted_to_another_host_reaches_the_host_that_asked() {
         "name": "test_elicitation", "arguments": {"message": "who are you?"}}});
     let response = post(&a, Some(&session), call).await;
     assert_eq!(response.status(), 200);
-    let mut events = Events {
-        response,
-        buffer: String::new(),
-    };
+    let mut events = Events::new(response);
     let ask = within("the elicitation", events.next())
         .await
         .expect("an elicitation on the call's stream");
@@ -207,10 +211,7 @@ async fn an_update_through_any_host_reaches_a_subscriber_on_another() {
         .header("mcp-session-id", &subscriber);
     let response = within("the GET stream", request.send()).await.expect("GET");
     assert_eq!(response.status(), 200);
-    let mut stream = Events {
-        response,
-        buffer: String::new(),
-    };
+    let mut stream = Events::new(response);
 
     // Changed through B, whose own upstream raises the update.
     let producer = open_session(&b).await;
@@ -252,10 +253,7 @@ async fn an_update_through_any_host_reaches_a_subscriber_on_another() {
         .await
         .expect("POST");
     assert_eq!(response.status(), 200);
-    let mut modern = Events {
-        response,
-        buffer: String::new(),
-    };
+    let mut modern = Events::new(response);
     let ack = within("the acknowledgement", modern.next())
         .await
         .expect("an acknowledgement");
