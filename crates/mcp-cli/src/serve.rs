@@ -620,7 +620,9 @@ pub async fn serve_shared(
             .event_store(shared.events)
             .session_store(std::sync::Arc::new(shared.sessions));
         if let Some(bus) = &shared.bus {
-            config = config.response_relay(std::sync::Arc::new(bus.clone()));
+            config = config
+                .response_relay(std::sync::Arc::new(bus.clone()))
+                .task_relay(std::sync::Arc::new(bus.clone()));
         }
         _bus = shared.bus;
     }
@@ -643,6 +645,17 @@ pub async fn serve_shared(
                 message.to_owned(),
             );
             tokio::spawn(async move { endpoint.take_forwarded(&session, &message).await });
+        });
+        // Requests about the tasks this instance runs, from the others.
+        let runner = std::sync::Arc::downgrade(&endpoint);
+        bus.on_task_request(move |request| {
+            let runner = runner.clone();
+            Box::pin(async move {
+                match runner.upgrade() {
+                    Some(endpoint) => endpoint.answer_relayed(request).await,
+                    None => String::new(),
+                }
+            })
         });
         // Sessions whose settings another instance changed.
         let changed_in = std::sync::Arc::clone(&endpoint);

@@ -69,6 +69,18 @@ impl Owner {
     }
 }
 
+/// The transport's name for a session (a legacy HTTP session's id): the
+/// same on every instance that serves the session, so what the session
+/// owns on one of them (its tasks) stays its own wherever it continues.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SessionName(pub Arc<str>);
+
+/// Marks a session that leaves this process but goes on elsewhere (an idle
+/// copy of a session shared by several instances): what it owns here
+/// (running tasks) is kept until it expires on its own.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ContinuesElsewhere;
+
 impl std::fmt::Debug for Extensions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Extensions { .. }")

@@ -47,7 +47,7 @@ mod transport;
 
 pub use context::{Progress, RequestContext};
 pub use error::RequestError;
-pub use extensions::{Extensions, Owner};
+pub use extensions::{ContinuesElsewhere, Extensions, Owner, SessionName};
 pub use peer::{Peer, ProgressCallback, RequestOptions};
 pub use request_meta::KnownMeta;
 pub use service::{BoxFuture, HandlerResult, IncomingRequest, Service, box_future};

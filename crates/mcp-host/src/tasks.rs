@@ -21,8 +21,8 @@ pub(crate) struct TaskRoutes {
 impl TaskRoutes {
     /// Remembers the task a result created, if it did.
     pub(crate) fn record(&self, result: &RawValue, upstream: usize) {
-        if let Some(id) = created_task(result) {
-            self.remember(&id, upstream);
+        if let Some(task) = mcp_http::task_relay::created_task(result) {
+            self.remember(&task.id, upstream);
         }
     }
 
@@ -50,29 +50,6 @@ impl TaskRoutes {
             .get(id)
             .copied()
     }
-}
-
-/// The id of the task a result created: top-level `taskId` of a
-/// 2026-07-28 `task` result, or `task.taskId` of a 2025-11-25
-/// `CreateTaskResult`. Only results that mention `taskId` are read.
-fn created_task(result: &RawValue) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Inner {
-        #[serde(rename = "taskId")]
-        task_id: Option<String>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        #[serde(rename = "taskId")]
-        task_id: Option<String>,
-        task: Option<Inner>,
-    }
-    let text = result.get();
-    if !text.contains("\"taskId\"") {
-        return None;
-    }
-    let probe: Probe = serde_json::from_str(text).ok()?;
-    probe.task_id.or(probe.task.and_then(|t| t.task_id))
 }
 
 #[cfg(test)]

@@ -71,6 +71,10 @@ pub struct HttpConfig {
     /// nowhere: every request is sent by the instance that receives its
     /// answer).
     pub response_relay: Option<Arc<dyn crate::relay::ResponseRelay>>,
+    /// Where this instance records the tasks it runs and finds the ones
+    /// others run (by default nowhere: a task is found only where it
+    /// runs).
+    pub task_relay: Option<Arc<dyn crate::task_relay::TaskRelay>>,
     /// The GET path of the legacy HTTP+SSE transport (2024-11-05), or
     /// `None` to leave it off.
     pub legacy_sse_path: Option<String>,
@@ -108,6 +112,7 @@ impl HttpConfig {
             event_store: Arc::new(MemoryEventStore::new(Default::default())),
             session_store: Arc::new(LocalSessionStore),
             response_relay: None,
+            task_relay: None,
             legacy_sse_path: Some("/sse".to_owned()),
             legacy_message_path: "/message".to_owned(),
             websocket_path: Some("/ws".to_owned()),
@@ -201,6 +206,13 @@ impl HttpConfig {
     /// instance that did (see [`crate::relay::ResponseRelay`]).
     pub fn response_relay(mut self, relay: Arc<dyn crate::relay::ResponseRelay>) -> Self {
         self.response_relay = Some(relay);
+        self
+    }
+
+    /// Finds tasks that run on other instances (see
+    /// [`crate::task_relay::TaskRelay`]).
+    pub fn task_relay(mut self, relay: Arc<dyn crate::task_relay::TaskRelay>) -> Self {
+        self.task_relay = Some(relay);
         self
     }
 

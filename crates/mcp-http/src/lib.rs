@@ -33,6 +33,7 @@ mod session;
 pub mod session_store;
 mod spare_headers;
 pub mod sse;
+pub mod task_relay;
 pub mod ws;
 
 pub use authz::{MessageExtensions, ToolScopeCheck, ToolScopeGuard};

@@ -11,22 +11,35 @@
 //! (its id, kept an hour), where the instance that gets the answer
 //! finds where to forward it; `mcp:bus:session` carries the ids of
 //! sessions whose settings (log level, subscriptions) an instance changed
-//! (`ID session`), so the others holding a copy reload them. One
+//! (`ID session`), so the others holding a copy reload them.
+//!
+//! Tasks (see [`mcp_http::task_relay`]): `mcp:task:ID` names the instance
+//! that runs task `ID` (kept for the task's time to live), and
+//! `mcp:task-runners:SCOPE` the instances that run tasks of a session or
+//! caller. A request about a task goes to its runner's channel as a JSON
+//! envelope (`{"kind":"ask",...}`), and the answer comes back on the
+//! asker's (`{"kind":"reply",...}`); the asker checks every two seconds
+//! that the runner is still subscribed, so a request to an instance that
+//! died ends with an error rather than waiting for ever. One
 //! dedicated pub/sub connection per instance receives; it reconnects and
 //! subscribes again on its own after an outage (what was published
 //! meanwhile is lost, as pub/sub keeps nothing). Publishing goes through
 //! the shared [`ConnectionManager`], in order, from one task.
 
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures::StreamExt as _;
 use redis::aio::ConnectionManager;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use mcp_core::BoxFuture;
 use mcp_http::relay::ResponseRelay;
+use mcp_http::task_relay::{RelayedRequest, TaskRelay};
+use mcp_schema::ErrorObject;
 use mcp_schema::jsonrpc::RequestId;
+use serde::{Deserialize, Serialize};
 
 use crate::DEFAULT_PREFIX;
 
@@ -38,6 +51,15 @@ type SessionHandler = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// What an instance does with an answer forwarded to it: session, message.
 type ForwardHandler = Arc<dyn Fn(&str, &str) + Send + Sync>;
+
+/// How an instance answers a request about a task it runs.
+type TaskHandler = Arc<dyn Fn(RelayedRequest) -> BoxFuture<'static, String> + Send + Sync>;
+
+/// The askers waiting for other instances' answers, by envelope id.
+type Waiting = Arc<Mutex<HashMap<u64, oneshot::Sender<String>>>>;
+
+/// How often an asker checks that the instance it waits on is alive.
+const LIVENESS_CHECK: Duration = Duration::from_secs(2);
 
 /// How long a request sent to a client is remembered for its answer.
 const REQUEST_TTL: Duration = Duration::from_secs(60 * 60);
@@ -56,6 +78,8 @@ struct Inner {
     prefix: String,
     on_forward: Arc<OnceLock<ForwardHandler>>,
     on_session: Arc<OnceLock<SessionHandler>>,
+    on_task: Arc<OnceLock<TaskHandler>>,
+    waiting: Waiting,
     sessions_channel: String,
     /// Server-wide events to publish, in order.
     outgoing: mpsc::UnboundedSender<String>,
@@ -101,6 +125,8 @@ impl RedisBus {
         let pubsub = subscribe(&client, &channels).await?;
         let on_event: Arc<OnceLock<EventHandler>> = Arc::default();
         let on_forward: Arc<OnceLock<ForwardHandler>> = Arc::default();
+        let on_task: Arc<OnceLock<TaskHandler>> = Arc::default();
+        let waiting: Waiting = Arc::default();
         let (stop, stopped) = tokio::sync::oneshot::channel();
         let (outgoing, queue) = mpsc::unbounded_channel();
         tokio::spawn(publish(
@@ -118,6 +144,10 @@ impl RedisBus {
                 on_event: Arc::clone(&on_event),
                 on_forward: Arc::clone(&on_forward),
                 on_session: Arc::clone(&on_session),
+                on_task: Arc::clone(&on_task),
+                waiting: Arc::clone(&waiting),
+                redis: redis.clone(),
+                prefix: prefix.to_owned(),
             },
             stopped,
         ));
@@ -128,6 +158,8 @@ impl RedisBus {
                 prefix: prefix.to_owned(),
                 on_forward,
                 on_session,
+                on_task,
+                waiting,
                 sessions_channel,
                 outgoing,
                 on_event,
@@ -167,6 +199,40 @@ impl RedisBus {
     /// later calls are ignored.
     pub fn on_session_changed(&self, handler: impl Fn(&str) + Send + Sync + 'static) {
         let _ = self.inner.on_session.set(Arc::new(handler));
+    }
+
+    /// Answers the requests about tasks this instance runs that other
+    /// instances relay to it with `handler` (for
+    /// [`mcp_http::McpEndpoint::answer_relayed`]). Set once; later calls
+    /// are ignored.
+    pub fn on_task_request(
+        &self,
+        handler: impl Fn(RelayedRequest) -> BoxFuture<'static, String> + Send + Sync + 'static,
+    ) {
+        let _ = self.inner.on_task.set(Arc::new(handler));
+    }
+
+    /// The key naming the instance that runs task `task`.
+    fn task_key(&self, task: &str) -> String {
+        format!("{}task:{task}", self.inner.prefix)
+    }
+
+    /// The key listing the instances that run tasks of `scope`.
+    fn runners_key(&self, scope: &str) -> String {
+        format!("{}task-runners:{scope}", self.inner.prefix)
+    }
+
+    /// Whether `instance` is still on the bus.
+    async fn alive(&self, instance: &str) -> bool {
+        let channel = instance_channel(&self.inner.prefix, instance);
+        let counts: Result<(String, i64), _> = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg(&channel)
+            .query_async(&mut self.inner.redis.clone())
+            .await;
+        // When Redis cannot tell, the instance is given the benefit of the
+        // doubt.
+        counts.map(|(_, n)| n > 0).unwrap_or(true)
     }
 
     /// The key recording who sent request `id` to `session`'s client.
@@ -247,6 +313,181 @@ impl ResponseRelay for RedisBus {
     }
 }
 
+/// A request relayed to the instance running its task, or the answer.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Envelope {
+    /// A request for the receiver to answer on `from`'s channel.
+    Ask {
+        id: u64,
+        from: String,
+        request: RelayedRequest,
+    },
+    /// The answer to the asker's request `id`.
+    Reply { id: u64, response: String },
+}
+
+/// Forgets an asker's wait when it ends (answered, failed or dropped).
+struct WaitGuard<'a> {
+    waiting: &'a Waiting,
+    id: u64,
+}
+
+impl Drop for WaitGuard<'_> {
+    fn drop(&mut self) {
+        lock(self.waiting).remove(&self.id);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The error of a task whose instance is gone.
+fn runner_gone() -> ErrorObject {
+    ErrorObject::internal(
+        "the instance running this task is gone, and the task with it; start it again",
+    )
+}
+
+impl TaskRelay for RedisBus {
+    fn started(&self, scope: &str, task: &str, ttl: Duration) -> BoxFuture<'_, ()> {
+        let (task_key, runners_key) = (self.task_key(task), self.runners_key(scope));
+        let ttl = crate::millis(ttl);
+        Box::pin(async move {
+            let recorded: Result<(), _> = redis::pipe()
+                .cmd("SET")
+                .arg(&task_key)
+                .arg(&self.inner.instance)
+                .arg("PX")
+                .arg(ttl)
+                .ignore()
+                .cmd("SADD")
+                .arg(&runners_key)
+                .arg(&self.inner.instance)
+                .ignore()
+                .cmd("PEXPIRE")
+                .arg(&runners_key)
+                .arg(crate::millis(mcp_http::task_relay::MAX_TASK_TTL))
+                .ignore()
+                .query_async(&mut self.inner.redis.clone())
+                .await;
+            if let Err(error) = recorded {
+                tracing::warn!(%error, %task_key, "cannot record where a task runs; other instances will not find it");
+            }
+        })
+    }
+
+    fn runner(&self, task: &str) -> BoxFuture<'_, Result<Option<String>, ErrorObject>> {
+        let key = self.task_key(task);
+        Box::pin(async move {
+            let runner: Option<String> = crate::repeatable(&self.inner.redis, |mut redis| {
+                let key = key.clone();
+                async move { redis::cmd("GET").arg(&key).query_async(&mut redis).await }
+            })
+            .await
+            .map_err(|error| {
+                ErrorObject::internal(format!("cannot find where the task runs: {error}"))
+            })?;
+            Ok(runner.filter(|runner| *runner != self.inner.instance))
+        })
+    }
+
+    fn runners(&self, scope: &str) -> BoxFuture<'_, Vec<String>> {
+        let key = self.runners_key(scope);
+        Box::pin(async move {
+            let members: Result<Vec<String>, _> = redis::cmd("SMEMBERS")
+                .arg(&key)
+                .query_async(&mut self.inner.redis.clone())
+                .await;
+            let mut others = Vec::new();
+            for member in members.unwrap_or_default() {
+                if member != self.inner.instance && self.alive(&member).await {
+                    others.push(member);
+                }
+            }
+            others
+        })
+    }
+
+    fn ask(
+        &self,
+        instance: &str,
+        request: RelayedRequest,
+    ) -> BoxFuture<'_, Result<String, ErrorObject>> {
+        let channel = instance_channel(&self.inner.prefix, instance);
+        let instance = instance.to_owned();
+        Box::pin(async move {
+            let id = rand::random::<u64>();
+            let envelope = Envelope::Ask {
+                id,
+                from: self.inner.instance.clone(),
+                request,
+            };
+            let text = serde_json::to_string(&envelope)
+                .map_err(|error| ErrorObject::internal(error.to_string()))?;
+            let (answer, mut answered) = oneshot::channel();
+            lock(&self.inner.waiting).insert(id, answer);
+            let _guard = WaitGuard {
+                waiting: &self.inner.waiting,
+                id,
+            };
+            let receivers: i64 = redis::cmd("PUBLISH")
+                .arg(&channel)
+                .arg(text)
+                .query_async(&mut self.inner.redis.clone())
+                .await
+                .map_err(|error| {
+                    ErrorObject::internal(format!(
+                        "cannot reach the instance running the task: {error}"
+                    ))
+                })?;
+            if receivers == 0 {
+                return Err(runner_gone());
+            }
+            let mut checks = tokio::time::interval(LIVENESS_CHECK);
+            checks.tick().await;
+            loop {
+                tokio::select! {
+                    answer = &mut answered => {
+                        return answer.map_err(|_| runner_gone());
+                    }
+                    _ = checks.tick() => {
+                        if !self.alive(&instance).await {
+                            return Err(runner_gone());
+                        }
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// Answers a relayed request with this instance's handler, on the
+/// asker's channel.
+fn answer_relayed(handlers: &Handlers, id: u64, from: String, request: RelayedRequest) {
+    let Some(handler) = handlers.on_task.get() else {
+        return;
+    };
+    let answering = handler(request);
+    let mut redis = handlers.redis.clone();
+    let channel = instance_channel(&handlers.prefix, &from);
+    tokio::spawn(async move {
+        let response = answering.await;
+        let Ok(text) = serde_json::to_string(&Envelope::Reply { id, response }) else {
+            return;
+        };
+        let sent: Result<i64, _> = redis::cmd("PUBLISH")
+            .arg(&channel)
+            .arg(text)
+            .query_async(&mut redis)
+            .await;
+        if let Err(error) = sent {
+            tracing::warn!(%error, "cannot answer a relayed task request");
+        }
+    });
+}
+
 /// The channel of instance `instance`.
 fn instance_channel(prefix: &str, instance: &str) -> String {
     format!("{prefix}bus:instance:{instance}")
@@ -264,6 +505,11 @@ struct Handlers {
     on_event: Arc<OnceLock<EventHandler>>,
     on_forward: Arc<OnceLock<ForwardHandler>>,
     on_session: Arc<OnceLock<SessionHandler>>,
+    on_task: Arc<OnceLock<TaskHandler>>,
+    waiting: Waiting,
+    /// Where relayed requests are answered.
+    redis: ConnectionManager,
+    prefix: String,
 }
 
 /// A pub/sub connection subscribed to `channels`.
@@ -330,6 +576,21 @@ async fn receive(
                 continue;
             };
             if message.get_channel_name() == channels.instance {
+                // Session ids never start with `{`: this is an envelope.
+                if text.starts_with('{') {
+                    match serde_json::from_str(text) {
+                        Ok(Envelope::Ask { id, from, request }) => {
+                            answer_relayed(&handlers, id, from, request)
+                        }
+                        Ok(Envelope::Reply { id, response }) => {
+                            if let Some(asker) = lock(&handlers.waiting).remove(&id) {
+                                let _ = asker.send(response);
+                            }
+                        }
+                        Err(error) => tracing::debug!(%error, "an unreadable envelope on the bus"),
+                    }
+                    continue;
+                }
                 if let (Some((session, answer)), Some(handler)) =
                     (text.split_once('\n'), handlers.on_forward.get())
                 {

@@ -12,7 +12,9 @@ use mcp_schema::ResourceContents;
 use mcp_server::{Context, HandlerError, NoArguments, ResourceDef, Server, ToolDef};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use support::{Events, Instance, Redis, call, client, initialize, listen, post, resume, within};
+use support::{
+    Events, Instance, Killable, Redis, call, client, initialize, listen, post, resume, within,
+};
 
 const WATCHED: &str = "test://watched";
 
@@ -585,51 +587,6 @@ async fn an_answer_posted_to_another_instance_reaches_the_request() {
     );
 }
 
-/// An instance on a runtime of its own, in a thread: [`Killable::kill`]
-/// drops the runtime, which ends every task and closes every socket of
-/// the instance at once, as a killed process would.
-struct Killable {
-    url: String,
-    kill: Option<std::sync::mpsc::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Killable {
-    fn start(redis: &Redis) -> Killable {
-        let (url_tx, url_rx) = std::sync::mpsc::channel();
-        let (kill, killed) = std::sync::mpsc::channel::<()>();
-        let redis_url = redis.url();
-        let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .expect("runtime");
-            let instance = runtime.block_on(async {
-                let conn = mcp_redis::connect(&redis_url).await.expect("connect");
-                Instance::start_delivering_at(server(), &redis_url, &conn).await
-            });
-            url_tx.send(instance.url.clone()).expect("URL sent");
-            let _ = killed.recv();
-            std::mem::forget(instance);
-            runtime.shutdown_background();
-        });
-        let url = url_rx.recv().expect("the instance started");
-        Killable {
-            url,
-            kill: Some(kill),
-            thread: Some(thread),
-        }
-    }
-
-    fn kill(&mut self) {
-        drop(self.kill.take());
-        if let Some(thread) = self.thread.take() {
-            thread.join().expect("the instance's thread");
-        }
-    }
-}
-
 /// A client that answers nothing (it declares no capabilities).
 struct Nothing;
 
@@ -647,7 +604,7 @@ impl mcp_core::Service for Nothing {
 async fn a_call_on_an_instance_that_dies_ends_with_an_error_and_its_stream_resumes_elsewhere() {
     let redis = Redis::start();
     let conn = redis.connect().await;
-    let mut a = Killable::start(&redis);
+    let mut a = Killable::start(&redis, server);
     let b = Instance::start_delivering(server(), &redis, &conn).await;
 
     // Our own client, on A.

@@ -11,14 +11,15 @@ use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
 use futures::FutureExt as _;
-use mcp_core::{BoxFuture, Owner, Service, SessionConfig, box_future};
+use mcp_core::{BoxFuture, DirectSession, FrameSink, Owner, Service, SessionConfig, box_future};
+use mcp_schema::ErrorObject;
 use tokio_util::sync::CancellationToken;
 use tower::Layer;
 
 use crate::config::HttpConfig;
 use crate::guard::{GuardLayer, Guarded};
 use crate::legacy_sse::LegacySessions;
-use crate::session::SessionManager;
+use crate::session::{Lookup, SessionManager};
 
 mod get_delete;
 mod handling;
@@ -93,6 +94,13 @@ impl McpEndpoint {
             session_config.first_request_id = rand::random_range(1..1i64 << 52);
         }
         let session_config = Arc::new(session_config);
+        let service = match &config.task_relay {
+            Some(relay) => Arc::new(crate::task_relay::TaskRouting {
+                inner: service,
+                relay: Arc::clone(relay),
+            }) as Arc<dyn Service>,
+            None => service,
+        };
         let sessions =
             SessionManager::new(&config, Arc::clone(&service), Arc::clone(&session_config));
         Arc::new(McpEndpoint {
@@ -174,6 +182,48 @@ impl McpEndpoint {
         session.take_sent_of(&frame);
         session.handle(frame, None).await;
         true
+    }
+
+    /// Answers a request about a task that runs here, which another
+    /// instance received (see [`crate::task_relay::TaskRelay`]): in the
+    /// legacy session it came in (loaded here if need be), or on its own
+    /// in the 2026-07-28 era. The JSON-RPC response's text.
+    pub async fn answer_relayed(&self, relayed: crate::task_relay::RelayedRequest) -> String {
+        let failed = |error: ErrorObject| {
+            serde_json::json!({"jsonrpc": "2.0", "id": "relayed", "error": error}).to_string()
+        };
+        let frame = match mcp_schema::jsonrpc::Message::parse_frame(&relayed.request) {
+            Ok(frame) => frame,
+            Err(error) => return failed(ErrorObject::invalid_request(format!("{error:?}"))),
+        };
+        let extensions = Some(crate::task_relay::relayed_extensions(&relayed));
+        let answer = match &relayed.session {
+            Some(id) => {
+                let owner = relayed.owner.clone().map(Owner::new);
+                match self.sessions.find(id, owner.as_ref()).await {
+                    Lookup::Found(session) => session.answer(frame, extensions).await,
+                    _ => {
+                        return failed(ErrorObject::invalid_request(
+                            "unknown or expired session; start a new one with initialize",
+                        ));
+                    }
+                }
+            }
+            None => {
+                let sink = Arc::new(handling::ResponseSink::new(self.config.queue_limits()));
+                let session = DirectSession::for_one_message(
+                    sink as Arc<dyn FrameSink>,
+                    Arc::clone(&self.service),
+                    Arc::clone(&self.session_config),
+                );
+                let answer = session.answer_parsed(frame.into(), extensions).await;
+                session.close();
+                answer
+            }
+        };
+        answer
+            .filter(|text| !text.is_empty())
+            .unwrap_or_else(|| failed(ErrorObject::internal("the request was not answered")))
     }
 
     /// Brings this instance's copy of session `id`, if it holds one, up to

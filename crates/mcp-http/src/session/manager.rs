@@ -145,14 +145,22 @@ impl SessionManager {
 
     /// A new session with this id.
     pub(super) fn new_session(&self, id: Arc<str>, owner: Option<Owner>) -> Arc<HttpSession> {
-        HttpSession::new(
-            id,
+        let session = HttpSession::new(
+            Arc::clone(&id),
             owner,
             Arc::clone(&self.service),
             Arc::clone(&self.session_config),
             self.routing.clone(),
             Arc::clone(&self.sweeps),
-        )
+        );
+        if self.shared {
+            // Its tasks stay its own on every instance that serves it.
+            session
+                .peer()
+                .extensions()
+                .insert(mcp_core::SessionName(id));
+        }
+        session
     }
 
     /// A new session with a fresh random id, belonging to `owner`.
@@ -431,6 +439,10 @@ impl SessionManager {
         for session in expired {
             tracing::debug!(session = %session.id, "session expired");
             if self.shared {
+                session
+                    .peer()
+                    .extensions()
+                    .insert(mcp_core::ContinuesElsewhere);
                 session.end();
             } else {
                 session.close().await;

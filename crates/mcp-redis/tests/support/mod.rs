@@ -167,10 +167,23 @@ impl Instance {
             }
         });
         let relay = Arc::new(bus.clone());
+        let tasks = Arc::new(bus.clone());
         let mut instance = Instance::start(server, conn, move |c| {
-            c.event_store(events).response_relay(relay)
+            c.event_store(events)
+                .response_relay(relay)
+                .task_relay(tasks)
         })
         .await;
+        let runner = Arc::downgrade(&instance.endpoint);
+        bus.on_task_request(move |request| {
+            let runner = runner.clone();
+            Box::pin(async move {
+                match runner.upgrade() {
+                    Some(endpoint) => endpoint.answer_relayed(request).await,
+                    None => String::new(),
+                }
+            })
+        });
         let endpoint = Arc::clone(&instance.endpoint);
         bus.on_forwarded(move |session, message| {
             let (endpoint, session, message) = (
@@ -391,5 +404,52 @@ pub async fn eventually<F: Future<Output = bool>>(what: &str, mut check: impl Fn
             "not within {WAIT:?}: {what}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// An instance on a runtime of its own, in a thread: [`Killable::kill`]
+/// drops the runtime, which ends every task and closes every socket of
+/// the instance at once, as a killed process would.
+pub struct Killable {
+    pub url: String,
+    kill: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Killable {
+    /// Starts one serving what `make` builds, delivering through `redis`.
+    pub fn start(redis: &Redis, make: fn() -> mcp_server::Server) -> Killable {
+        let (url_tx, url_rx) = std::sync::mpsc::channel();
+        let (kill, killed) = std::sync::mpsc::channel::<()>();
+        let redis_url = redis.url();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            let instance = runtime.block_on(async {
+                let conn = mcp_redis::connect(&redis_url).await.expect("connect");
+                Instance::start_delivering_at(make(), &redis_url, &conn).await
+            });
+            url_tx.send(instance.url.clone()).expect("URL sent");
+            let _ = killed.recv();
+            std::mem::forget(instance);
+            runtime.shutdown_background();
+        });
+        let url = url_rx.recv().expect("the instance started");
+        Killable {
+            url,
+            kill: Some(kill),
+            thread: Some(thread),
+        }
+    }
+
+    /// Kills it.
+    pub fn kill(&mut self) {
+        drop(self.kill.take());
+        if let Some(thread) = self.thread.take() {
+            thread.join().expect("the instance's thread");
+        }
     }
 }

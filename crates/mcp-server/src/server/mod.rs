@@ -476,7 +476,10 @@ impl Service for Server {
             return;
         }
         lock(&self.inner.sessions).remove(&peer.session_key());
-        if let Some(owner) = TaskOwner::of_session(peer) {
+        // A session that goes on elsewhere keeps its tasks here: they are
+        // reached from there, and end with their time to live.
+        let continues = peer.extensions().get::<mcp_core::ContinuesElsewhere>();
+        if let (Some(owner), None) = (TaskOwner::of_session(peer), continues) {
             self.inner.tasks.forget_owner(owner);
         }
         let had_subscriptions = peer

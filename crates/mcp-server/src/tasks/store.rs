@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use mcp_core::{Owner, Peer, RequestContext};
+use mcp_core::{Owner, Peer, RequestContext, SessionName};
 use mcp_schema::{
     DetailedTask, ErrorObject, ExtTask, InputRequests, InputResponses, JsonObject, Task, TaskStatus,
 };
@@ -21,8 +21,9 @@ const MIN_REQUESTED_TTL: Duration = Duration::from_secs(1);
 /// Who may see a task.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum TaskOwner {
-    /// The legacy session with this (random) identity.
-    Session(u128),
+    /// The legacy session with this identity: the transport's name for
+    /// it, or a random one.
+    Session(Arc<str>),
     /// Whoever the transport authenticated as this owner and knows the id
     /// (modern era, behind an authorization layer).
     Caller(Owner),
@@ -31,18 +32,28 @@ pub(crate) enum TaskOwner {
 }
 
 /// A legacy session's identity as a task owner, kept in the session's
-/// extensions. Random, so a later session can never pass for this one.
-struct SessionTaskOwner(u128);
+/// extensions: the transport's name for the session (unique, and the same
+/// on every instance serving it), or else random, so a later session can
+/// never pass for this one.
+struct SessionTaskOwner(Arc<str>);
 
 impl TaskOwner {
     /// The owner of tasks a request creates or may see.
     pub(crate) fn of(ctx: &RequestContext) -> TaskOwner {
         if ctx.revision.is_legacy() {
-            let owner = ctx
-                .peer
-                .extensions()
-                .get_or_insert_with(|| SessionTaskOwner(rand::random()));
-            TaskOwner::Session(owner.0)
+            let extensions = ctx.peer.extensions();
+            if let Some(owner) = extensions.get::<SessionTaskOwner>() {
+                return TaskOwner::Session(Arc::clone(&owner.0));
+            }
+            // Read before `get_or_insert_with`, which holds the map's lock.
+            let name = extensions.get::<SessionName>();
+            let owner = extensions.get_or_insert_with(|| {
+                SessionTaskOwner(match name {
+                    Some(name) => Arc::clone(&name.0),
+                    None => format!("{:032x}", rand::random::<u128>()).into(),
+                })
+            });
+            TaskOwner::Session(Arc::clone(&owner.0))
         } else {
             match ctx.extensions().get::<Owner>() {
                 Some(owner) => TaskOwner::Caller(Owner::clone(&owner)),
@@ -55,7 +66,7 @@ impl TaskOwner {
     pub(crate) fn of_session(peer: &Peer) -> Option<TaskOwner> {
         peer.extensions()
             .get::<SessionTaskOwner>()
-            .map(|o| TaskOwner::Session(o.0))
+            .map(|o| TaskOwner::Session(Arc::clone(&o.0)))
     }
 }
 
@@ -496,16 +507,18 @@ mod tests {
     #[test]
     fn owners_see_only_their_tasks() {
         let s = store(TaskConfig::default());
-        let a = s.create(TaskOwner::Session(1), false, None, None).unwrap();
+        let a = s
+            .create(TaskOwner::Session("1".into()), false, None, None)
+            .unwrap();
         let b = s.create(TaskOwner::Anyone, true, None, None).unwrap();
-        assert!(s.get(&a.id, TaskOwner::Session(1)).is_some());
-        assert!(s.get(&a.id, TaskOwner::Session(2)).is_none());
+        assert!(s.get(&a.id, TaskOwner::Session("1".into())).is_some());
+        assert!(s.get(&a.id, TaskOwner::Session("2".into())).is_none());
         assert!(s.get(&a.id, TaskOwner::Anyone).is_none());
         assert!(s.get(&b.id, TaskOwner::Anyone).is_some());
-        assert!(s.get(&b.id, TaskOwner::Session(1)).is_none());
-        assert_eq!(s.list(TaskOwner::Session(1)).len(), 1);
-        s.forget_owner(TaskOwner::Session(1));
-        assert!(s.get(&a.id, TaskOwner::Session(1)).is_none());
+        assert!(s.get(&b.id, TaskOwner::Session("1".into())).is_none());
+        assert_eq!(s.list(TaskOwner::Session("1".into())).len(), 1);
+        s.forget_owner(TaskOwner::Session("1".into()));
+        assert!(s.get(&a.id, TaskOwner::Session("1".into())).is_none());
         assert_eq!(a.status(), TaskStatus::Cancelled);
         assert!(a.cancel.is_cancelled());
         assert_eq!(s.len(), 1);
