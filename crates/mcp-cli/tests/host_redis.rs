@@ -4,7 +4,8 @@
 //! it, posted to the second host, reaches the first, and the call ends
 //! with the answer. A resource update raised by the upstream of one host
 //! reaches a subscriber whose stream is open on another, also through a
-//! host started after the subscription was made.
+//! host started after the subscription was made. A task started through
+//! one host is followed, awaited and listed through the other.
 
 #![cfg(unix)]
 
@@ -25,10 +26,15 @@ struct ConfigDir(PathBuf);
 impl ConfigDir {
     /// `mcp serve everything` over stdio, its names as they are.
     fn everything(name: &str) -> ConfigDir {
+        Self::everything_in_era(name, "auto")
+    }
+
+    /// [`ConfigDir::everything`], spoken to in protocol era `era`.
+    fn everything_in_era(name: &str, era: &str) -> ConfigDir {
         let dir = std::env::temp_dir().join(format!("mcp-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let config = json!({"mcpServers": {"everything": {
-            "command": MCP, "args": ["serve", "everything"], "namespace": ""}}});
+            "command": MCP, "args": ["serve", "everything"], "namespace": "", "era": era}}});
         std::fs::write(dir.join("servers.json"), config.to_string()).unwrap();
         ConfigDir(dir)
     }
@@ -274,4 +280,68 @@ async fn an_update_through_any_host_reaches_a_subscriber_on_another() {
         update["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "listen-1",
         "{update}"
     );
+}
+
+/// The answer to a request posted in `session` to the host at `url`.
+async fn answer(url: &str, session: &str, body: Value) -> Value {
+    let response = post(url, Some(session), body).await;
+    assert_eq!(response.status(), 200);
+    let streamed = response
+        .headers()
+        .get("content-type")
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if !streamed {
+        return within("a JSON answer", response.json())
+            .await
+            .expect("JSON");
+    }
+    let mut events = Events::new(response);
+    loop {
+        let message = within("an answer", events.next())
+            .await
+            .expect("the answer on the stream");
+        if message.get("id").is_some() {
+            return message;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_task_started_through_one_host_is_followed_through_another() {
+    let redis = Redis::start();
+    // A 2025-11-25 upstream runs the legacy client's task-augmented call.
+    let config = ConfigDir::everything_in_era("host-redis-tasks", LEGACY);
+    let (_a, a) = host(&config, &redis.url).await;
+    let (_b, b) = host(&config, &redis.url).await;
+    let session = open_session(&a).await;
+
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "slow_compute", "arguments": {"seconds": 1, "label": "hosted"},
+        "task": {"ttl": 60000}}});
+    let started = answer(&a, &session, call).await;
+    let task = started["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no task: {started}"))
+        .to_owned();
+
+    let get = json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/get",
+        "params": {"taskId": task}});
+    let got = answer(&b, &session, get).await;
+    assert_eq!(got["result"]["taskId"], task.as_str(), "{got}");
+    let result = json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/result",
+        "params": {"taskId": task}});
+    let done = answer(&b, &session, result).await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "hosted: computed in 1 s",
+        "{done}"
+    );
+    let list = json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/list", "params": {}});
+    let listed = answer(&b, &session, list).await;
+    let ids: Vec<&str> = listed["result"]["tasks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no list: {listed}"))
+        .iter()
+        .filter_map(|t| t["taskId"].as_str())
+        .collect();
+    assert_eq!(ids, [task.as_str()], "{listed}");
 }

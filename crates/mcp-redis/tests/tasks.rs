@@ -181,6 +181,52 @@ async fn a_task_is_reached_through_any_instance_and_one_whose_instance_died_ends
     assert_eq!(ids, both, "{list}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_outlives_its_sessions_idle_copy_on_the_instance_running_it() {
+    let redis = Redis::start();
+    let conn = redis.connect().await;
+    let idle = std::time::Duration::from_millis(300);
+    let url = redis.url();
+    let start = || {
+        Instance::start_delivering_tweaked(
+            mcp_servers::everything::server(),
+            &url,
+            &conn,
+            move |c| c.session_idle_timeout(idle),
+        )
+    };
+    let a = start().await;
+    let b = start().await;
+    let http = client();
+    let session = initialize(&http, &a.url).await;
+    let task = start_task(&http, &a.url, &session, 1, 1.5, "patient").await;
+
+    // The session is used on B only (pings), so its copy on A leaves A
+    // while the task runs there.
+    let mut id = 2;
+    let deadline = tokio::time::Instant::now() + support::WAIT;
+    while a.endpoint.session_count() > 0 {
+        assert!(tokio::time::Instant::now() < deadline, "A kept its copy");
+        let (_, pong) = call(&http, &b.url, &session, id, "ping", json!({})).await;
+        assert!(pong.get("result").is_some(), "{pong}");
+        id += 1;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let (_, done) = call(
+        &http,
+        &b.url,
+        &session,
+        30,
+        "tasks/result",
+        json!({"taskId": task}),
+    )
+    .await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "patient: computed in 1.5 s",
+        "{done}"
+    );
+}
+
 /// A 2026-07-28 request of `method` on `url`, declaring the tasks
 /// extension; the JSON body.
 async fn modern(http: &reqwest::Client, url: &str, method: &str, params: Value) -> Value {

@@ -201,7 +201,13 @@ impl McpEndpoint {
             Some(id) => {
                 let owner = relayed.owner.clone().map(Owner::new);
                 match self.sessions.find(id, owner.as_ref()).await {
-                    Lookup::Found(session) => session.answer(frame, extensions).await,
+                    Lookup::Found(session) => {
+                        // In use, as a request's open stream keeps it,
+                        // until answered.
+                        session.touch();
+                        let _in_use = session.stream_opened();
+                        session.answer(frame, extensions).await
+                    }
                     _ => {
                         return failed(ErrorObject::invalid_request(
                             "unknown or expired session; start a new one with initialize",

@@ -143,6 +143,17 @@ impl Instance {
         url: &str,
         conn: &ConnectionManager,
     ) -> Instance {
+        Self::start_delivering_tweaked(server, url, conn, |c| c).await
+    }
+
+    /// [`Instance::start_delivering_at`] with the loopback defaults
+    /// changed by `tweak`.
+    pub async fn start_delivering_tweaked(
+        server: mcp_server::Server,
+        url: &str,
+        conn: &ConnectionManager,
+        tweak: impl FnOnce(HttpConfig) -> HttpConfig,
+    ) -> Instance {
         let client = mcp_redis::Client::open(url).expect("Redis URL");
         let bus = mcp_redis::RedisBus::join(client.clone(), conn.clone())
             .await
@@ -169,9 +180,11 @@ impl Instance {
         let relay = Arc::new(bus.clone());
         let tasks = Arc::new(bus.clone());
         let mut instance = Instance::start(server, conn, move |c| {
-            c.event_store(events)
-                .response_relay(relay)
-                .task_relay(tasks)
+            tweak(
+                c.event_store(events)
+                    .response_relay(relay)
+                    .task_relay(tasks),
+            )
         })
         .await;
         let runner = Arc::downgrade(&instance.endpoint);
