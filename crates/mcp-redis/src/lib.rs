@@ -46,6 +46,14 @@
 //!   not send the request publishes it on the sender's own channel, and
 //!   the sender completes the call. If the sender is gone, the answer is
 //!   handled as any unknown answer.
+//! - **Tasks** ([`RedisBus`] as an [`mcp_http::task_relay::TaskRelay`]):
+//!   a task runs where the call that started it arrived, which records
+//!   itself as the task's runner (`mcp:task:ID`, for the task's time to
+//!   live) and as one of the runners of the session's (or caller's) tasks
+//!   (`mcp:task-runners:SCOPE`). Another instance receiving a request
+//!   about the task relays it on the runner's channel and answers with
+//!   the runner's answer; `tasks/list` asks every runner. A runner that
+//!   left the bus (it died) ends such a request with an error.
 //! - **The state key** ([`shared_state_key`]): cursors and 2026-07-28
 //!   `requestState` must be accepted by every instance; without a key
 //!   given to each (`mcp serve --state-key-file`, `MCP_STATE_KEY`), the
@@ -68,7 +76,8 @@
 //! let config = mcp_http::HttpConfig::loopback(8080)
 //!     .event_store(Arc::new(events))
 //!     .session_store(Arc::new(mcp_redis::RedisSessionStore::new(redis)))
-//!     .response_relay(Arc::new(bus.clone()));
+//!     .response_relay(Arc::new(bus.clone()))
+//!     .task_relay(Arc::new(bus.clone()));
 //! # let _ = config;
 //! # Ok(())
 //! # }
