@@ -361,6 +361,50 @@ async def elicitation_modern_retry_elsewhere(rig):
     check(len(asked) == 3, f"asked {len(asked)} times")
 
 
+async def tasks_across_instances(rig):
+    """A legacy session's task started on instance 0 is followed on
+    instance 1, its result awaited on instance 2, and listed through nginx
+    (`mcp serve` only: the hosts' upstreams speak 2026-07-28, where a
+    legacy task-augmented call is not a task)."""
+    async with wire.client() as http:
+        session = await wire.Session(http, rig.url).initialize()
+        started = await session.call("tools/call", {
+            "name": "slow_compute", "arguments": {"seconds": 1, "label": "rig"}, "task": {"ttl": 60000}},
+            url=rig.instance_url(0))
+        task = started["task"]["taskId"]
+        got = await session.call("tasks/get", {"taskId": task}, url=rig.instance_url(1))
+        check(got["taskId"] == task, f"tasks/get on instance 1: {got}")
+        result = await session.call("tasks/result", {"taskId": task}, url=rig.instance_url(2))
+        check(result["content"][0]["text"] == "rig: computed in 1 s", f"tasks/result on instance 2: {result}")
+        listed = await session.call("tasks/list")
+        check([t["taskId"] for t in listed["tasks"]] == [task], f"tasks/list: {listed}")
+
+
+async def tasks_across_instances_modern(rig):
+    """A 2026-07-28 task started on instance 0 is polled on the others
+    until it completes."""
+    tasks = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    async with wire.client() as http:
+        call = wire.modern(1, "tools/call", {"name": "slow_compute", "arguments": {
+            "seconds": 1, "label": "rig"}}, capabilities=tasks)
+        body = await wire.reply(await wire.post_modern(http, rig.instance_url(0), call))
+        check(body.get("result", {}).get("resultType") == "task", f"not a task: {body}")
+        task = body["result"]["taskId"]
+        deadline = time.monotonic() + 20
+        n = 0
+        while True:
+            n += 1
+            get = wire.modern(2, "tasks/get", {"taskId": task}, capabilities=tasks)
+            got = await wire.reply(await wire.post_modern(http, rig.instance_url(1 + n % 2), get))
+            check(got.get("result", {}).get("taskId") == task, f"tasks/get on instance {1 + n % 2}: {got}")
+            if got["result"]["status"] == "completed":
+                text = got["result"]["result"]["content"][0]["text"]
+                check(text == "rig: computed in 1 s", f"result: {got}")
+                break
+            check(time.monotonic() < deadline, f"not completed within 20 s: {got}")
+            await asyncio.sleep(0.2)
+
+
 async def redis_restart(rig):
     """Redis down: clear 503s with JSON-RPC errors (and a clear error from
     our client); Redis back, empty, on the same port: new sessions work on
@@ -399,7 +443,7 @@ async def redis_restart(rig):
 
 
 def cases(rig):
-    return [
+    every = [
         ("sdk-calls-legacy", lambda: sdk_calls(rig, "legacy")),
         ("sdk-calls-modern", lambda: sdk_calls(rig, "modern")),
         ("cli-calls-legacy", lambda: cli_calls(rig, "legacy")),
@@ -409,8 +453,12 @@ def cases(rig):
         ("resources-updated-across-instances-modern", lambda: resources_updated_across_instances_modern(rig)),
         ("elicitation-answer-elsewhere", lambda: elicitation_answer_elsewhere(rig)),
         ("elicitation-modern-retry-elsewhere", lambda: elicitation_modern_retry_elsewhere(rig)),
+        ("tasks-across-instances-modern", lambda: tasks_across_instances_modern(rig)),
         ("redis-restart", lambda: redis_restart(rig)),
     ]
+    if rig.mode == "serve":
+        every.insert(-2, ("tasks-across-instances", lambda: tasks_across_instances(rig)))
+    return every
 
 
 def read_expected(path):

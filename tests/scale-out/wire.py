@@ -73,12 +73,12 @@ class Session:
 MODERN = "2026-07-28"
 
 
-def modern(id, method, params=None):
+def modern(id, method, params=None, capabilities=None):
     """A 2026-07-28 request: stateless, the client's identity in `_meta`."""
     params = dict(params or {})
     params["_meta"] = {
         "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientCapabilities": capabilities or {},
         "io.modelcontextprotocol/clientInfo": {"name": "scale-out-rig", "version": "1"},
     }
     return {"jsonrpc": "2.0", "id": id, "method": method, "params": params}
@@ -89,6 +89,8 @@ async def post_modern(http, url, message, stream=False):
     headers = dict(HEADERS, **{"mcp-protocol-version": MODERN, "mcp-method": message["method"]})
     if message["method"] == "tools/call":
         headers["mcp-name"] = message["params"]["name"]
+    elif "taskId" in message.get("params", {}):
+        headers["mcp-name"] = message["params"]["taskId"]
     request = http.build_request("POST", url, headers=headers, content=json.dumps(message))
     return await http.send(request, stream=stream)
 
