@@ -1,37 +1,77 @@
-//! Which upstream owns which task: a tool call that became a task
-//! (2025-11-25 `CreateTaskResult`, or a 2026-07-28 result of type `task`)
-//! is remembered here, so `tasks/get`, `tasks/result`, `tasks/cancel` and
-//! `tasks/update` reach the server that runs it. The table is bounded:
-//! the oldest entries go first.
+//! Which upstream runs which task, for whom: a tool call that became a
+//! task (2025-11-25 `CreateTaskResult`, or a 2026-07-28 result of type
+//! `task`) is remembered here with the downstream client that made it, so
+//! `tasks/get`, `tasks/result`, `tasks/cancel` and `tasks/update` from that
+//! client reach the server that runs it, and no other client reaches it
+//! (an upstream's own session is shared by every client of the host, so
+//! the upstream cannot tell them apart). The table is bounded: the oldest
+//! entries go first.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
+use mcp_core::{Owner, RequestContext, SessionName};
 use serde_json::value::RawValue;
 
 /// How many tasks are remembered at most.
 const MAX_TASKS: usize = 10_000;
 
-/// Task ids to upstream indices.
+/// Whose a task is: a legacy downstream session (by the transport's name
+/// for it, the same on every host sharing it, or else a random identity
+/// of its own), or a 2026-07-28 caller (by the owner the transport
+/// authenticated, or anyone's when none).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct TaskClient(Arc<str>);
+
+/// A legacy session's identity as a task client, kept in its extensions.
+struct SessionTaskClient(Arc<str>);
+
+impl TaskClient {
+    /// The client a request comes from.
+    pub(crate) fn of(ctx: &RequestContext) -> TaskClient {
+        if ctx.revision.is_legacy() {
+            let extensions = ctx.peer.extensions();
+            if let Some(name) = extensions.get::<SessionName>() {
+                return TaskClient(format!("session:{}", name.0).into());
+            }
+            let own = extensions.get_or_insert_with(|| {
+                SessionTaskClient(format!("session:{:032x}", rand::random::<u128>()).into())
+            });
+            return TaskClient(Arc::clone(&own.0));
+        }
+        match ctx.extensions().get::<Owner>() {
+            Some(owner) => TaskClient(format!("owner:{}", owner.as_str()).into()),
+            None => TaskClient("anyone".into()),
+        }
+    }
+}
+
+/// Where a task runs (an upstream's index) and for whom.
+type TaskRoute = (usize, TaskClient);
+
+/// Task ids to the upstream running each and the client it runs for.
 #[derive(Default)]
 pub(crate) struct TaskRoutes {
-    inner: Mutex<(HashMap<String, usize>, VecDeque<String>)>,
+    inner: Mutex<(HashMap<String, TaskRoute>, VecDeque<String>)>,
 }
 
 impl TaskRoutes {
-    /// Remembers the task a result created, if it did.
-    pub(crate) fn record(&self, result: &RawValue, upstream: usize) {
+    /// Remembers the task a result created for `client`, if it did.
+    pub(crate) fn record(&self, result: &RawValue, upstream: usize, client: &TaskClient) {
         if let Some(task) = mcp_http::task_relay::created_task(result) {
-            self.remember(&task.id, upstream);
+            self.remember(&task.id, upstream, client);
         }
     }
 
-    /// Remembers that `upstream` runs task `id`.
-    pub(crate) fn remember(&self, id: &str, upstream: usize) {
+    /// Remembers that `upstream` runs task `id` for `client`.
+    pub(crate) fn remember(&self, id: &str, upstream: usize, client: &TaskClient) {
         let id = id.to_owned();
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let (routes, order) = &mut *inner;
-        if routes.insert(id.clone(), upstream).is_none() {
+        if routes
+            .insert(id.clone(), (upstream, client.clone()))
+            .is_none()
+        {
             order.push_back(id);
             while order.len() > MAX_TASKS {
                 if let Some(oldest) = order.pop_front() {
@@ -41,14 +81,18 @@ impl TaskRoutes {
         }
     }
 
-    /// The upstream that runs task `id`.
-    pub(crate) fn owner(&self, id: &str) -> Option<usize> {
-        self.inner
+    /// The upstream that runs task `id`, if it runs for `client`.
+    pub(crate) fn route(&self, id: &str, client: &TaskClient) -> Option<usize> {
+        match self
+            .inner
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .0
             .get(id)
-            .copied()
+        {
+            Some((upstream, owner)) if owner == client => Some(*upstream),
+            _ => None,
+        }
     }
 }
 
@@ -61,21 +105,32 @@ mod tests {
     }
 
     #[test]
-    fn tasks_of_both_revisions_are_routed_and_the_table_is_bounded() {
+    fn tasks_of_both_revisions_are_routed_for_their_client_only_and_the_table_is_bounded() {
         let routes = TaskRoutes::default();
+        let (ada, bob) = (TaskClient("ada".into()), TaskClient("bob".into()));
         routes.record(
             &raw(r#"{"resultType":"task","taskId":"m1","status":"working"}"#),
             2,
+            &ada,
         );
-        routes.record(&raw(r#"{"task":{"taskId":"l1","status":"working"}}"#), 3);
-        routes.record(&raw(r#"{"content":[{"type":"text","text":"taskId"}]}"#), 4);
-        assert_eq!(routes.owner("m1"), Some(2));
-        assert_eq!(routes.owner("l1"), Some(3));
-        assert_eq!(routes.owner("taskId"), None);
+        routes.record(
+            &raw(r#"{"task":{"taskId":"l1","status":"working"}}"#),
+            3,
+            &bob,
+        );
+        routes.record(
+            &raw(r#"{"content":[{"type":"text","text":"taskId"}]}"#),
+            4,
+            &ada,
+        );
+        assert_eq!(routes.route("m1", &ada), Some(2));
+        assert_eq!(routes.route("m1", &bob), None, "another client's task");
+        assert_eq!(routes.route("l1", &bob), Some(3));
+        assert_eq!(routes.route("taskId", &ada), None);
         for i in 0..MAX_TASKS {
-            routes.record(&raw(&format!(r#"{{"taskId":"t{i}"}}"#)), 1);
+            routes.record(&raw(&format!(r#"{{"taskId":"t{i}"}}"#)), 1, &ada);
         }
-        assert_eq!(routes.owner("m1"), None, "the oldest went first");
-        assert_eq!(routes.owner(&format!("t{}", MAX_TASKS - 1)), Some(1));
+        assert_eq!(routes.route("m1", &ada), None, "the oldest went first");
+        assert_eq!(routes.route(&format!("t{}", MAX_TASKS - 1), &ada), Some(1));
     }
 }

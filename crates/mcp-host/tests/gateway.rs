@@ -535,3 +535,71 @@ async fn reload_starts_stops_and_restarts_only_what_changed() {
     assert_eq!(kept.status().state, UpstreamState::Ready);
     host.shutdown(Duration::from_secs(5)).await;
 }
+
+#[tokio::test]
+async fn a_task_is_reached_only_by_the_client_that_started_it() {
+    let everything_url = on_http(mcp_servers::everything::server()).await;
+    let host = start(vec![
+        server_of_era("everything", &everything_url, "legacy").namespace(""),
+    ])
+    .await;
+    let ada = client(&host, LEGACY, None).await;
+    let bob = client(&host, LEGACY, None).await;
+    let started: Value = within(
+        "a task-augmented call",
+        ada.request(
+            "tools/call",
+            &json!({"name": "slow_compute", "arguments": {"seconds": 0.2, "label": "ada's"},
+                "task": {"ttl": 60000}}),
+            RequestOptions::new(),
+        ),
+    )
+    .await
+    .expect("the task starts");
+    let task = started["task"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned();
+
+    // Its client follows it, lists it and gets its result.
+    let got: Value = ada
+        .request("tasks/get", &json!({"taskId": task}), RequestOptions::new())
+        .await
+        .expect("tasks/get");
+    assert_eq!(got["taskId"], task.as_str());
+    let listed: Value = ada
+        .request("tasks/list", &json!({}), RequestOptions::new())
+        .await
+        .expect("tasks/list");
+    assert_eq!(listed["tasks"][0]["taskId"], task.as_str(), "{listed}");
+    let result: Value = within(
+        "tasks/result",
+        ada.request(
+            "tasks/result",
+            &json!({"taskId": task}),
+            RequestOptions::new(),
+        ),
+    )
+    .await
+    .expect("tasks/result");
+    assert_eq!(result["content"][0]["text"], "ada's: computed in 0.2 s");
+
+    // Another client of the host (the same upstream session) does not
+    // see it, by id or in its list.
+    for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
+        let refused = bob
+            .request::<_, Value>(method, &json!({"taskId": task}), RequestOptions::new())
+            .await
+            .unwrap_err();
+        assert!(
+            refused.to_string().contains("unknown task"),
+            "{method}: {refused}"
+        );
+    }
+    let listed: Value = bob
+        .request("tasks/list", &json!({}), RequestOptions::new())
+        .await
+        .expect("tasks/list");
+    assert_eq!(listed["tasks"], json!([]), "{listed}");
+    host.shutdown(Duration::from_secs(5)).await;
+}

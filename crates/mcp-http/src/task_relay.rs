@@ -371,6 +371,7 @@ pub fn created_task(result: &RawValue) -> Option<CreatedTask> {
     struct Probe {
         #[serde(rename = "taskId")]
         task_id: Option<String>,
+        #[serde(rename = "ttlMs")]
         ttl: Option<u64>,
         task: Option<Inner>,
     }
@@ -414,6 +415,8 @@ mod tests {
         let task = created_task(&modern).unwrap();
         assert_eq!(task.id, "t2");
         assert_eq!(task.ttl(), MAX_TASK_TTL);
+        let modern = raw(r#"{"resultType":"task","taskId":"t3","ttlMs":5000}"#);
+        assert_eq!(created_task(&modern).unwrap().ttl(), Duration::from_secs(5));
         assert_eq!(created_task(&raw(r#"{"content":[]}"#)), None);
         assert_eq!(
             created_task(&raw(r#"{"content":[{"type":"text","text":"\"taskId\""}]}"#)),

@@ -36,6 +36,7 @@ use crate::catalog::Route;
 use crate::downstream::{LogLevel, Subscriptions, subscription_meta};
 use crate::host::Host;
 use crate::params::Params;
+use crate::tasks::TaskClient;
 use forward::forward;
 use pages::ListOf;
 use results::rewrite_uris;
@@ -110,7 +111,8 @@ impl Gateway {
                 let route = self.by_name(&params, "tool", |c, n| c.tool(n).cloned())?;
                 let upstream = route.upstream;
                 let result = self.forward(route, "name", method, params, &ctx).await?;
-                self.host.inner.tasks.record(&result, upstream);
+                let client = TaskClient::of(&ctx);
+                self.host.inner.tasks.record(&result, upstream, &client);
                 Ok(self.links_as_shown(result, upstream))
             }
             methods::PROMPTS_GET => {
@@ -368,15 +370,18 @@ impl Gateway {
             .host
             .inner
             .tasks
-            .owner(id)
+            .route(id, &TaskClient::of(ctx))
             .ok_or_else(|| ErrorObject::invalid_params(format!("unknown task: {id}")))?;
         let upstream = self.host.upstream(owner)?;
         forward(&upstream, method, params, ctx, &self.host.inner.held).await
     }
 
-    /// `tasks/list`: every upstream's tasks that this client may see, one
-    /// page from each.
+    /// `tasks/list`: the tasks this client started, as every upstream
+    /// running some lists them (one page from each). An upstream lists
+    /// the tasks of every client of the host: only this client's are
+    /// shown.
     async fn task_list(&self, ctx: &RequestContext) -> HandlerResult {
+        let asker = TaskClient::of(ctx);
         let mut tasks = Vec::new();
         for upstream in self.host.upstreams() {
             let Ok(client) = upstream.client() else {
@@ -401,12 +406,13 @@ impl Gateway {
             let mut page: Map<String, Value> =
                 serde_json::from_str(raw.get()).map_err(ErrorObject::internal)?;
             if let Some(Value::Array(items)) = page.remove("tasks") {
-                for item in &items {
-                    if let Some(id) = item.get("taskId").and_then(Value::as_str) {
-                        self.host.inner.tasks.remember(id, upstream.index());
-                    }
-                }
-                tasks.extend(items);
+                let routes = &self.host.inner.tasks;
+                tasks.extend(items.into_iter().filter(|item| {
+                    item.get("taskId")
+                        .and_then(Value::as_str)
+                        .and_then(|id| routes.route(id, &asker))
+                        == Some(upstream.index())
+                }));
             }
         }
         to_result(&json!({ "tasks": tasks }))
