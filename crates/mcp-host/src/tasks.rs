@@ -16,6 +16,10 @@ use serde_json::value::RawValue;
 /// How many tasks are remembered at most.
 const MAX_TASKS: usize = 10_000;
 
+/// How many of a client's tasks on one upstream are listed at most, when
+/// the host lists them itself.
+const MAX_LISTED: usize = 100;
+
 /// Whose a task is: a legacy downstream session (by the transport's name
 /// for it, the same on every host sharing it, or else a random identity
 /// of its own), or a 2026-07-28 caller (by the owner the transport
@@ -79,6 +83,20 @@ impl TaskRoutes {
                 }
             }
         }
+    }
+
+    /// The tasks `upstream` runs for `client`, newest first, at most
+    /// `MAX_LISTED`.
+    pub(crate) fn of(&self, client: &TaskClient, upstream: usize) -> Vec<String> {
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let (routes, order) = &*inner;
+        order
+            .iter()
+            .rev()
+            .filter(|id| routes.get(*id) == Some(&(upstream, client.clone())))
+            .take(MAX_LISTED)
+            .cloned()
+            .collect()
     }
 
     /// The upstream that runs task `id`, if it runs for `client`.

@@ -603,3 +603,123 @@ async fn a_task_is_reached_only_by_the_client_that_started_it() {
     assert_eq!(listed["tasks"], json!([]), "{listed}");
     host.shutdown(Duration::from_secs(5)).await;
 }
+
+#[tokio::test]
+async fn a_legacy_clients_task_runs_on_a_modern_upstream() {
+    let everything_url = on_http(mcp_servers::everything::server()).await;
+    let host = start(vec![
+        server_of_era("everything", &everything_url, "modern").namespace(""),
+    ])
+    .await;
+    let gateway = Gateway::new(host.clone(), "test-host", "1.0");
+    let (server_side, client_side) = mcp_core::Transport::pair();
+    let _session = mcp_core::serve(
+        server_side,
+        Arc::new(gateway.clone()),
+        gateway.session_config(),
+    );
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&asked);
+    let client = within(
+        "connect",
+        Client::builder("gateway-tests", "1.0")
+            .era(LEGACY)
+            .on_elicitation(move |_| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    let mut content = std::collections::BTreeMap::new();
+                    content.insert("confirm".to_owned(), mcp_schema::ElicitValue::Bool(true));
+                    Ok(mcp_schema::ElicitResult::accept(content))
+                }
+            })
+            .connect(client_side),
+    )
+    .await
+    .expect("connect");
+    let start_task = |name: &'static str, arguments: Value| {
+        let client = client.clone();
+        async move {
+            let started: Value = within(
+                "a task-augmented call",
+                client.request(
+                    "tools/call",
+                    &json!({"name": name, "arguments": arguments, "task": {"ttl": 60000}}),
+                    RequestOptions::new(),
+                ),
+            )
+            .await
+            .expect("the task starts");
+            started["task"]["taskId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("not a 2025-11-25 task: {started}"))
+                .to_owned()
+        }
+    };
+
+    // A task that computes: followed, then awaited, in the client's shapes.
+    let task = start_task("slow_compute", json!({"seconds": 0.3, "label": "bridged"})).await;
+    let got: Value = client
+        .request("tasks/get", &json!({"taskId": task}), RequestOptions::new())
+        .await
+        .expect("tasks/get");
+    assert_eq!(got["taskId"], task.as_str(), "{got}");
+    assert!(got.get("resultType").is_none(), "{got}");
+    let result: Value = within(
+        "tasks/result",
+        client.request(
+            "tasks/result",
+            &json!({"taskId": task}),
+            RequestOptions::new(),
+        ),
+    )
+    .await
+    .expect("tasks/result");
+    assert_eq!(
+        result["content"][0]["text"], "bridged: computed in 0.3 s",
+        "{result}"
+    );
+
+    // A task that waits for the client's answer, asked as the client's
+    // revision asks.
+    let task = start_task("confirm_delete", json!({"filename": "a.txt"})).await;
+    let result: Value = within(
+        "tasks/result",
+        client.request(
+            "tasks/result",
+            &json!({"taskId": task}),
+            RequestOptions::new(),
+        ),
+    )
+    .await
+    .expect("tasks/result");
+    assert_eq!(result["content"][0]["text"], "Deleted a.txt", "{result}");
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+
+    // A cancelled one.
+    let task = start_task("slow_compute", json!({"seconds": 30, "label": "long"})).await;
+    let cancelled: Value = client
+        .request(
+            "tasks/cancel",
+            &json!({"taskId": task}),
+            RequestOptions::new(),
+        )
+        .await
+        .expect("tasks/cancel");
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    let listed: Value = client
+        .request("tasks/list", &json!({}), RequestOptions::new())
+        .await
+        .expect("tasks/list");
+    let statuses: Vec<&str> = listed["tasks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .filter_map(|t| t["status"].as_str())
+        .collect();
+    assert_eq!(
+        statuses,
+        ["completed", "completed", "cancelled"],
+        "{listed}"
+    );
+    host.shutdown(Duration::from_secs(5)).await;
+}

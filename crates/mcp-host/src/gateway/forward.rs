@@ -39,10 +39,11 @@ fn upstream_params(
     client: &mcp_client::Client,
     params: &Params,
     ctx: &RequestContext,
+    capabilities: &mcp_schema::ClientCapabilities,
 ) -> Result<Option<Box<RawValue>>, ErrorObject> {
     let modern = (!client.revision().is_legacy()).then(|| ModernMeta {
         revision: client.revision().as_str(),
-        capabilities: ctx.client_capabilities(),
+        capabilities,
         log_level: ctx.meta.log_level.or_else(|| {
             ctx.peer
                 .extensions()
@@ -143,9 +144,30 @@ impl Serialize for UpstreamParams<'_> {
 pub(super) async fn forward(
     upstream: &Arc<Upstream>,
     method: &str,
+    params: Params,
+    ctx: &RequestContext,
+    held: &HeldCalls,
+) -> HandlerResult {
+    forward_declaring(
+        upstream,
+        method,
+        params,
+        ctx,
+        held,
+        ctx.client_capabilities(),
+    )
+    .await
+}
+
+/// [`forward`], telling a 2026-07-28 upstream that the client has
+/// `capabilities` (what the host adds to bridge the eras).
+pub(super) async fn forward_declaring(
+    upstream: &Arc<Upstream>,
+    method: &str,
     mut params: Params,
     ctx: &RequestContext,
     held: &HeldCalls,
+    capabilities: &mcp_schema::ClientCapabilities,
 ) -> HandlerResult {
     let client = upstream.client()?;
     let upstream_modern = !client.revision().is_legacy();
@@ -156,7 +178,7 @@ pub(super) async fn forward(
     let _caller = upstream.register_caller(&ctx.peer, &ctx.negotiated, Asked::Request);
     let mut rounds = 0;
     loop {
-        let wire = upstream_params(&client, &params, ctx)?;
+        let wire = upstream_params(&client, &params, ctx, capabilities)?;
         let raw = send(upstream, &client, method, wire, ctx).await?;
         let needs_answers =
             upstream_modern && ctx.revision.is_legacy() && raw.get().contains("\"input_required\"");
@@ -215,7 +237,7 @@ async fn forward_in_rounds(
     let call = Box::pin(async move {
         let _caller = caller;
         let _permit = upstream.permit().await;
-        let wire = upstream_params(&client, &params, &request)?;
+        let wire = upstream_params(&client, &params, &request, request.client_capabilities())?;
         send(&upstream, &client, &method, wire, &request).await
     });
     held.drive(HeldCall::new(call, asked), &ctx.cancellation)
@@ -311,7 +333,7 @@ async fn send(
 
 /// Asks a legacy client each question of an `input_required` round, as
 /// the requests that revision has; the answers keyed like the questions.
-async fn answer_for_legacy_client(
+pub(super) async fn answer_for_legacy_client(
     peer: &Peer,
     questions: Map<String, Value>,
 ) -> Result<Map<String, Value>, ErrorObject> {

@@ -31,6 +31,7 @@ mod forward;
 mod pages;
 mod results;
 mod scan;
+mod task_bridge;
 
 use crate::catalog::Route;
 use crate::downstream::{LogLevel, Subscriptions, subscription_meta};
@@ -110,7 +111,11 @@ impl Gateway {
             methods::TOOLS_CALL => {
                 let route = self.by_name(&params, "tool", |c, n| c.tool(n).cloned())?;
                 let upstream = route.upstream;
-                let result = self.forward(route, "name", method, params, &ctx).await?;
+                let result = if params.raw("task").is_some() {
+                    self.call_as_task(route, params, &ctx).await?
+                } else {
+                    self.forward(route, "name", method, params, &ctx).await?
+                };
                 let client = TaskClient::of(&ctx);
                 self.host.inner.tasks.record(&result, upstream, &client);
                 Ok(self.links_as_shown(result, upstream))
@@ -228,6 +233,24 @@ impl Gateway {
         params.set(key, &route.original)?;
         let upstream = self.host.upstream(route.upstream)?;
         forward(&upstream, method, params, ctx, &self.host.inner.held).await
+    }
+
+    /// A task-augmented `tools/call` (2025-11-25): passed on as it is, or
+    /// bridged to a 2026-07-28 upstream's tasks.
+    async fn call_as_task(
+        &self,
+        route: Route,
+        mut params: Params,
+        ctx: &RequestContext,
+    ) -> HandlerResult {
+        let upstream = self.host.upstream(route.upstream)?;
+        if !task_bridge::bridges(ctx, &upstream) {
+            return self
+                .forward(route, "name", methods::TOOLS_CALL, params, ctx)
+                .await;
+        }
+        params.set("name", &route.original)?;
+        task_bridge::call_as_task(&upstream, params, ctx, &self.host.inner.held).await
     }
 
     async fn subscription(
@@ -373,6 +396,16 @@ impl Gateway {
             .route(id, &TaskClient::of(ctx))
             .ok_or_else(|| ErrorObject::invalid_params(format!("unknown task: {id}")))?;
         let upstream = self.host.upstream(owner)?;
+        if task_bridge::bridges(ctx, &upstream) {
+            return task_bridge::task_request(
+                &upstream,
+                method,
+                params,
+                ctx,
+                &self.host.inner.held,
+            )
+            .await;
+        }
         forward(&upstream, method, params, ctx, &self.host.inner.held).await
     }
 
@@ -387,6 +420,12 @@ impl Gateway {
             let Ok(client) = upstream.client() else {
                 continue;
             };
+            if task_bridge::bridges(ctx, &upstream) {
+                let ids = self.host.inner.tasks.of(&asker, upstream.index());
+                let held = &self.host.inner.held;
+                tasks.extend(task_bridge::list(&upstream, ids, ctx, held).await);
+                continue;
+            }
             let lists = client
                 .server_capabilities()
                 .tasks
