@@ -309,8 +309,9 @@ async fn answer(url: &str, session: &str, body: Value) -> Value {
 #[tokio::test]
 async fn a_task_started_through_one_host_is_followed_through_another() {
     let redis = Redis::start();
-    // A 2025-11-25 upstream runs the legacy client's task-augmented call.
-    let config = ConfigDir::everything_in_era("host-redis-tasks", LEGACY);
+    // The upstream speaks 2026-07-28: each host bridges the legacy
+    // client's task to the upstream's.
+    let config = ConfigDir::everything("host-redis-tasks");
     let (_a, a) = host(&config, &redis.url).await;
     let (_b, b) = host(&config, &redis.url).await;
     let session = open_session(&a).await;
