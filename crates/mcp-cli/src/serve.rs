@@ -647,16 +647,7 @@ pub async fn serve_shared(
             tokio::spawn(async move { endpoint.take_forwarded(&session, &message).await });
         });
         // Requests about the tasks this instance runs, from the others.
-        let runner = std::sync::Arc::downgrade(&endpoint);
-        bus.on_task_request(move |request| {
-            let runner = runner.clone();
-            Box::pin(async move {
-                match runner.upgrade() {
-                    Some(endpoint) => endpoint.answer_relayed(request).await,
-                    None => String::new(),
-                }
-            })
-        });
+        bus.answer_tasks_with(&endpoint);
         // Sessions whose settings another instance changed.
         let changed_in = std::sync::Arc::clone(&endpoint);
         bus.on_session_changed(move |session| {

@@ -125,13 +125,6 @@ async fn client(
     era: EraChoice,
     seen: Option<mpsc::UnboundedSender<String>>,
 ) -> Client {
-    let gateway = Gateway::new(host.clone(), "test-host", "1.0");
-    let (server_side, client_side) = mcp_core::Transport::pair();
-    let _session = mcp_core::serve(
-        server_side,
-        Arc::new(gateway.clone()),
-        gateway.session_config(),
-    );
     let mut builder = Client::builder("gateway-tests", "1.0")
         .era(era)
         .on_sampling(|_| async {
@@ -144,9 +137,32 @@ async fn client(
             let _ = seen.send(n.method.clone());
         });
     }
+    connect(host, builder).await
+}
+
+/// The client `builder` makes, connected to the host's gateway over an
+/// in-memory transport.
+async fn connect(host: &Host, builder: mcp_client::ClientBuilder) -> Client {
+    let gateway = Gateway::new(host.clone(), "test-host", "1.0");
+    let (server_side, client_side) = mcp_core::Transport::pair();
+    let _session = mcp_core::serve(
+        server_side,
+        Arc::new(gateway.clone()),
+        gateway.session_config(),
+    );
     within("connect", builder.connect(client_side))
         .await
         .expect("connect")
+}
+
+/// A host in front of `mcp_servers::everything` over HTTP, spoken to in
+/// `era`, its names unprefixed.
+async fn everything_host(era: &str) -> Host {
+    let everything_url = on_http(mcp_servers::everything::server()).await;
+    start(vec![
+        server_of_era("everything", &everything_url, era).namespace(""),
+    ])
+    .await
 }
 
 async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
@@ -536,13 +552,27 @@ async fn reload_starts_stops_and_restarts_only_what_changed() {
     host.shutdown(Duration::from_secs(5)).await;
 }
 
+/// `method` (`tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/list`)
+/// about `task` (none for a list), answered within the tests' bound.
+async fn about_task(
+    client: &Client,
+    method: &str,
+    task: Option<&str>,
+) -> Result<Value, mcp_client::ClientError> {
+    let params = match task {
+        Some(task) => json!({"taskId": task}),
+        None => json!({}),
+    };
+    within(
+        method,
+        client.request(method, &params, RequestOptions::new()),
+    )
+    .await
+}
+
 #[tokio::test]
 async fn a_task_is_reached_only_by_the_client_that_started_it() {
-    let everything_url = on_http(mcp_servers::everything::server()).await;
-    let host = start(vec![
-        server_of_era("everything", &everything_url, "legacy").namespace(""),
-    ])
-    .await;
+    let host = everything_host("legacy").await;
     let ada = client(&host, LEGACY, None).await;
     let bob = client(&host, LEGACY, None).await;
     let started: Value = within(
@@ -562,42 +592,29 @@ async fn a_task_is_reached_only_by_the_client_that_started_it() {
         .to_owned();
 
     // Its client follows it, lists it and gets its result.
-    let got: Value = ada
-        .request("tasks/get", &json!({"taskId": task}), RequestOptions::new())
+    let got: Value = about_task(&ada, "tasks/get", Some(&task))
         .await
         .expect("tasks/get");
     assert_eq!(got["taskId"], task.as_str());
-    let listed: Value = ada
-        .request("tasks/list", &json!({}), RequestOptions::new())
+    let listed: Value = about_task(&ada, "tasks/list", None)
         .await
         .expect("tasks/list");
     assert_eq!(listed["tasks"][0]["taskId"], task.as_str(), "{listed}");
-    let result: Value = within(
-        "tasks/result",
-        ada.request(
-            "tasks/result",
-            &json!({"taskId": task}),
-            RequestOptions::new(),
-        ),
-    )
-    .await
-    .expect("tasks/result");
+    let result: Value = about_task(&ada, "tasks/result", Some(&task))
+        .await
+        .expect("tasks/result");
     assert_eq!(result["content"][0]["text"], "ada's: computed in 0.2 s");
 
     // Another client of the host (the same upstream session) does not
     // see it, by id or in its list.
     for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
-        let refused = bob
-            .request::<_, Value>(method, &json!({"taskId": task}), RequestOptions::new())
-            .await
-            .unwrap_err();
+        let refused = about_task(&bob, method, Some(&task)).await.unwrap_err();
         assert!(
             refused.to_string().contains("unknown task"),
             "{method}: {refused}"
         );
     }
-    let listed: Value = bob
-        .request("tasks/list", &json!({}), RequestOptions::new())
+    let listed: Value = about_task(&bob, "tasks/list", None)
         .await
         .expect("tasks/list");
     assert_eq!(listed["tasks"], json!([]), "{listed}");
@@ -606,22 +623,11 @@ async fn a_task_is_reached_only_by_the_client_that_started_it() {
 
 #[tokio::test]
 async fn a_legacy_clients_task_runs_on_a_modern_upstream() {
-    let everything_url = on_http(mcp_servers::everything::server()).await;
-    let host = start(vec![
-        server_of_era("everything", &everything_url, "modern").namespace(""),
-    ])
-    .await;
-    let gateway = Gateway::new(host.clone(), "test-host", "1.0");
-    let (server_side, client_side) = mcp_core::Transport::pair();
-    let _session = mcp_core::serve(
-        server_side,
-        Arc::new(gateway.clone()),
-        gateway.session_config(),
-    );
+    let host = everything_host("modern").await;
     let asked = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&asked);
-    let client = within(
-        "connect",
+    let client = connect(
+        &host,
         Client::builder("gateway-tests", "1.0")
             .era(LEGACY)
             .on_elicitation(move |_| {
@@ -631,11 +637,9 @@ async fn a_legacy_clients_task_runs_on_a_modern_upstream() {
                     content.insert("confirm".to_owned(), mcp_schema::ElicitValue::Bool(true));
                     Ok(mcp_schema::ElicitResult::accept(content))
                 }
-            })
-            .connect(client_side),
+            }),
     )
-    .await
-    .expect("connect");
+    .await;
     let start_task = |name: &'static str, arguments: Value| {
         let client = client.clone();
         async move {
@@ -658,22 +662,14 @@ async fn a_legacy_clients_task_runs_on_a_modern_upstream() {
 
     // A task that computes: followed, then awaited, in the client's shapes.
     let task = start_task("slow_compute", json!({"seconds": 0.3, "label": "bridged"})).await;
-    let got: Value = client
-        .request("tasks/get", &json!({"taskId": task}), RequestOptions::new())
+    let got: Value = about_task(&client, "tasks/get", Some(&task))
         .await
         .expect("tasks/get");
     assert_eq!(got["taskId"], task.as_str(), "{got}");
     assert!(got.get("resultType").is_none(), "{got}");
-    let result: Value = within(
-        "tasks/result",
-        client.request(
-            "tasks/result",
-            &json!({"taskId": task}),
-            RequestOptions::new(),
-        ),
-    )
-    .await
-    .expect("tasks/result");
+    let result: Value = about_task(&client, "tasks/result", Some(&task))
+        .await
+        .expect("tasks/result");
     assert_eq!(
         result["content"][0]["text"], "bridged: computed in 0.3 s",
         "{result}"
@@ -682,16 +678,9 @@ async fn a_legacy_clients_task_runs_on_a_modern_upstream() {
     // A task that waits for the client's answer, asked as the client's
     // revision asks.
     let task = start_task("confirm_delete", json!({"filename": "a.txt"})).await;
-    let result: Value = within(
-        "tasks/result",
-        client.request(
-            "tasks/result",
-            &json!({"taskId": task}),
-            RequestOptions::new(),
-        ),
-    )
-    .await
-    .expect("tasks/result");
+    let result: Value = about_task(&client, "tasks/result", Some(&task))
+        .await
+        .expect("tasks/result");
     assert_eq!(result["content"][0]["text"], "Deleted a.txt", "{result}");
     assert_eq!(asked.load(Ordering::SeqCst), 1);
 
@@ -706,8 +695,7 @@ async fn a_legacy_clients_task_runs_on_a_modern_upstream() {
         .await
         .expect("tasks/cancel");
     assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
-    let listed: Value = client
-        .request("tasks/list", &json!({}), RequestOptions::new())
+    let listed: Value = about_task(&client, "tasks/list", None)
         .await
         .expect("tasks/list");
     let statuses: Vec<&str> = listed["tasks"]

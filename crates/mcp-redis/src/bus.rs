@@ -212,6 +212,23 @@ impl RedisBus {
         let _ = self.inner.on_task.set(Arc::new(handler));
     }
 
+    /// Has `endpoint` answer the requests about its tasks that other
+    /// instances relay here ([`RedisBus::on_task_request`] with
+    /// [`mcp_http::McpEndpoint::answer_relayed`]); held weakly, so the bus
+    /// does not keep the endpoint alive.
+    pub fn answer_tasks_with(&self, endpoint: &Arc<mcp_http::McpEndpoint>) {
+        let runner = Arc::downgrade(endpoint);
+        self.on_task_request(move |request| {
+            let runner = runner.clone();
+            Box::pin(async move {
+                match runner.upgrade() {
+                    Some(endpoint) => endpoint.answer_relayed(request).await,
+                    None => String::new(),
+                }
+            })
+        });
+    }
+
     /// The key naming the instance that runs task `task`.
     fn task_key(&self, task: &str) -> String {
         format!("{}task:{task}", self.inner.prefix)

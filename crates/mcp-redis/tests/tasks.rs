@@ -33,6 +33,21 @@ async fn start_task(
         .to_owned()
 }
 
+/// `method` (`tasks/get`, `tasks/result`, `tasks/cancel`) about `task`,
+/// posted to `url` in `session`: the JSON-RPC answer.
+async fn about(
+    http: &reqwest::Client,
+    url: &str,
+    session: &str,
+    id: i64,
+    method: &str,
+    task: &str,
+) -> Value {
+    call(http, url, session, id, method, json!({"taskId": task}))
+        .await
+        .1
+}
+
 /// The ids of the tasks a `tasks/list` answer lists.
 fn listed(body: &Value) -> Vec<String> {
     body["result"]["tasks"]
@@ -56,38 +71,14 @@ async fn a_task_is_reached_through_any_instance_and_one_whose_instance_died_ends
 
     // A task started on A, followed on B and C.
     let first = start_task(&http, &a.url, &session, 1, 1.0, "first").await;
-    let (_, got) = call(
-        &http,
-        &b.url,
-        &session,
-        2,
-        "tasks/get",
-        json!({"taskId": first}),
-    )
-    .await;
+    let got = about(&http, &b.url, &session, 2, "tasks/get", &first).await;
     assert_eq!(got["result"]["taskId"], first.as_str(), "{got}");
-    let (_, result) = call(
-        &http,
-        &c.url,
-        &session,
-        3,
-        "tasks/result",
-        json!({"taskId": first}),
-    )
-    .await;
+    let result = about(&http, &c.url, &session, 3, "tasks/result", &first).await;
     assert_eq!(
         result["result"]["content"][0]["text"], "first: computed in 1 s",
         "{result}"
     );
-    let (_, got) = call(
-        &http,
-        &b.url,
-        &session,
-        4,
-        "tasks/get",
-        json!({"taskId": first}),
-    )
-    .await;
+    let got = about(&http, &b.url, &session, 4, "tasks/get", &first).await;
     assert_eq!(got["result"]["status"], "completed", "{got}");
 
     // A second on B, cancelled through A; the list, asked anywhere, has both.
@@ -98,38 +89,14 @@ async fn a_task_is_reached_through_any_instance_and_one_whose_instance_died_ends
     let mut both = vec![first.clone(), second.clone()];
     both.sort();
     assert_eq!(ids, both, "{list}");
-    let (_, cancelled) = call(
-        &http,
-        &a.url,
-        &session,
-        7,
-        "tasks/cancel",
-        json!({"taskId": second}),
-    )
-    .await;
+    let cancelled = about(&http, &a.url, &session, 7, "tasks/cancel", &second).await;
     assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
-    let (_, got) = call(
-        &http,
-        &c.url,
-        &session,
-        8,
-        "tasks/get",
-        json!({"taskId": second}),
-    )
-    .await;
+    let got = about(&http, &c.url, &session, 8, "tasks/get", &second).await;
     assert_eq!(got["result"]["status"], "cancelled", "{got}");
 
     // Another session sees none of them, wherever it asks.
     let other = initialize(&http, &b.url).await;
-    let (_, got) = call(
-        &http,
-        &b.url,
-        &other,
-        9,
-        "tasks/get",
-        json!({"taskId": first}),
-    )
-    .await;
+    let got = about(&http, &b.url, &other, 9, "tasks/get", &first).await;
     assert_eq!(got["error"]["code"], -32602, "{got}");
     let (_, list) = call(&http, &a.url, &other, 10, "tasks/list", json!({})).await;
     assert!(listed(&list).is_empty(), "{list}");
@@ -159,15 +126,7 @@ async fn a_task_is_reached_through_any_instance_and_one_whose_instance_died_ends
         .expect("the waiting call");
     let message = ended["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("gone"), "{ended}");
-    let (_, got) = call(
-        &http,
-        &b.url,
-        &session,
-        13,
-        "tasks/get",
-        json!({"taskId": third}),
-    )
-    .await;
+    let got = about(&http, &b.url, &session, 13, "tasks/get", &third).await;
     assert!(
         got["error"]["message"]
             .as_str()
@@ -212,15 +171,7 @@ async fn a_task_outlives_its_sessions_idle_copy_on_the_instance_running_it() {
         id += 1;
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    let (_, done) = call(
-        &http,
-        &b.url,
-        &session,
-        30,
-        "tasks/result",
-        json!({"taskId": task}),
-    )
-    .await;
+    let done = about(&http, &b.url, &session, 30, "tasks/result", &task).await;
     assert_eq!(
         done["result"]["content"][0]["text"], "patient: computed in 1.5 s",
         "{done}"

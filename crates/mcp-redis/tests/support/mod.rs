@@ -187,16 +187,7 @@ impl Instance {
             )
         })
         .await;
-        let runner = Arc::downgrade(&instance.endpoint);
-        bus.on_task_request(move |request| {
-            let runner = runner.clone();
-            Box::pin(async move {
-                match runner.upgrade() {
-                    Some(endpoint) => endpoint.answer_relayed(request).await,
-                    None => String::new(),
-                }
-            })
-        });
+        bus.answer_tasks_with(&instance.endpoint);
         let endpoint = Arc::clone(&instance.endpoint);
         bus.on_forwarded(move |session, message| {
             let (endpoint, session, message) = (
