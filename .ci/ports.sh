@@ -1,8 +1,9 @@
 # Sourced by the CI scripts: loopback ports.
 
-# free_port: a TCP port on 127.0.0.1 that nothing listens on now.
+# free_port: a TCP port on 127.0.0.1 that nothing listens on now, below
+# the ephemeral range (see tests/free_port.py).
 free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  python3 "$(dirname "${BASH_SOURCE[0]}")/../tests/free_port.py"
 }
 
 # wait_for_port PORT [PID]: until something listens on 127.0.0.1:PORT

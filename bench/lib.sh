@@ -18,9 +18,10 @@ build_rmcp_echo() {
     --manifest-path bench/peers/rmcp-echo/Cargo.toml --target-dir "$target_dir"
 }
 
-# free_port: a TCP port on 127.0.0.1 that nothing listens on now.
+# free_port: a TCP port on 127.0.0.1 that nothing listens on now, below
+# the ephemeral range (see tests/free_port.py).
 free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  python3 tests/free_port.py
 }
 
 # listening PORT: whether something accepts connections on 127.0.0.1:PORT.

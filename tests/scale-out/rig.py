@@ -9,15 +9,13 @@ import pathlib
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from free_port import free_port  # noqa: E402
 
 
 def wait_for_port(port, process, seconds=30):
@@ -42,9 +40,10 @@ class Rig:
     def __init__(self, mcp, mode, work, count=3):
         self.mcp, self.mode, self.work, self.count = mcp, mode, pathlib.Path(work), count
         self.work.mkdir(parents=True, exist_ok=True)
-        self.redis_port = free_port()
-        self.ports = [free_port() for _ in range(count)]
-        self.nginx_port = free_port()
+        taken = []
+        for _ in range(count + 2):
+            taken.append(free_port(taken))
+        self.redis_port, self.nginx_port, *self.ports = taken
         self.redis = None
         self.instances = [None] * count
         self.nginx = None

@@ -29,6 +29,29 @@ pub async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
         .unwrap_or_else(|_| panic!("timed out after {WAIT:?}: {what}"))
 }
 
+/// A loopback port free now, below the kernel's ephemeral range: the
+/// ports other processes get for binding port 0, or for their outgoing
+/// connections, come from that range, so none of them can take this one
+/// before the server started on it binds it.
+pub fn free_port() -> u16 {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768)
+        .max(12000);
+    for _ in 0..500 {
+        let random = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
+        let port = 10000 + (random % u64::from(low - 10000)) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port below the ephemeral range")
+}
+
 /// A `redis-server` of this test's own, killed when dropped.
 pub struct Redis {
     pub port: u16,
@@ -38,10 +61,7 @@ pub struct Redis {
 impl Redis {
     /// Starts one on a free port and waits until it answers PING.
     pub fn start() -> Redis {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
+        let port = free_port();
         let mut redis = Redis { port, child: None };
         redis.launch();
         redis
