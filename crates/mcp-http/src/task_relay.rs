@@ -187,7 +187,13 @@ fn relayed_with_params(
     ctx: &RequestContext,
     params: Option<&RawValue>,
 ) -> RelayedRequest {
-    let mut text = String::from(r#"{"jsonrpc":"2.0","id":"relayed","method":"#);
+    // An id of its own: several requests of one session may be relayed
+    // to the same instance at once (a client waiting on `tasks/result`
+    // while it polls `tasks/get`).
+    let mut text = format!(
+        r#"{{"jsonrpc":"2.0","id":"relayed-{:016x}","method":"#,
+        rand::random::<u64>()
+    );
     text.push_str(&Value::from(request.method.as_str()).to_string());
     if let Some(params) = params {
         text.push_str(r#","params":"#);

@@ -81,8 +81,14 @@ async fn a_task_is_reached_through_any_instance_and_one_whose_instance_died_ends
     let got = about(&http, &b.url, &session, 4, "tasks/get", &first).await;
     assert_eq!(got["result"]["status"], "completed", "{got}");
 
-    // A second on B, cancelled through A; the list, asked anywhere, has both.
+    // A second on B, awaited through C meanwhile, cancelled through A;
+    // the list, asked anywhere, has both.
     let second = start_task(&http, &b.url, &session, 5, 60.0, "second").await;
+    let awaited = tokio::spawn({
+        let (http, url, session, second) =
+            (http.clone(), c.url.clone(), session.clone(), second.clone());
+        async move { about(&http, &url, &session, 50, "tasks/result", &second).await }
+    });
     let (_, list) = call(&http, &a.url, &session, 6, "tasks/list", json!({})).await;
     let mut ids = listed(&list);
     ids.sort();
@@ -93,6 +99,10 @@ async fn a_task_is_reached_through_any_instance_and_one_whose_instance_died_ends
     assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
     let got = about(&http, &c.url, &session, 8, "tasks/get", &second).await;
     assert_eq!(got["result"]["status"], "cancelled", "{got}");
+    let ended = within("the awaited result of a cancelled task", awaited)
+        .await
+        .expect("the waiting call");
+    assert!(ended.get("error").is_some(), "{ended}");
 
     // Another session sees none of them, wherever it asks.
     let other = initialize(&http, &b.url).await;
