@@ -711,3 +711,57 @@ async fn a_legacy_clients_task_runs_on_a_modern_upstream() {
     );
     host.shutdown(Duration::from_secs(5)).await;
 }
+
+#[tokio::test]
+async fn a_modern_clients_call_of_a_legacy_task_only_tool_runs_as_its_task() {
+    let host = everything_host("legacy").await;
+    let client = connect(
+        &host,
+        Client::builder("gateway-tests", "1.0")
+            .era(MODERN)
+            .extension(mcp_schema::EXTENSION_TASKS, Default::default()),
+    )
+    .await;
+    let started: Value = within(
+        "a call of a tool that runs only as a task",
+        client.request(
+            "tools/call",
+            &json!({"name": "failing_job", "arguments": {}}),
+            RequestOptions::new(),
+        ),
+    )
+    .await
+    .expect("the task starts");
+    assert_eq!(started["resultType"], "task", "{started}");
+    let task = started["taskId"].as_str().expect("taskId").to_owned();
+
+    // Polled until it ends: a tool's error is a completed task in this
+    // revision, with the tool's result.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let done = loop {
+        let got = about_task(&client, "tasks/get", Some(&task))
+            .await
+            .expect("tasks/get");
+        assert_eq!(got["taskId"], task.as_str(), "{got}");
+        if got["status"] != "working" {
+            break got;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still working: {got}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["isError"], true, "{done}");
+    let said = done["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(said.contains("The job failed"), "{done}");
+    // Cancelling an ended task is acknowledged.
+    let cancelled = about_task(&client, "tasks/cancel", Some(&task))
+        .await
+        .expect("tasks/cancel");
+    assert_eq!(cancelled["resultType"], "complete", "{cancelled}");
+    host.shutdown(Duration::from_secs(5)).await;
+}

@@ -111,11 +111,7 @@ impl Gateway {
             methods::TOOLS_CALL => {
                 let route = self.by_name(&params, "tool", |c, n| c.tool(n).cloned())?;
                 let upstream = route.upstream;
-                let result = if params.raw("task").is_some() {
-                    self.call_as_task(route, params, &ctx).await?
-                } else {
-                    self.forward(route, "name", method, params, &ctx).await?
-                };
+                let result = self.call_tool(route, params, &ctx).await?;
                 let client = TaskClient::of(&ctx);
                 self.host.inner.tasks.record(&result, upstream, &client);
                 Ok(self.links_as_shown(result, upstream))
@@ -235,22 +231,35 @@ impl Gateway {
         forward(&upstream, method, params, ctx, &self.host.inner.held).await
     }
 
-    /// A task-augmented `tools/call` (2025-11-25): passed on as it is, or
-    /// bridged to a 2026-07-28 upstream's tasks.
-    async fn call_as_task(
+    /// `tools/call`, passed on as it is, or bridged between the eras'
+    /// tasks: a 2025-11-25 client's task-augmented call to a 2026-07-28
+    /// upstream, or a 2026-07-28 client's call of a 2025-11-25 tool that
+    /// runs only as a task.
+    async fn call_tool(
         &self,
         route: Route,
         mut params: Params,
         ctx: &RequestContext,
     ) -> HandlerResult {
         let upstream = self.host.upstream(route.upstream)?;
-        if !task_bridge::bridges(ctx, &upstream) {
-            return self
-                .forward(route, "name", methods::TOOLS_CALL, params, ctx)
-                .await;
+        let held = &self.host.inner.held;
+        if params.raw("task").is_some() && task_bridge::bridges(ctx, &upstream) {
+            params.set("name", &route.original)?;
+            return task_bridge::call_as_task(&upstream, params, ctx, held).await;
         }
-        params.set("name", &route.original)?;
-        task_bridge::call_as_task(&upstream, params, ctx, &self.host.inner.held).await
+        if task_bridge::bridges_to_legacy(ctx, &upstream) {
+            let exposed = params.str("name").unwrap_or_default().into_owned();
+            let required = self.host.catalog().tools.iter().any(|tool| {
+                tool.get("name").and_then(Value::as_str) == Some(exposed.as_str())
+                    && task_bridge::task_required(tool)
+            });
+            if required {
+                params.set("name", &route.original)?;
+                return task_bridge::call_legacy_task(&upstream, params, ctx, held).await;
+            }
+        }
+        self.forward(route, "name", methods::TOOLS_CALL, params, ctx)
+            .await
     }
 
     async fn subscription(
@@ -396,15 +405,12 @@ impl Gateway {
             .route(id, &TaskClient::of(ctx))
             .ok_or_else(|| ErrorObject::invalid_params(format!("unknown task: {id}")))?;
         let upstream = self.host.upstream(owner)?;
+        let held = &self.host.inner.held;
         if task_bridge::bridges(ctx, &upstream) {
-            return task_bridge::task_request(
-                &upstream,
-                method,
-                params,
-                ctx,
-                &self.host.inner.held,
-            )
-            .await;
+            return task_bridge::task_request(&upstream, method, params, ctx, held).await;
+        }
+        if task_bridge::bridges_to_legacy(ctx, &upstream) {
+            return task_bridge::legacy_task_request(&upstream, method, params, ctx, held).await;
         }
         forward(&upstream, method, params, ctx, &self.host.inner.held).await
     }

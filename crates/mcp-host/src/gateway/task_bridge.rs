@@ -1,6 +1,8 @@
-//! Tasks across a hop between eras: a 2025-11-25 client's task-augmented
-//! `tools/call` (`params.task`) to a 2026-07-28 upstream, whose tasks are
-//! an extension the client must declare and the server chooses to use.
+//! Tasks across a hop between eras.
+//!
+//! A 2025-11-25 client's task-augmented `tools/call` (`params.task`) to a
+//! 2026-07-28 upstream, whose tasks are an extension the client must
+//! declare and the server chooses to use.
 //! The host declares the extension for the call, hands the client the
 //! task in its own revision's shape, and answers the client's task
 //! requests with the upstream's: `tasks/get` as it is, `tasks/cancel`
@@ -14,15 +16,16 @@ use std::time::Duration;
 
 use mcp_core::{HandlerResult, RequestContext};
 use mcp_schema::{
-    ClientCapabilities, CreateTaskResult, DetailedTask, EXTENSION_TASKS, ErrorObject, ExtTask,
-    Task, TaskResult, TaskStatus, jsonrpc, methods,
+    ClientCapabilities, CreateTaskResult, DetailedTask, EXTENSION_TASKS, ErrorObject,
+    ExtCreateTaskResult, ExtGetTaskResult, ExtTask, ResultType, Task, TaskResult, TaskStatus,
+    jsonrpc, methods,
 };
 use serde_json::{Map, Value};
 
-use super::forward::{answer_for_legacy_client, forward_declaring};
+use super::forward::{answer_for_legacy_client, forward, forward_declaring};
 use crate::params::Params;
 use crate::rounds::HeldCalls;
-use crate::upstream::Upstream;
+use crate::upstream::{Item, Upstream};
 
 /// How many rounds of questions a task may ask a client through the host.
 const MAX_ROUNDS: usize = 16;
@@ -265,6 +268,151 @@ fn legacy_task(task: ExtTask) -> Task {
         last_updated_at: task.last_updated_at,
         ttl: task.ttl_ms,
         poll_interval: task.poll_interval_ms,
+    }
+}
+
+/// Whether a 2026-07-28 client's request to `upstream` crosses between
+/// the eras' tasks: the client declared the extension, and the upstream
+/// speaks 2025-11-25.
+pub(super) fn bridges_to_legacy(ctx: &RequestContext, upstream: &Upstream) -> bool {
+    let declared = ctx
+        .client_capabilities()
+        .extensions
+        .as_ref()
+        .is_some_and(|e| e.contains_key(EXTENSION_TASKS));
+    declared
+        && !ctx.revision.is_legacy()
+        && upstream
+            .client()
+            .is_ok_and(|client| client.revision().has_core_tasks())
+}
+
+/// Whether a tool, as listed, runs only as a task.
+pub(super) fn task_required(tool: &Item) -> bool {
+    tool.get("execution")
+        .and_then(|e| e.get("taskSupport"))
+        .and_then(Value::as_str)
+        == Some("required")
+}
+
+/// A 2026-07-28 client's call of a 2025-11-25 tool that runs only as a
+/// task: the upstream's task, as the extension shows it.
+pub(super) async fn call_legacy_task(
+    upstream: &Arc<Upstream>,
+    mut params: Params,
+    ctx: &RequestContext,
+    held: &HeldCalls,
+) -> HandlerResult {
+    params.set("task", &Map::new())?;
+    let raw = forward(upstream, methods::TOOLS_CALL, params, ctx, held).await?;
+    let created: CreateTaskResult = serde_json::from_str(raw.get()).map_err(|e| {
+        ErrorObject::internal(format!(
+            "server {:?} answered a task-augmented call without a task: {e}",
+            upstream.name()
+        ))
+    })?;
+    jsonrpc::to_raw(&ExtCreateTaskResult::new(modern_task(created.task)))
+        .map_err(ErrorObject::internal)
+}
+
+/// A 2026-07-28 client's request about a task a 2025-11-25 upstream
+/// runs.
+pub(super) async fn legacy_task_request(
+    upstream: &Arc<Upstream>,
+    method: &str,
+    params: Params,
+    ctx: &RequestContext,
+    held: &HeldCalls,
+) -> HandlerResult {
+    match method {
+        methods::TASKS_GET => {
+            let id = params
+                .str("taskId")
+                .ok_or_else(|| ErrorObject::invalid_params("\"taskId\" must be a string"))?
+                .into_owned();
+            let raw = forward(upstream, method, params, ctx, held).await?;
+            let state: TaskResult = serde_json::from_str(raw.get()).map_err(|e| {
+                ErrorObject::internal(format!(
+                    "server {:?} answered tasks/get with something that is not a task: {e}",
+                    upstream.name()
+                ))
+            })?;
+            let task = detail(upstream, &id, modern_task(state.task), ctx, held).await?;
+            jsonrpc::to_raw(&ExtGetTaskResult {
+                result_type: Some(ResultType::Complete),
+                meta: None,
+                task,
+            })
+            .map_err(ErrorObject::internal)
+        }
+        methods::TASKS_CANCEL => {
+            // Eventually consistent in the extension: acknowledged even
+            // when the task had ended already.
+            match forward(upstream, method, params, ctx, held).await {
+                Ok(_) => {}
+                Err(error) if error.code == mcp_schema::error_codes::INVALID_PARAMS => {}
+                Err(error) => return Err(error),
+            }
+            jsonrpc::to_raw(&Map::new()).map_err(ErrorObject::internal)
+        }
+        _ => Err(ErrorObject::invalid_request(format!(
+            "server {:?} speaks 2025-11-25, whose tasks take no {method}",
+            upstream.name()
+        ))),
+    }
+}
+
+/// What the extension shows of a 2025-11-25 task: once it ended, its
+/// result (a tool's error too, which the extension counts as completed)
+/// or its error, read with `tasks/result`.
+async fn detail(
+    upstream: &Arc<Upstream>,
+    id: &str,
+    mut task: ExtTask,
+    ctx: &RequestContext,
+    held: &HeldCalls,
+) -> Result<DetailedTask, ErrorObject> {
+    match task.status {
+        TaskStatus::Completed | TaskStatus::Failed => {
+            let mut naming = Map::new();
+            naming.insert("taskId".into(), Value::String(id.to_owned()));
+            let naming = Params::from_map(naming)?;
+            let mut detailed = DetailedTask::plain(task);
+            match forward(upstream, methods::TASKS_RESULT, naming, ctx, held).await {
+                Ok(raw) => {
+                    detailed.task.status = TaskStatus::Completed;
+                    detailed.result =
+                        Some(serde_json::from_str(raw.get()).map_err(ErrorObject::internal)?);
+                }
+                Err(error) => {
+                    detailed.task.status = TaskStatus::Failed;
+                    detailed.error = Some(error);
+                }
+            }
+            Ok(detailed)
+        }
+        TaskStatus::InputRequired => {
+            task.status_message = Some(format!(
+                "server {:?} (2025-11-25) waits for input, which it asks for in a way a \
+                 2026-07-28 client cannot answer through the host; cancel the task",
+                upstream.name()
+            ));
+            Ok(DetailedTask::plain(task))
+        }
+        TaskStatus::Working | TaskStatus::Cancelled => Ok(DetailedTask::plain(task)),
+    }
+}
+
+/// A 2025-11-25 task in the extension's shape.
+fn modern_task(task: Task) -> ExtTask {
+    ExtTask {
+        task_id: task.task_id,
+        status: task.status,
+        status_message: task.status_message,
+        created_at: task.created_at,
+        last_updated_at: task.last_updated_at,
+        ttl_ms: task.ttl,
+        poll_interval_ms: task.poll_interval,
     }
 }
 
