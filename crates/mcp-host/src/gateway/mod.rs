@@ -258,8 +258,8 @@ impl Gateway {
                 return task_bridge::call_legacy_task(&upstream, params, ctx, held).await;
             }
         }
-        self.forward(route, "name", methods::TOOLS_CALL, params, ctx)
-            .await
+        params.set("name", &route.original)?;
+        forward(&upstream, methods::TOOLS_CALL, params, ctx, held).await
     }
 
     async fn subscription(
