@@ -179,7 +179,7 @@ pub async fn run(args: &HostArgs) -> Result<()> {
                     .bus()
                     .cloned()
                     .ok_or_else(|| anyhow::anyhow!("the bus is not joined"))?;
-                share_subscriptions(&host, &bus, updates);
+                share_subscriptions(&host, &bus, shared.sessions().clone(), updates);
                 let subscriber = host.clone();
                 shared.on_subscriptions(move |uri| {
                     let (host, uri) = (subscriber.clone(), uri.to_owned());
@@ -223,10 +223,12 @@ enum SharedEvent {
 /// Wires `host` to the other hosts on `bus`: the resource updates its
 /// upstreams raise are stored for every subscribed legacy session
 /// (`updates`) and told to the other hosts' listen streams, and what its
-/// listen streams ask for is subscribed to on every host.
+/// listen streams ask for is subscribed to on every host, and noted in
+/// `sessions` for the hosts that start later.
 fn share_subscriptions(
     host: &Host,
     bus: &mcp_redis::RedisBus,
+    sessions: mcp_redis::RedisSessionStore,
     updates: mcp_http::fanout::UpdateQueue,
 ) {
     let publish = |bus: mcp_redis::RedisBus| {
@@ -241,7 +243,16 @@ fn share_subscriptions(
         updated(SharedEvent::Updated(uri.to_owned()));
     });
     let subscribed = publish(bus.clone());
-    host.set_subscription_hook(move |uri| subscribed(SharedEvent::Subscribed(uri.to_owned())));
+    host.set_subscription_hook(move |uri| {
+        subscribed(SharedEvent::Subscribed(uri.to_owned()));
+        // Noted for the hosts that start later, too.
+        let (sessions, uri) = (sessions.clone(), uri.to_owned());
+        tokio::spawn(async move {
+            if let Err(error) = sessions.note_listened(&uri).await {
+                tracing::warn!(%error, %uri, "a listen stream's resource cannot be noted for later hosts");
+            }
+        });
+    });
     let receiver = host.clone();
     bus.on_event(move |text| match serde_json::from_str(text) {
         Ok(SharedEvent::Updated(uri)) => receiver.resource_updated_elsewhere(&uri),

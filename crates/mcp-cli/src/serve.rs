@@ -506,7 +506,13 @@ impl SharedStores {
         self.bus.as_ref()
     }
 
-    /// The resources sessions are subscribed to now, on any instance.
+    /// The shared session store.
+    pub fn sessions(&self) -> &mcp_redis::RedisSessionStore {
+        &self.sessions
+    }
+
+    /// The resources sessions are subscribed to now, on any instance, and
+    /// those listen streams asked for lately.
     pub async fn subscribed_resources(&self) -> Result<Vec<String>> {
         Ok(self.sessions.subscribed_resources().await?)
     }

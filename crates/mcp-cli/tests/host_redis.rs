@@ -4,8 +4,9 @@
 //! it, posted to the second host, reaches the first, and the call ends
 //! with the answer. A resource update raised by the upstream of one host
 //! reaches a subscriber whose stream is open on another, also through a
-//! host started after the subscription was made. A task started through
-//! one host is followed, awaited and listed through the other.
+//! host started after the subscription was made (legacy or 2026-07-28).
+//! A task started through one host is followed, awaited and listed
+//! through the other.
 
 #![cfg(unix)]
 
@@ -278,6 +279,20 @@ async fn an_update_through_any_host_reaches_a_subscriber_on_another() {
     );
     assert_eq!(
         update["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "listen-1",
+        "{update}"
+    );
+
+    // A host started after the listen stream subscribes its upstream to
+    // what the stream asked for (the legacy subscription is gone first,
+    // so that it is not what the new host finds).
+    let unsubscribe = json!({"jsonrpc": "2.0", "id": 7, "method": "resources/unsubscribe",
+        "params": {"uri": "test://watched-resource"}});
+    let gone = answer(&a, &subscriber, unsubscribe).await;
+    assert!(gone.get("result").is_some(), "{gone}");
+    let (_d, d) = host(&config, &redis.url).await;
+    let update = update_until_heard(&d, &producer, &mut modern).await;
+    assert_eq!(
+        update["params"]["uri"], "test://watched-resource",
         "{update}"
     );
 }

@@ -7,7 +7,9 @@
 //! are the set `mcp:subs:URI`. Saving and removing a record update the
 //! index in the same script; a session that expired unused leaves its
 //! entries behind until [`SessionStore::subscribers`] finds them and
-//! drops them. The scripts name the index keys themselves, so the store
+//! drops them. The resources 2026-07-28 listen streams asked for (they
+//! have no session) are the sorted set `mcp:listened`, scored by when
+//! each note expires. The scripts name the index keys themselves, so the store
 //! wants one Redis (not a cluster).
 
 use std::sync::LazyLock;
@@ -147,15 +149,45 @@ impl RedisSessionStore {
         Ok(record.subscriptions)
     }
 
+    /// Notes that a stream without a session (a 2026-07-28
+    /// `subscriptions/listen`) asked for resource `uri`, so that an
+    /// instance starting later finds it among
+    /// [`RedisSessionStore::subscribed_resources`]. Kept a day from the
+    /// last note; the notes that expired go at each note.
+    pub async fn note_listened(&self, uri: &str) -> Result<(), SessionStoreError> {
+        let key = self.listened_key();
+        let now = now_millis();
+        redis::pipe()
+            .cmd("ZADD")
+            .arg(&key)
+            .arg(now + LISTENED_FOR.as_millis() as u64)
+            .arg(uri)
+            .ignore()
+            .cmd("ZREMRANGEBYSCORE")
+            .arg(&key)
+            .arg("-inf")
+            .arg(now)
+            .ignore()
+            .query_async::<()>(&mut self.redis.clone())
+            .await
+            .map_err(unavailable)
+    }
+
     /// The resources some session is subscribed to (or was, where its
-    /// record expired since), for an instance that starts after the
-    /// subscriptions were made.
+    /// record expired since), or a listen stream asked for in the last
+    /// day, for an instance that starts after the subscriptions were made.
     pub async fn subscribed_resources(&self) -> Result<Vec<String>, SessionStoreError> {
         let prefix = self.subscribers_key("");
         let pattern = format!("{prefix}*");
         let mut redis = self.redis.clone();
         let mut cursor: u64 = 0;
-        let mut uris = Vec::new();
+        let mut uris: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+            .arg(self.listened_key())
+            .arg(now_millis())
+            .arg("+inf")
+            .query_async(&mut redis)
+            .await
+            .map_err(unavailable)?;
         loop {
             let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
                 .arg(cursor)
@@ -178,6 +210,12 @@ impl RedisSessionStore {
         uris.sort();
         uris.dedup();
         Ok(uris)
+    }
+
+    /// The key of the resources listen streams asked for, scored by when
+    /// the note expires.
+    fn listened_key(&self) -> String {
+        format!("{}listened", self.prefix)
     }
 
     /// The key of the set of sessions subscribed to resource `uri`.
@@ -296,4 +334,16 @@ impl SessionStore for RedisSessionStore {
             .map_err(unavailable)
         })
     }
+}
+
+/// How long a listen stream's resource is noted for instances starting
+/// later.
+const LISTENED_FOR: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
+
+/// Milliseconds since the Unix epoch.
+fn now_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
