@@ -93,6 +93,13 @@ impl Service for TaskRouting {
         request: IncomingRequest,
         ctx: RequestContext,
     ) -> BoxFuture<'static, HandlerResult> {
+        // A legacy session that lives in this instance alone (over
+        // WebSocket or HTTP+SSE) finds its tasks here.
+        let unshared =
+            ctx.revision.is_legacy() && ctx.peer.extensions().get::<SessionName>().is_none();
+        if unshared {
+            return self.inner.handle_request(request, ctx);
+        }
         let relayed = ctx.extensions().get::<Relayed>().is_some();
         let method = request.method.as_str();
         if method == methods::TOOLS_CALL {
@@ -267,9 +274,14 @@ async fn list_everywhere(
         for _ in 0..MAX_LIST_PAGES {
             let page_params = raw_params(&params)?;
             let relayed = relayed_with_params(&request, &ctx, Some(&page_params));
-            let page = match relay.ask(&instance, relayed).await {
-                Ok(response) => response_result(&response)?,
-                // An instance that is gone took its tasks with it.
+            // An instance that is gone took its tasks with it; one that
+            // cannot list them is left out rather than failing the list.
+            let page = relay
+                .ask(&instance, relayed)
+                .await
+                .and_then(|response| response_result(&response));
+            let page = match page {
+                Ok(page) => page,
                 Err(error) => {
                     tracing::debug!(%instance, error = %error.message, "tasks/list skips an instance");
                     break;
