@@ -136,9 +136,7 @@ pub(super) async fn list(
     let capabilities = declaring_tasks(ctx.client_capabilities());
     let mut tasks = Vec::new();
     for id in ids.into_iter().rev() {
-        let mut naming = Map::new();
-        naming.insert("taskId".into(), Value::String(id));
-        let Ok(get) = Params::from_map(naming) else {
+        let Ok(get) = Params::from_map(naming(&id)) else {
             continue;
         };
         let found = detailed(upstream, methods::TASKS_GET, get, ctx, held, &capabilities).await;
@@ -159,14 +157,9 @@ async fn task_result(
     held: &HeldCalls,
     capabilities: &ClientCapabilities,
 ) -> HandlerResult {
-    let naming = || {
-        let mut params = Map::new();
-        params.insert("taskId".into(), Value::String(id.to_owned()));
-        params
-    };
     let mut rounds = 0;
     loop {
-        let get = Params::from_map(naming())?;
+        let get = Params::from_map(naming(id))?;
         let task = detailed(upstream, methods::TASKS_GET, get, ctx, held, capabilities).await?;
         match task.task.status {
             TaskStatus::Completed => {
@@ -201,7 +194,7 @@ async fn task_result(
                     None => Map::new(),
                 };
                 let answers = answer_for_legacy_client(&ctx.peer, questions).await?;
-                let mut update = naming();
+                let mut update = naming(id);
                 update.insert("inputResponses".into(), Value::Object(answers));
                 let update = Params::from_map(update)?;
                 forward_declaring(
@@ -256,6 +249,13 @@ fn ext_task(text: &str) -> Option<ExtTask> {
         return None;
     }
     serde_json::from_str(text).ok()
+}
+
+/// The params naming task `id`.
+fn naming(id: &str) -> Map<String, Value> {
+    let mut params = Map::new();
+    params.insert("taskId".into(), Value::String(id.to_owned()));
+    params
 }
 
 /// A 2026-07-28 task in the 2025-11-25 shape.
@@ -374,11 +374,9 @@ async fn detail(
 ) -> Result<DetailedTask, ErrorObject> {
     match task.status {
         TaskStatus::Completed | TaskStatus::Failed => {
-            let mut naming = Map::new();
-            naming.insert("taskId".into(), Value::String(id.to_owned()));
-            let naming = Params::from_map(naming)?;
+            let result = Params::from_map(naming(id))?;
             let mut detailed = DetailedTask::plain(task);
-            match forward(upstream, methods::TASKS_RESULT, naming, ctx, held).await {
+            match forward(upstream, methods::TASKS_RESULT, result, ctx, held).await {
                 Ok(raw) => {
                     detailed.task.status = TaskStatus::Completed;
                     detailed.result =
