@@ -255,36 +255,36 @@ async fn list_everywhere(
     if others.is_empty() {
         return inner.handle_request(request, ctx).await;
     }
+    let mut first = params_object(request.params.as_deref());
+    first.remove("cursor");
     let mut tasks = Vec::new();
-    let mut params = params_object(request.params.as_deref());
-    params.remove("cursor");
-    // This instance's pages.
-    for _ in 0..MAX_LIST_PAGES {
-        let page_params = raw_params(&params)?;
-        let page_request = IncomingRequest::new(request.method.clone(), Some(page_params));
-        let page = inner.handle_request(page_request, ctx.clone()).await?;
-        if !take_page(&page, &mut tasks, &mut params)? {
-            break;
-        }
-    }
-    // The others', in turn.
-    for instance in others {
-        let mut params = params_object(request.params.as_deref());
-        params.remove("cursor");
+    // This instance's pages, then the others', in turn.
+    let sources = std::iter::once(None).chain(others.into_iter().map(Some));
+    for instance in sources {
+        let mut params = first.clone();
         for _ in 0..MAX_LIST_PAGES {
             let page_params = raw_params(&params)?;
-            let relayed = relayed_with_params(&request, &ctx, Some(&page_params));
-            // An instance that is gone took its tasks with it; one that
-            // cannot list them is left out rather than failing the list.
-            let page = relay
-                .ask(&instance, relayed)
-                .await
-                .and_then(|response| response_result(&response));
-            let page = match page {
-                Ok(page) => page,
-                Err(error) => {
-                    tracing::debug!(%instance, error = %error.message, "tasks/list skips an instance");
-                    break;
+            let page = match &instance {
+                None => {
+                    let here = IncomingRequest::new(request.method.clone(), Some(page_params));
+                    inner.handle_request(here, ctx.clone()).await?
+                }
+                Some(instance) => {
+                    let relayed = relayed_with_params(&request, &ctx, Some(&page_params));
+                    let page = relay
+                        .ask(instance, relayed)
+                        .await
+                        .and_then(|response| response_result(&response));
+                    // An instance that is gone took its tasks with it; one
+                    // that cannot list them is left out rather than
+                    // failing the list.
+                    match page {
+                        Ok(page) => page,
+                        Err(error) => {
+                            tracing::debug!(%instance, error = %error.message, "tasks/list skips an instance");
+                            break;
+                        }
+                    }
                 }
             };
             if !take_page(&page, &mut tasks, &mut params)? {
@@ -292,20 +292,16 @@ async fn list_everywhere(
             }
         }
     }
-    tasks.sort_by(|a, b| {
-        let key = |t: &Value| {
-            (
-                t.get("createdAt")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-                t.get("taskId").and_then(Value::as_str).map(str::to_owned),
-            )
-        };
-        key(a).cmp(&key(b))
-    });
+    tasks.sort_by(|a, b| list_order(a).cmp(&list_order(b)));
     tasks.dedup_by(|a, b| a.get("taskId") == b.get("taskId"));
     let result = serde_json::json!({ "tasks": tasks });
     serde_json::value::to_raw_value(&result).map_err(|e| ErrorObject::internal(e.to_string()))
+}
+
+/// Where a task goes in a gathered list: by creation time, then id.
+fn list_order(task: &Value) -> (Option<&str>, Option<&str>) {
+    let text = |name| task.get(name).and_then(Value::as_str);
+    (text("createdAt"), text("taskId"))
 }
 
 /// The params of a request as an object (empty when absent).
