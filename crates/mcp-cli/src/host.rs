@@ -10,7 +10,9 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context as _, Result, bail};
 use axum::routing::get;
 use mcp_host::config::{HostConfig, InputProvider, InputSpec, ServerConfig, Variables};
-use mcp_host::{AuthorizerFactory, Gateway, Host, HostSettings, UpstreamState};
+use mcp_host::{
+    AuditLog, AuditSettings, AuthorizerFactory, Gateway, Host, HostSettings, UpstreamState,
+};
 use serde_json::Value;
 
 use crate::oauth::OAuthArgs;
@@ -63,6 +65,11 @@ pub struct HostArgs {
     /// asked, wherever it is posted; each host still runs its own servers.
     #[arg(long, value_name = "URL", conflicts_with = "stdio")]
     pub redis: Option<String>,
+    /// Record every request (who, what, which server, how it ended, how
+    /// long it took) in this SQLite file, created if missing; `[audit]` in
+    /// the settings file says more (arguments, how many records to keep).
+    #[arg(long, value_name = "FILE")]
+    pub audit: Option<PathBuf>,
     #[command(flatten)]
     pub oauth: OAuthArgs,
 }
@@ -103,10 +110,17 @@ pub async fn run(args: &HostArgs) -> Result<()> {
     }
     let vars = variables(args);
     let config = load(args, &vars)?;
+    let mut audit = settings.audit();
+    if let Some(path) = &args.audit {
+        let mut flagged = audit.unwrap_or_else(|| AuditSettings::new(path));
+        flagged.path = path.clone();
+        audit = Some(flagged);
+    }
     if args.print_config {
         let mut effective = masked(&config);
         let mut shown = settings.clone();
         shown.serve.redis = redis.as_deref().map(mcp_host::settings::mask_url_password);
+        shown.audit = audit.as_ref().map(Into::into);
         effective["settings"] = serde_json::to_value(&shown)?;
         return print_json(&effective);
     }
@@ -117,6 +131,10 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         .ok()
         .filter(|d| !d.is_zero())
         .context("--start-timeout must be a positive number of seconds")?;
+    options.audit = audit
+        .map(AuditLog::open)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
     let host = Host::start(config, options);
     host.wait_started(start_timeout).await;
     report_start(&host);
@@ -560,6 +578,22 @@ pub async fn status(args: &StatusArgs) -> Result<()> {
         out.push_str(&format!(
             "collision: {}\n",
             collision.as_str().unwrap_or("?")
+        ));
+    }
+    let audit = &status["audit"];
+    if audit.is_object() {
+        let count = |key: &str| audit[key].as_u64().unwrap_or_default();
+        out.push_str(&format!(
+            "audit: {} ({}): {} written, {} pending, {} lost{}\n",
+            audit["state"].as_str().unwrap_or("?"),
+            audit["path"].as_str().unwrap_or("?"),
+            count("written"),
+            count("pending"),
+            count("lost"),
+            audit["lastError"]
+                .as_str()
+                .map(|e| format!("; {e}"))
+                .unwrap_or_default()
         ));
     }
     print_out(&out)

@@ -13,6 +13,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 use tokio::task::JoinSet;
 
+use crate::audit::{AuditLog, AuditStatus};
 use crate::catalog::{Catalog, Source};
 use crate::config::{ConfigProblem, HostConfig, ServerConfig};
 use crate::downstream::{Downstream, ListKind};
@@ -70,6 +71,9 @@ pub struct HostStatus {
     pub sessions: usize,
     /// `subscriptions/listen` streams open downstream.
     pub listeners: usize,
+    /// The audit log's state, where there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit: Option<AuditStatus>,
 }
 
 /// Settings of the host itself.
@@ -78,6 +82,8 @@ pub struct HostStatus {
 pub struct HostOptions {
     /// How upstreams are supervised.
     pub supervisor: SupervisorOptions,
+    /// Where each request the gateway answers is recorded, if anywhere.
+    pub audit: Option<AuditLog>,
 }
 
 /// A running host. Cheap to clone.
@@ -222,6 +228,14 @@ impl Host {
             .collect()
     }
 
+    /// The config name of upstream `index`, while it runs.
+    pub(crate) fn upstream_name(&self, index: usize) -> Option<String> {
+        read(&self.inner.upstreams)
+            .get(index)
+            .and_then(Option::as_ref)
+            .map(|u| u.config.name.clone())
+    }
+
     pub(crate) fn upstream(&self, index: usize) -> Result<Arc<Upstream>, ErrorObject> {
         read(&self.inner.upstreams)
             .get(index)
@@ -320,7 +334,13 @@ impl Host {
             prompts: catalog.prompts.len(),
             sessions,
             listeners,
+            audit: self.audit().map(AuditLog::status),
         }
+    }
+
+    /// The audit log, where the host keeps one.
+    pub fn audit(&self) -> Option<&AuditLog> {
+        self.inner.options.audit.as_ref()
     }
 
     /// Waits until no upstream is still starting for the first time, at
@@ -351,6 +371,9 @@ impl Host {
         if tokio::time::timeout(deadline, all).await.is_err() {
             tracing::warn!("upstreams did not stop within {deadline:?}; abandoning them");
             tasks.abort_all();
+        }
+        if let Some(audit) = self.audit() {
+            audit.flush(deadline).await;
         }
     }
 }

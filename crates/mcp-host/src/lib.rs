@@ -28,6 +28,7 @@
 //! # }
 //! ```
 
+pub mod audit;
 pub mod catalog;
 pub mod config;
 mod downstream;
@@ -40,6 +41,7 @@ pub mod settings;
 mod tasks;
 pub mod upstream;
 
+pub use audit::{AuditLog, AuditSettings};
 pub use catalog::Catalog;
 pub use downstream::ListKind;
 pub use gateway::Gateway;

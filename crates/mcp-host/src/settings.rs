@@ -23,15 +23,23 @@
 //! max_in_flight = 256         # calls in flight per server; more wait
 //! start_concurrency = 8       # servers starting at once
 //! max_message_bytes = 16777216 # the longest message from a stdio server
+//!
+//! [audit]                     # one record per request, in SQLite
+//! path = "audit.db"           # relative to this file's directory
+//! arguments = false           # record the calls' arguments too
+//! max_argument_bytes = 16384  # of them, at most
+//! max_records = 1000000       # older records are deleted
+//! backlog = 10000             # records kept in memory while the file fails
 //! ```
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::HostOptions;
+use crate::audit::AuditSettings;
 use crate::upstream::SupervisorOptions;
 
 /// Everything a settings file may say.
@@ -45,6 +53,39 @@ pub struct HostSettings {
     /// How upstreams are supervised.
     #[serde(default)]
     pub servers: ServerSettings,
+    /// The audit log, if one is kept.
+    pub audit: Option<AuditFileSettings>,
+}
+
+/// `[audit]`: where and how the audit log is kept; unset keys keep the
+/// defaults of [`AuditSettings::new`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct AuditFileSettings {
+    /// The SQLite file.
+    pub path: PathBuf,
+    /// Whether the calls' arguments are recorded too.
+    pub arguments: Option<bool>,
+    /// How many bytes of a call's arguments are kept.
+    pub max_argument_bytes: Option<usize>,
+    /// The most records the file keeps.
+    pub max_records: Option<u64>,
+    /// How many records are kept in memory while the file fails.
+    pub backlog: Option<usize>,
+}
+
+impl From<&AuditSettings> for AuditFileSettings {
+    /// Every key set, as `settings` says.
+    fn from(settings: &AuditSettings) -> Self {
+        AuditFileSettings {
+            path: settings.path.clone(),
+            arguments: Some(settings.arguments),
+            max_argument_bytes: Some(settings.max_argument_bytes),
+            max_records: Some(settings.max_records),
+            backlog: Some(settings.backlog),
+        }
+    }
 }
 
 /// `[serve]`: how the host serves its clients.
@@ -127,7 +168,33 @@ impl HostSettings {
             message,
         };
         let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
-        Self::parse(&text).map_err(error)
+        let mut settings = Self::parse(&text).map_err(error)?;
+        if let Some(audit) = settings.audit.as_mut() {
+            if audit.path.is_relative() {
+                let dir = path.parent().unwrap_or(Path::new(""));
+                audit.path = dir.join(&audit.path);
+            }
+        }
+        Ok(settings)
+    }
+
+    /// How the audit log is kept, if these settings keep one.
+    pub fn audit(&self) -> Option<AuditSettings> {
+        let file = self.audit.as_ref()?;
+        let mut audit = AuditSettings::new(&file.path);
+        if let Some(arguments) = file.arguments {
+            audit.arguments = arguments;
+        }
+        if let Some(bytes) = file.max_argument_bytes {
+            audit.max_argument_bytes = bytes;
+        }
+        if let Some(records) = file.max_records {
+            audit.max_records = records;
+        }
+        if let Some(backlog) = file.backlog {
+            audit.backlog = backlog;
+        }
+        Some(audit)
     }
 
     /// Reads settings from their TOML text, checking the values as
@@ -231,7 +298,21 @@ impl HostSettings {
                 ));
             }
         }
-        Ok(HostOptions { supervisor })
+        if let Some(audit) = &self.audit {
+            if audit.path.as_os_str().is_empty() {
+                return Err("audit.path must name a file".into());
+            }
+            if audit.max_records == Some(0) {
+                return Err("audit.max_records must be at least 1".into());
+            }
+            if audit.backlog == Some(0) {
+                return Err("audit.backlog must be at least 1".into());
+            }
+        }
+        Ok(HostOptions {
+            supervisor,
+            audit: None,
+        })
     }
 }
 
@@ -314,10 +395,38 @@ mod tests {
             ("[serve]\nhttp = \"not an address\"", "http"),
             ("[serve]\nhttp = \"127.0.0.1:1\"\nstdio = true", "exclude"),
             ("[serve]\nredis = \"localhost:6379\"", "serve.redis"),
+            ("[audit]\narguments = true", "path"),
+            (
+                "[audit]\npath = \"a.db\"\nmax_records = 0",
+                "audit.max_records",
+            ),
+            ("[audit]\npath = \"a.db\"\nbacklog = 0", "audit.backlog"),
+            ("[audit]\npath = \"a.db\"\nrecords = 5", "records"),
         ] {
             let e = parse(text).unwrap_err();
             assert!(e.contains(want), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn an_audit_path_is_relative_to_the_settings_file() {
+        let dir = std::env::temp_dir().join(format!("mcp-host-settings-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("host.toml");
+        std::fs::write(
+            &file,
+            "[audit]\npath = \"logs/audit.db\"\narguments = true\nmax_records = 10\nbacklog = 3\nmax_argument_bytes = 100\n",
+        )
+        .unwrap();
+        let audit = HostSettings::load(&file).unwrap().audit().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(audit.path, dir.join("logs/audit.db"));
+        assert!(audit.arguments);
+        assert_eq!(
+            (audit.max_records, audit.backlog, audit.max_argument_bytes),
+            (10, 3, 100)
+        );
+        assert_eq!(HostSettings::default().audit(), None);
     }
 
     #[test]

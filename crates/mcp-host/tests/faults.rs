@@ -3,14 +3,13 @@
 //! one that dies mid-response, one that floods notifications, one that
 //! sends a 100 MB message; and a downstream client that vanishes mid-call.
 //! In each case a healthy upstream keeps serving two other clients, and
-//! the failure shows in the host's status and events.
-//!
-//! (The host keeps no audit database yet, so "the audit database's disk
-//! is full" has no test here.)
+//! the failure shows in the host's status, events and audit log. (The
+//! audit log's disk filling up is `mcp-cli`'s `host_audit` test: it needs
+//! a real file system that fills, in a process of its own.)
 
 #![cfg(target_os = "linux")]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -18,36 +17,38 @@ use std::time::Duration;
 use mcp_client::{Client, EraChoice};
 use mcp_host::config::{HostConfig, ServerConfig};
 use mcp_host::{
-    Gateway, Host, HostEvent, HostOptions, SupervisorOptions, UpstreamState, UpstreamStatus,
+    AuditLog, AuditSettings, Gateway, Host, HostEvent, HostOptions, SupervisorOptions,
+    UpstreamState, UpstreamStatus,
 };
 use mcp_schema::ProtocolVersion;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+mod support;
+
+use support::Scratch;
+
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/bad_server.py");
 const LEGACY: EraChoice = EraChoice::Pinned(ProtocolVersion::V2025_11_25);
 const MODERN: EraChoice = EraChoice::Pinned(ProtocolVersion::V2026_07_28);
 
-/// A directory of its own for one test's record files, removed at the end.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(test: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("mcp-host-{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// The outcome and error message of each `tools/call` to `server` that
+/// the host's audit log holds, oldest first.
+async fn audited(host: &Host, server: &str) -> Vec<(String, Option<String>)> {
+    let audit = host.audit().expect("an audit log");
+    audit.flush(Duration::from_secs(10)).await;
+    let db = rusqlite::Connection::open(audit.path()).unwrap();
+    let mut select = db
+        .prepare(
+            "SELECT outcome, error_message FROM audit \
+             WHERE method = 'tools/call' AND server = ?1 ORDER BY id",
+        )
+        .unwrap();
+    select
+        .query_map([server], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
 }
 
 /// What a bad server recorded: one line per message it received.
@@ -86,9 +87,17 @@ fn supervisor() -> SupervisorOptions {
     supervisor
 }
 
-async fn start(servers: Vec<ServerConfig>, supervisor: SupervisorOptions) -> Host {
+/// A host in front of `servers`, recording its requests in `scratch`'s
+/// `audit.db`.
+async fn start(
+    scratch: &Scratch,
+    servers: Vec<ServerConfig>,
+    supervisor: SupervisorOptions,
+) -> Host {
     let mut options = HostOptions::default();
     options.supervisor = supervisor;
+    let audit = AuditSettings::new(scratch.file("audit.db"));
+    options.audit = Some(AuditLog::open(audit).unwrap());
     let host = Host::start(
         HostConfig {
             servers,
@@ -226,6 +235,7 @@ async fn hangs_forever() {
     // the later calls forever.
     supervisor.max_in_flight = 3;
     let host = start(
+        &scratch,
         vec![
             bad("good", "good", &scratch.file("good"), &marker),
             bad("hang", "hang", &record, &marker).timeout(Duration::from_millis(300)),
@@ -278,6 +288,21 @@ async fn hangs_forever() {
     let told = faults(&mut events, "hang");
     assert_eq!(told.len(), 12, "{told:?}");
     assert!(faults(&mut events, "good").is_empty());
+    let calls = audited(&host, "hang").await;
+    assert_eq!(calls.len(), 12, "{calls:?}");
+    for (outcome, message) in &calls {
+        assert_eq!(outcome, "error");
+        assert!(
+            message
+                .as_deref()
+                .is_some_and(|m| m.contains("did not answer")),
+            "{message:?}"
+        );
+    }
+    assert!(
+        audited(&host, "good").await.iter().all(|(o, _)| o == "ok"),
+        "the healthy server's calls all went well"
+    );
     host.shutdown(Duration::from_secs(5)).await;
 }
 
@@ -287,6 +312,7 @@ async fn answers_garbage() {
     let record = scratch.file("garbage");
     let marker = marker("garbage");
     let host = start(
+        &scratch,
         vec![
             bad("good", "good", &scratch.file("good"), &marker),
             bad("garbage", "garbage", &record, &marker).timeout(Duration::from_secs(20)),
@@ -334,6 +360,15 @@ async fn answers_garbage() {
     healthy(&[&a, &b], "at the end").await;
     let told = faults(&mut events, "garbage");
     assert!(told.iter().any(|e| e.contains("not an object")), "{told:?}");
+    let calls = audited(&host, "garbage").await;
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(
+        calls.iter().all(|(outcome, message)| outcome == "error"
+            && message
+                .as_deref()
+                .is_some_and(|m| m.contains("not an object"))),
+        "{calls:?}"
+    );
     host.shutdown(Duration::from_secs(5)).await;
 }
 
@@ -342,6 +377,7 @@ async fn closes_mid_response() {
     let scratch = Scratch::new("closes");
     let marker = marker("closes");
     let host = start(
+        &scratch,
         vec![
             bad("good", "good", &scratch.file("good"), &marker),
             // A long timeout: the call must fail because the server went,
@@ -419,6 +455,7 @@ async fn floods_notifications() {
     let record = scratch.file("flood");
     let marker = marker("floods");
     let host = start(
+        &scratch,
         vec![
             bad("good", "good", &scratch.file("good"), &marker),
             bad("flood", "flood", &record, &marker),
@@ -518,6 +555,7 @@ async fn sends_a_100_mb_message() {
     let record = scratch.file("huge");
     let marker = marker("huge");
     let host = start(
+        &scratch,
         vec![
             bad("good", "good", &scratch.file("good"), &marker),
             bad("huge", "huge", &record, &marker).timeout(Duration::from_secs(120)),
@@ -623,6 +661,7 @@ async fn downstream_client_vanishes_mid_call() {
     let record = scratch.file("slow");
     let marker = marker("vanishes");
     let host = start(
+        &scratch,
         vec![
             bad("good", "good", &scratch.file("good"), &marker),
             bad("slow", "slow", &record, &marker),

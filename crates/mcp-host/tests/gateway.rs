@@ -14,30 +14,12 @@ use mcp_server::{Context, HandlerError, NoArguments, Server, ToolDef};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+mod support;
+
+use support::{on_http, on_http_endpoint};
+
 const LEGACY: EraChoice = EraChoice::Pinned(ProtocolVersion::V2025_11_25);
 const MODERN: EraChoice = EraChoice::Pinned(ProtocolVersion::V2026_07_28);
-
-/// Serves `server` over Streamable HTTP on a free loopback port.
-async fn on_http(server: Server) -> String {
-    on_http_endpoint(server).await.0
-}
-
-/// The same, with the endpoint (to end its sessions).
-async fn on_http_endpoint(server: Server) -> (String, Arc<mcp_http::McpEndpoint>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let endpoint = mcp_http::McpEndpoint::new(
-        Arc::new(server.clone()),
-        server.session_config(),
-        mcp_http::HttpConfig::loopback(port),
-    );
-    tokio::spawn(mcp_http::serve(
-        listener,
-        Arc::clone(&endpoint),
-        std::future::pending(),
-    ));
-    (format!("http://127.0.0.1:{port}/mcp"), endpoint)
-}
 
 /// Reports "cancelled" when the call it lives in ends: a cancelled call is
 /// told (its context's token) or dropped.

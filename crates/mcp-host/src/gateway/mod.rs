@@ -27,6 +27,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
+mod audited;
 mod forward;
 mod pages;
 mod results;
@@ -38,6 +39,7 @@ use crate::downstream::{LogLevel, Subscriptions, subscription_meta};
 use crate::host::Host;
 use crate::params::Params;
 use crate::tasks::TaskClient;
+use audited::Audited;
 use forward::forward;
 use pages::ListOf;
 use results::rewrite_uris;
@@ -522,7 +524,17 @@ impl Service for Gateway {
         ctx: RequestContext,
     ) -> BoxFuture<'static, HandlerResult> {
         let gateway = self.clone();
-        box_future(move || gateway.dispatch(request, ctx))
+        match self.host.audit() {
+            None => box_future(move || gateway.dispatch(request, ctx)),
+            Some(log) => {
+                let audited = Audited::begin(log, &self.host, &request, &ctx);
+                box_future(move || async move {
+                    let result = gateway.dispatch(request, ctx).await;
+                    audited.finish(&result);
+                    result
+                })
+            }
+        }
     }
 
     fn session_ready(&self, peer: &Peer) {

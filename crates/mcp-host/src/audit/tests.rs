@@ -1,0 +1,225 @@
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::*;
+
+/// A directory of its own for one test, removed at the end.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(test: &str) -> Scratch {
+        let dir =
+            std::env::temp_dir().join(format!("mcp-host-audit-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn call(n: usize) -> AuditRecord {
+    AuditRecord {
+        time_ms: now_ms(),
+        duration_ms: 1.5,
+        method: "tools/call".into(),
+        target: Some(format!("tool{n}")),
+        server: Some("everything".into()),
+        revision: "2025-11-25".into(),
+        outcome: "ok",
+        ..AuditRecord::default()
+    }
+}
+
+/// A call whose record is larger than a page of the file, so that it
+/// cannot fit in the room left on a page.
+fn big_call(n: usize) -> AuditRecord {
+    AuditRecord {
+        arguments: Some("x".repeat(5000)),
+        arguments_bytes: Some(5000),
+        ..call(n)
+    }
+}
+
+/// Runs `f` on the writer's connection.
+fn run_on(log: &AuditLog, f: impl FnOnce(&rusqlite::Connection) + Send + 'static) {
+    log.sender.send(Message::Run(Box::new(f))).unwrap();
+}
+
+fn targets(path: &Path) -> Vec<String> {
+    let connection = rusqlite::Connection::open(path).unwrap();
+    let mut select = connection
+        .prepare("SELECT target FROM audit ORDER BY id")
+        .unwrap();
+    select
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Makes the file refuse to grow past its size now, as a full disk does.
+fn fill_up(connection: &rusqlite::Connection) {
+    let pages: i64 = connection
+        .query_row("PRAGMA page_count", [], |row| row.get(0))
+        .unwrap();
+    connection
+        .pragma_update(None, "max_page_count", pages)
+        .unwrap();
+}
+
+fn make_room(connection: &rusqlite::Connection) {
+    connection
+        .pragma_update(None, "max_page_count", 1_000_000)
+        .unwrap();
+}
+
+#[tokio::test]
+async fn records_every_field_and_trims_to_its_most() {
+    let scratch = Scratch::new("fields");
+    let path = scratch.0.join("audit.db");
+    let mut settings = AuditSettings::new(&path);
+    settings.max_records = 100;
+    let log = AuditLog::open(settings).unwrap();
+    let mut failed = call(0);
+    failed.outcome = "error";
+    failed.error_code = Some(-32602);
+    failed.error_message = Some("unknown tool: nope".into());
+    failed.caller = Some(r#"["https://issuer","alice","cli"]"#.into());
+    failed.client = Some("inspector 1.0".into());
+    failed.session = Some("abc".into());
+    failed.arguments = Some(r#"{"a":1}"#.into());
+    failed.arguments_bytes = Some(7);
+    log.record(failed.clone());
+    log.flush(Duration::from_secs(10)).await;
+
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    let row = connection
+        .query_row(
+            "SELECT time_ms, duration_ms, method, target, server, caller, client, session, \
+             revision, outcome, error_code, error_message, arguments, arguments_bytes FROM audit",
+            [],
+            |r| {
+                Ok(AuditRecord {
+                    time_ms: r.get(0)?,
+                    duration_ms: r.get(1)?,
+                    method: r.get(2)?,
+                    target: r.get(3)?,
+                    server: r.get(4)?,
+                    caller: r.get(5)?,
+                    client: r.get(6)?,
+                    session: r.get(7)?,
+                    revision: r.get(8)?,
+                    outcome: if r.get::<_, String>(9)? == "error" {
+                        "error"
+                    } else {
+                        "other"
+                    },
+                    error_code: r.get(10)?,
+                    error_message: r.get(11)?,
+                    arguments: r.get(12)?,
+                    arguments_bytes: r.get(13)?,
+                })
+            },
+        )
+        .unwrap();
+    assert_eq!(row, failed);
+
+    // More than the file keeps: the oldest go, the newest stay.
+    for n in 1..=2000 {
+        log.record(call(n));
+    }
+    log.flush(Duration::from_secs(10)).await;
+    let status = log.status();
+    assert_eq!(
+        (status.state, status.written, status.pending, status.lost),
+        ("ok", 2001, 0, 0)
+    );
+    let kept = targets(&path);
+    assert!(kept.len() <= 1100, "{} records kept", kept.len());
+    assert_eq!(kept.last().map(String::as_str), Some("tool2000"));
+}
+
+#[tokio::test]
+async fn a_full_file_keeps_the_records_until_there_is_room() {
+    let scratch = Scratch::new("full");
+    let path = scratch.0.join("audit.db");
+    let log = AuditLog::open(AuditSettings::new(&path)).unwrap();
+    log.record(big_call(0));
+    log.flush(Duration::from_secs(10)).await;
+
+    run_on(&log, fill_up);
+    for n in 1..=300 {
+        log.record(big_call(n));
+    }
+    log.flush(Duration::from_secs(10)).await;
+    let status = log.status();
+    assert_eq!(status.state, "failing", "{status:?}");
+    assert!(
+        status
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("full")),
+        "{status:?}"
+    );
+    assert!(status.failing_since_ms.is_some());
+    assert_eq!((status.written, status.pending, status.lost), (1, 300, 0));
+
+    run_on(&log, make_room);
+    // Tried again within a second or so.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while log.status().state != "ok" && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let status = log.status();
+    assert_eq!(
+        (status.state, status.written, status.pending, status.lost),
+        ("ok", 301, 0, 0),
+        "{status:?}"
+    );
+    assert_eq!(status.last_error, None);
+    let expected: Vec<String> = (0..=300).map(|n| format!("tool{n}")).collect();
+    assert_eq!(targets(&path), expected);
+}
+
+#[tokio::test]
+async fn a_backlog_past_its_bound_loses_the_newest_and_counts_them() {
+    let scratch = Scratch::new("backlog");
+    let path = scratch.0.join("audit.db");
+    let mut settings = AuditSettings::new(&path);
+    settings.backlog = 50;
+    let log = AuditLog::open(settings).unwrap();
+    log.record(big_call(0));
+    log.flush(Duration::from_secs(10)).await;
+
+    run_on(&log, fill_up);
+    for n in 1..=200 {
+        log.record(big_call(n));
+    }
+    log.flush(Duration::from_secs(10)).await;
+    let status = log.status();
+    assert_eq!(
+        (status.written, status.pending, status.lost),
+        (1, 50, 150),
+        "{status:?}"
+    );
+
+    run_on(&log, make_room);
+    log.flush(Duration::from_secs(10)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while log.status().pending > 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let expected: Vec<String> = (0..=50).map(|n| format!("tool{n}")).collect();
+    assert_eq!(targets(&path), expected);
+}
+
+#[test]
+fn a_file_that_cannot_be_opened_is_refused_at_start() {
+    let error = AuditLog::open(AuditSettings::new("/nonexistent/dir/audit.db")).unwrap_err();
+    assert!(error.contains("/nonexistent/dir/audit.db"), "{error}");
+}

@@ -1,0 +1,139 @@
+//! The audit record of a request the gateway answers: begun when the
+//! request arrives, finished with its outcome, and recorded as cancelled
+//! when the request is dropped unanswered (the client cancelled it or
+//! left).
+
+use std::time::Instant;
+
+use mcp_core::{HandlerResult, IncomingRequest, Owner, RequestContext, SessionName};
+use mcp_schema::methods;
+use serde::Deserialize;
+
+use crate::audit::{AuditLog, AuditRecord, now_ms};
+use crate::host::Host;
+use crate::params::Params;
+
+/// A request's record while it is answered.
+pub(super) struct Audited {
+    log: AuditLog,
+    record: Option<AuditRecord>,
+    started: Instant,
+}
+
+impl Audited {
+    /// Begins the record of `request`: who asks, what, and which server
+    /// it goes to.
+    pub(super) fn begin(
+        log: &AuditLog,
+        host: &Host,
+        request: &IncomingRequest,
+        ctx: &RequestContext,
+    ) -> Audited {
+        let params = Params::read(request.params_past_meta().as_deref()).unwrap_or_default();
+        let target = params
+            .str("name")
+            .or_else(|| params.str("uri"))
+            .map(|t| t.into_owned());
+        let server = target
+            .as_deref()
+            .and_then(|target| server_of(host, &request.method, target));
+        let settings = log.settings();
+        let arguments = settings
+            .arguments
+            .then(|| params.raw("arguments").map(|a| a.get()))
+            .flatten();
+        let record = AuditRecord {
+            time_ms: now_ms(),
+            method: request.method.clone(),
+            target,
+            server,
+            caller: ctx
+                .extensions()
+                .get::<Owner>()
+                .map(|owner| owner.as_str().to_owned()),
+            client: ctx
+                .negotiated
+                .client_info
+                .as_ref()
+                .map(|info| format!("{} {}", info.name, info.version)),
+            session: ctx
+                .peer
+                .extensions()
+                .get::<SessionName>()
+                .map(|name| name.0.to_string()),
+            revision: ctx.revision.as_str().to_owned(),
+            outcome: "cancelled",
+            arguments: arguments.map(|a| truncated(a, settings.max_argument_bytes).to_owned()),
+            arguments_bytes: arguments.map(|a| i64::try_from(a.len()).unwrap_or(i64::MAX)),
+            ..AuditRecord::default()
+        };
+        Audited {
+            log: log.clone(),
+            record: Some(record),
+            started: Instant::now(),
+        }
+    }
+
+    /// Records how the request ended.
+    pub(super) fn finish(mut self, result: &HandlerResult) {
+        let Some(record) = self.record.as_mut() else {
+            return;
+        };
+        match result {
+            Ok(raw) if record.method == methods::TOOLS_CALL && is_tool_error(raw.get()) => {
+                record.outcome = "tool_error";
+            }
+            Ok(_) => record.outcome = "ok",
+            Err(error) => {
+                record.outcome = "error";
+                record.error_code = Some(error.code);
+                record.error_message = Some(error.message.clone());
+            }
+        }
+    }
+}
+
+impl Drop for Audited {
+    fn drop(&mut self) {
+        if let Some(mut record) = self.record.take() {
+            record.duration_ms = self.started.elapsed().as_secs_f64() * 1000.0;
+            self.log.record(record);
+        }
+    }
+}
+
+/// The config name of the server that `method` on `target` goes to.
+fn server_of(host: &Host, method: &str, target: &str) -> Option<String> {
+    let catalog = host.catalog();
+    let upstream = match method {
+        methods::TOOLS_CALL => catalog.tool(target)?.upstream,
+        methods::PROMPTS_GET => catalog.prompt(target)?.upstream,
+        methods::RESOURCES_READ | methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
+            catalog.resource(target)?.upstream
+        }
+        _ => return None,
+    };
+    host.upstream_name(upstream)
+}
+
+/// Whether a tool's result says it failed (`isError: true`).
+fn is_tool_error(result: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Flag {
+        #[serde(rename = "isError", default)]
+        is_error: bool,
+    }
+    serde_json::from_str::<Flag>(result).is_ok_and(|flag| flag.is_error)
+}
+
+/// The longest start of `text` of at most `max` bytes, cut at a character.
+fn truncated(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}

@@ -1,0 +1,230 @@
+//! The audit log of a host between real servers on loopback HTTP and
+//! clients of both eras: one record per request, with what was asked, the
+//! server that answered and how it ended, including the calls that failed,
+//! the tool errors, and the calls a client left.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_client::{Client, EraChoice, RequestOptions};
+use mcp_host::config::{HostConfig, ServerConfig};
+use mcp_host::{AuditLog, AuditSettings, Gateway, Host, HostOptions};
+use mcp_schema::ProtocolVersion;
+use mcp_server::{Context, HandlerError, NoArguments, Server, ToolDef};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+mod support;
+
+use support::{Scratch, on_http};
+
+const LEGACY: EraChoice = EraChoice::Pinned(ProtocolVersion::V2025_11_25);
+const MODERN: EraChoice = EraChoice::Pinned(ProtocolVersion::V2026_07_28);
+
+/// `echo`, `fail` (a tool error) and `wait` (until cancelled; says on
+/// `started` when it begins).
+fn probe(started: mpsc::UnboundedSender<()>) -> Server {
+    Server::builder("probe", "1.0")
+        .tool(ToolDef::new(
+            "echo",
+            "Echoes",
+            |args: serde_json::Map<String, Value>, _ctx: Context| async move {
+                Ok::<_, HandlerError>(format!("probe: {}", args["text"].as_str().unwrap_or("")))
+            },
+        ))
+        .tool(ToolDef::new(
+            "fail",
+            "Fails",
+            |_: NoArguments, _ctx: Context| async move {
+                Err::<String, _>(HandlerError::failed("it broke"))
+            },
+        ))
+        .tool(ToolDef::new(
+            "wait",
+            "Waits until cancelled",
+            move |_: NoArguments, ctx: Context| {
+                let started = started.clone();
+                async move {
+                    let _ = started.send(());
+                    ctx.cancelled().await;
+                    Ok::<_, HandlerError>(String::new())
+                }
+            },
+        ))
+        .build()
+}
+
+async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), fut)
+        .await
+        .unwrap_or_else(|_| panic!("{what} took more than 20 s"))
+}
+
+async fn connect(host: &Host, era: EraChoice) -> Client {
+    let gateway = Gateway::new(host.clone(), "audit-host", "1.0");
+    let (server_side, client_side) = mcp_core::Transport::pair();
+    let _session = mcp_core::serve(
+        server_side,
+        Arc::new(gateway.clone()),
+        gateway.session_config(),
+    );
+    let builder = Client::builder("audit-tests", "2.5").era(era);
+    within("connect", builder.connect(client_side))
+        .await
+        .expect("connect")
+}
+
+/// The records, oldest first: the columns that do not depend on timing.
+fn records(path: &std::path::Path) -> Vec<Value> {
+    let connection = rusqlite::Connection::open(path).unwrap();
+    let mut select = connection
+        .prepare(
+            "SELECT method, target, server, client, revision, outcome, error_code, \
+             error_message, arguments, arguments_bytes, session, caller, time_ms, duration_ms \
+             FROM audit ORDER BY id",
+        )
+        .unwrap();
+    select
+        .query_map([], |row| {
+            let text = |i| row.get::<_, Option<String>>(i);
+            let time_ms: i64 = row.get(12)?;
+            let duration_ms: f64 = row.get(13)?;
+            assert!(time_ms > 1_700_000_000_000 && duration_ms >= 0.0);
+            Ok(json!({
+                "method": text(0)?,
+                "target": text(1)?,
+                "server": text(2)?,
+                "client": text(3)?,
+                "revision": text(4)?,
+                "outcome": text(5)?,
+                "errorCode": row.get::<_, Option<i64>>(6)?,
+                "errorMessage": text(7)?,
+                "arguments": text(8)?,
+                "argumentsBytes": row.get::<_, Option<i64>>(9)?,
+                "session": text(10)?,
+                "caller": text(11)?,
+            }))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[tokio::test]
+async fn every_request_is_recorded_with_its_outcome_in_both_eras() {
+    let scratch = Scratch::new("audit");
+    let path = scratch.file("audit.db");
+    let (started, mut starts) = mpsc::unbounded_channel();
+    let probe_url = on_http(probe(started)).await;
+    let mut settings = AuditSettings::new(&path);
+    settings.arguments = true;
+    settings.max_argument_bytes = 20;
+    let mut options = HostOptions::default();
+    options.audit = Some(AuditLog::open(settings).unwrap());
+    let host = Host::start(
+        HostConfig {
+            servers: vec![ServerConfig::remote("probe", &probe_url)],
+            problems: Vec::new(),
+        },
+        options,
+    );
+    host.wait_started(Duration::from_secs(20)).await;
+
+    let mut expected = Vec::new();
+    for (era, revision) in [(LEGACY, "2025-11-25"), (MODERN, "2026-07-28")] {
+        let client = connect(&host, era).await;
+        let record = |method: &str, target: Option<&str>, server: Option<&str>, outcome: &str| {
+            json!({
+                "method": method, "target": target, "server": server,
+                "client": "audit-tests 2.5", "revision": revision, "outcome": outcome,
+                "errorCode": null, "errorMessage": null, "arguments": null,
+                "argumentsBytes": null, "session": null, "caller": null,
+            })
+        };
+        within("list", client.list_all_tools()).await.unwrap();
+        expected.push(record("tools/list", None, None, "ok"));
+
+        let long = "a long text that is cut";
+        let echoed = within(
+            "echo",
+            client.call_tool("probe__echo", json!({"text": long})),
+        )
+        .await
+        .unwrap();
+        assert_ne!(echoed.is_error, Some(true));
+        let mut echo = record("tools/call", Some("probe__echo"), Some("probe"), "ok");
+        let arguments = json!({"text": long}).to_string();
+        echo["arguments"] = json!(&arguments[..20]);
+        echo["argumentsBytes"] = json!(arguments.len());
+        expected.push(echo);
+
+        let failed = within("fail", client.call_tool("probe__fail", json!({})))
+            .await
+            .unwrap();
+        assert_eq!(failed.is_error, Some(true));
+        let mut fail = record(
+            "tools/call",
+            Some("probe__fail"),
+            Some("probe"),
+            "tool_error",
+        );
+        fail["arguments"] = json!("{}");
+        fail["argumentsBytes"] = json!(2);
+        expected.push(fail);
+
+        let unknown = within("unknown", client.call_tool("probe__nope", json!({}))).await;
+        assert!(unknown.is_err());
+        let mut nope = record("tools/call", Some("probe__nope"), None, "error");
+        nope["errorCode"] = json!(-32602);
+        nope["errorMessage"] = json!("Invalid params: unknown tool: probe__nope");
+        nope["arguments"] = json!("{}");
+        nope["argumentsBytes"] = json!(2);
+        expected.push(nope);
+
+        // A call the client leaves: recorded as cancelled.
+        let waiting = {
+            let client = client.clone();
+            tokio::spawn(async move {
+                client
+                    .request::<_, Value>(
+                        "tools/call",
+                        &json!({"name": "probe__wait", "arguments": {}}),
+                        RequestOptions::new(),
+                    )
+                    .await
+            })
+        };
+        within("the wait to start", starts.recv()).await.unwrap();
+        waiting.abort();
+        client.close().await;
+        let mut left = record(
+            "tools/call",
+            Some("probe__wait"),
+            Some("probe"),
+            "cancelled",
+        );
+        left["arguments"] = json!("{}");
+        left["argumentsBytes"] = json!(2);
+        expected.push(left);
+
+        // The cancelled call is recorded when the host lets it go.
+        let audit = host.audit().unwrap().clone();
+        let want = expected.len() as u64;
+        within("the records", async {
+            loop {
+                audit.flush(Duration::from_secs(5)).await;
+                if audit.status().written >= want {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+    }
+    // The handshakes (initialize, server/discover) are the engine's to
+    // answer, not the gateway's: every other request is there, in order.
+    assert_eq!(records(&path), expected);
+    let status = host.status().audit.unwrap();
+    assert_eq!((status.state, status.lost), ("ok", 0), "{status:?}");
+    host.shutdown(Duration::from_secs(5)).await;
+}
