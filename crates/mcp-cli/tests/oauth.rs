@@ -331,3 +331,95 @@ async fn the_host_reaches_a_protected_server_with_the_stored_credentials() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `mcp host --oauth --audit`: each request's record names the signed-in
+/// user who made it (the token's issuer, subject and client).
+#[tokio::test]
+async fn the_hosts_audit_log_names_the_signed_in_caller() {
+    let dir = std::env::temp_dir().join(format!("mcp-oauth-audit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("servers.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"e": {"command": MCP, "args": ["serve", "everything"]}}}).to_string(),
+    )
+    .unwrap();
+    let audit = dir.join("audit.db");
+    let mut child = tokio::process::Command::new(MCP)
+        .args(["host", "--http", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .arg("--audit")
+        .arg(&audit)
+        .args(["--oauth", "--oauth-user", "alice:wonderland"])
+        .args(["--oauth-client", &format!("app@{REDIRECT}")])
+        .arg("--oauth-db")
+        .arg(dir.join("server.sqlite"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn mcp host --oauth");
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("the host printed its URL")
+        .unwrap()
+        .unwrap();
+    let url = line.strip_prefix("MCP endpoint: ").unwrap().to_owned();
+
+    let alice = FormLogin::new("wonderland");
+    for era in [
+        EraChoice::Pinned(ProtocolVersion::V2025_11_25),
+        EraChoice::Pinned(ProtocolVersion::V2026_07_28),
+    ] {
+        let client = tokio::time::timeout(
+            Duration::from_secs(20),
+            connect(&url, Arc::clone(&alice), &dir.join("client.json"), era),
+        )
+        .await
+        .unwrap()
+        .expect("signed in");
+        let echo = client
+            .call_tool("e__echo", json!({"text": "who"}))
+            .await
+            .unwrap();
+        assert_eq!(echo.content[0].as_text(), Some("who"));
+        client.close().await;
+    }
+
+    // The records reach the file within moments of the calls.
+    let callers = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let found: Option<Vec<String>> = rusqlite::Connection::open(&audit)
+                .and_then(|db| {
+                    let mut select = db.prepare(
+                        "SELECT caller FROM audit WHERE method = 'tools/call' ORDER BY id",
+                    )?;
+                    select
+                        .query_map([], |row| row.get::<_, String>(0))?
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .ok();
+            match found {
+                Some(callers) if callers.len() == 2 => return callers,
+                _ => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    })
+    .await
+    .expect("both calls recorded");
+    for caller in callers {
+        let caller: Vec<Option<String>> = serde_json::from_str(&caller).unwrap();
+        assert_eq!(caller.len(), 3, "{caller:?}");
+        assert!(
+            caller[0]
+                .as_deref()
+                .is_some_and(|issuer| issuer.starts_with("http://127.0.0.1:"))
+        );
+        assert_eq!(caller[1].as_deref(), Some("alice"));
+        assert_eq!(caller[2].as_deref(), Some("app"));
+    }
+    child.kill().await.unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+}
