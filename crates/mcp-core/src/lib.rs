@@ -43,6 +43,7 @@ mod session;
 pub mod stdio;
 #[cfg(unix)]
 mod stdio_pipes;
+mod task_scope;
 mod transport;
 
 pub use context::{Progress, RequestContext};
@@ -55,6 +56,7 @@ pub use session::{
     ClientIdentity, DirectSession, Negotiated, ReadFrame, Role, RunningSession, ServerIdentity,
     SessionConfig, request_id_in_use, serve, unsupported_version,
 };
+pub use task_scope::TaskScope;
 pub use transport::{
     DEFAULT_CHANNEL_CAPACITY, FrameKind, FrameSink, Inbound, InboundFrame, OutboundFrame,
     SinkClosed, Transport,

@@ -8,9 +8,9 @@
 //! entries go first.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use mcp_core::{Owner, RequestContext, SessionName};
+use mcp_core::TaskScope;
 use serde_json::value::RawValue;
 
 /// How many tasks are remembered at most.
@@ -20,38 +20,8 @@ const MAX_TASKS: usize = 10_000;
 /// the host lists them itself.
 const MAX_LISTED: usize = 100;
 
-/// Whose a task is: a legacy downstream session (by the transport's name
-/// for it, the same on every host sharing it, or else a random identity
-/// of its own), or a 2026-07-28 caller (by the owner the transport
-/// authenticated, or anyone's when none).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct TaskClient(Arc<str>);
-
-/// A legacy session's identity as a task client, kept in its extensions.
-struct SessionTaskClient(Arc<str>);
-
-impl TaskClient {
-    /// The client a request comes from.
-    pub(crate) fn of(ctx: &RequestContext) -> TaskClient {
-        if ctx.revision.is_legacy() {
-            let extensions = ctx.peer.extensions();
-            if let Some(name) = extensions.get::<SessionName>() {
-                return TaskClient(format!("session:{}", name.0).into());
-            }
-            let own = extensions.get_or_insert_with(|| {
-                SessionTaskClient(format!("session:{:032x}", rand::random::<u128>()).into())
-            });
-            return TaskClient(Arc::clone(&own.0));
-        }
-        match ctx.extensions().get::<Owner>() {
-            Some(owner) => TaskClient(format!("owner:{}", owner.as_str()).into()),
-            None => TaskClient("anyone".into()),
-        }
-    }
-}
-
 /// Where a task runs (an upstream's index) and for whom.
-type TaskRoute = (usize, TaskClient);
+type TaskRoute = (usize, TaskScope);
 
 /// Task ids to the upstream running each and the client it runs for.
 #[derive(Default)]
@@ -61,14 +31,14 @@ pub(crate) struct TaskRoutes {
 
 impl TaskRoutes {
     /// Remembers the task a result created for `client`, if it did.
-    pub(crate) fn record(&self, result: &RawValue, upstream: usize, client: &TaskClient) {
+    pub(crate) fn record(&self, result: &RawValue, upstream: usize, client: &TaskScope) {
         if let Some(task) = mcp_http::task_relay::created_task(result) {
             self.remember(&task.id, upstream, client);
         }
     }
 
     /// Remembers that `upstream` runs task `id` for `client`.
-    pub(crate) fn remember(&self, id: &str, upstream: usize, client: &TaskClient) {
+    pub(crate) fn remember(&self, id: &str, upstream: usize, client: &TaskScope) {
         let id = id.to_owned();
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let (routes, order) = &mut *inner;
@@ -87,7 +57,7 @@ impl TaskRoutes {
 
     /// The tasks `upstream` runs for `client`, newest first, at most
     /// `MAX_LISTED`.
-    pub(crate) fn of(&self, client: &TaskClient, upstream: usize) -> Vec<String> {
+    pub(crate) fn of(&self, client: &TaskScope, upstream: usize) -> Vec<String> {
         let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let (routes, order) = &*inner;
         order
@@ -100,7 +70,7 @@ impl TaskRoutes {
     }
 
     /// The upstream that runs task `id`, if it runs for `client`.
-    pub(crate) fn route(&self, id: &str, client: &TaskClient) -> Option<usize> {
+    pub(crate) fn route(&self, id: &str, client: &TaskScope) -> Option<usize> {
         match self
             .inner
             .lock()
@@ -125,7 +95,10 @@ mod tests {
     #[test]
     fn tasks_of_both_revisions_are_routed_for_their_client_only_and_the_table_is_bounded() {
         let routes = TaskRoutes::default();
-        let (ada, bob) = (TaskClient("ada".into()), TaskClient("bob".into()));
+        let (ada, bob) = (
+            TaskScope::Session("ada".into()),
+            TaskScope::Session("bob".into()),
+        );
         routes.record(
             &raw(r#"{"resultType":"task","taskId":"m1","status":"working"}"#),
             2,

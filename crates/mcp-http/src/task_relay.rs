@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use mcp_core::{
     BoxFuture, Extensions, HandlerResult, IncomingRequest, Owner, Peer, RequestContext, Service,
-    SessionName,
+    SessionName, TaskScope,
 };
 use mcp_schema::header_params::HeaderParam;
 use mcp_schema::jsonrpc::Notification;
@@ -103,7 +103,7 @@ impl Service for TaskRouting {
         let relayed = ctx.extensions().get::<Relayed>().is_some();
         let method = request.method.as_str();
         if method == methods::TOOLS_CALL {
-            let scope = scope_of(&ctx);
+            let scope = TaskScope::of(&ctx).key();
             let relay = Arc::clone(&self.relay);
             let calling = self.inner.handle_request(request, ctx);
             return Box::pin(async move {
@@ -169,18 +169,6 @@ impl Service for TaskRouting {
 
     fn tool_required_scopes(&self, name: &str) -> Option<Arc<[String]>> {
         self.inner.tool_required_scopes(name)
-    }
-}
-
-/// Whose tasks a request creates or lists: the legacy session it came
-/// in, else the authenticated caller, else anyone's.
-fn scope_of(ctx: &RequestContext) -> String {
-    if let Some(name) = ctx.peer.extensions().get::<SessionName>() {
-        return format!("session:{}", name.0);
-    }
-    match ctx.extensions().get::<Owner>() {
-        Some(owner) => format!("owner:{}", owner.as_str()),
-        None => "anyone".to_owned(),
     }
 }
 
@@ -251,7 +239,7 @@ async fn list_everywhere(
     request: IncomingRequest,
     ctx: RequestContext,
 ) -> HandlerResult {
-    let others = relay.runners(&scope_of(&ctx)).await;
+    let others = relay.runners(&TaskScope::of(&ctx).key()).await;
     if others.is_empty() {
         return inner.handle_request(request, ctx).await;
     }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use mcp_core::{
     BoxFuture, HandlerResult, IncomingRequest, Peer, RequestContext, Role, ServerIdentity, Service,
-    SessionConfig, box_future,
+    SessionConfig, TaskScope, box_future,
 };
 use mcp_schema::header_params::HeaderParam;
 use mcp_schema::jsonrpc;
@@ -38,7 +38,6 @@ use crate::catalog::Route;
 use crate::downstream::{LogLevel, Subscriptions, subscription_meta};
 use crate::host::Host;
 use crate::params::Params;
-use crate::tasks::TaskClient;
 use audited::Audited;
 use forward::forward;
 use pages::ListOf;
@@ -114,7 +113,7 @@ impl Gateway {
                 let route = self.by_name(&params, "tool", |c, n| c.tool(n).cloned())?;
                 let upstream = route.upstream;
                 let result = self.call_tool(route, params, &ctx).await?;
-                let client = TaskClient::of(&ctx);
+                let client = TaskScope::of(&ctx);
                 self.host.inner.tasks.record(&result, upstream, &client);
                 Ok(self.links_as_shown(result, upstream))
             }
@@ -404,7 +403,7 @@ impl Gateway {
             .host
             .inner
             .tasks
-            .route(id, &TaskClient::of(ctx))
+            .route(id, &TaskScope::of(ctx))
             .ok_or_else(|| ErrorObject::invalid_params(format!("unknown task: {id}")))?;
         let upstream = self.host.upstream(owner)?;
         let held = &self.host.inner.held;
@@ -422,7 +421,7 @@ impl Gateway {
     /// the tasks of every client of the host: only this client's are
     /// shown.
     async fn task_list(&self, ctx: &RequestContext) -> HandlerResult {
-        let asker = TaskClient::of(ctx);
+        let asker = TaskScope::of(ctx);
         let mut tasks = Vec::new();
         for upstream in self.host.upstreams() {
             let Ok(client) = upstream.client() else {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use foldhash::{HashMap, HashMapExt as _};
 use mcp_core::{
     BoxFuture, HandlerResult, IncomingRequest, Peer, RequestContext, Role, ServerIdentity, Service,
-    SessionConfig, Transport, box_future,
+    SessionConfig, TaskScope, Transport, box_future,
 };
 use mcp_schema::header_params::HeaderParam;
 use mcp_schema::jsonrpc::{self, RequestId};
@@ -35,7 +35,7 @@ use crate::cursor::{Signer, page};
 use crate::prompt::PromptDef;
 use crate::resource::{ResourceDef, TemplateDef};
 use crate::tasks::{
-    CallMode, TaskConfig, TaskEntry, TaskOwner, TaskStore, call_mode, declares_tasks_extension,
+    CallMode, TaskConfig, TaskEntry, TaskStore, call_mode, declares_tasks_extension,
     tasks_extension_required,
 };
 use crate::tool::ToolDef;
@@ -376,7 +376,7 @@ impl Server {
             };
             spawn_notify(peer.clone(), methods::NOTIFICATION_TASKS_STATUS, &params);
         }
-        if task.owner != TaskOwner::Anyone {
+        if task.owner != TaskScope::Anyone {
             return;
         }
         let mut detailed = None;
@@ -479,7 +479,7 @@ impl Service for Server {
         // A session that goes on elsewhere keeps its tasks here: they are
         // reached from there, and end with their time to live.
         let continues = peer.extensions().get::<mcp_core::ContinuesElsewhere>();
-        if let (Some(owner), None) = (TaskOwner::of_session(peer), continues) {
+        if let (Some(owner), None) = (TaskScope::of_session(peer), continues) {
             self.inner.tasks.forget_owner(owner);
         }
         let had_subscriptions = peer

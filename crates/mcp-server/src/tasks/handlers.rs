@@ -14,10 +14,11 @@ use serde_json::Value;
 
 use super::era::{declares_tasks_extension, tasks_extension_required};
 use super::run::run_task;
-use super::store::{Outcome, TaskOwner};
+use super::store::Outcome;
 use crate::context::{InputRound, Purpose};
 use crate::server::{CallParams, Server, to_result};
 use crate::tool::ToolDef;
+use mcp_core::TaskScope;
 
 fn task_not_found(id: &str) -> ErrorObject {
     ErrorObject::invalid_params(format!("Failed to retrieve task: Task not found: {id}"))
@@ -63,7 +64,7 @@ impl Server {
         round: InputRound,
     ) -> HandlerResult {
         let modern = !ctx.revision.is_legacy();
-        let owner = TaskOwner::of(&ctx);
+        let owner = TaskScope::of(&ctx);
         let notify = (!modern).then(|| ctx.peer.related_to(None));
         let entry = self.task_store().create(owner, modern, ttl, notify)?;
         // The work outlives the request: its own token, no progress (the
@@ -108,7 +109,7 @@ impl Server {
         if modern && !declares_tasks_extension(ctx.client_capabilities()) {
             return Err(tasks_extension_required(method));
         }
-        let owner = TaskOwner::of(&ctx);
+        let owner = TaskScope::of(&ctx);
         let store = self.task_store();
         if method == methods::TASKS_LIST {
             let cursor = jsonrpc::from_params_text::<PaginatedRequestParams>(params)?.cursor;
@@ -208,7 +209,7 @@ impl Server {
         }
     }
 
-    fn list_tasks(&self, owner: TaskOwner, cursor: Option<&str>) -> HandlerResult {
+    fn list_tasks(&self, owner: TaskScope, cursor: Option<&str>) -> HandlerResult {
         let after = match cursor {
             None => 0,
             Some(cursor) => self

@@ -27,7 +27,7 @@ mod run;
 mod store;
 
 pub(crate) use era::{CallMode, call_mode, declares_tasks_extension, tasks_extension_required};
-pub(crate) use store::{TaskEntry, TaskOwner, TaskStore};
+pub(crate) use store::{TaskEntry, TaskStore};
 
 /// Limits of the task store.
 #[derive(Clone, Debug)]

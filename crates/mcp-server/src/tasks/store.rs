@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use mcp_core::{Owner, Peer, RequestContext, SessionName};
+use mcp_core::{Peer, TaskScope};
 use mcp_schema::{
     DetailedTask, ErrorObject, ExtTask, InputRequests, InputResponses, JsonObject, Task, TaskStatus,
 };
@@ -17,58 +17,6 @@ use super::TaskConfig;
 
 /// The shortest time to live a client may ask for.
 const MIN_REQUESTED_TTL: Duration = Duration::from_secs(1);
-
-/// Who may see a task.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum TaskOwner {
-    /// The legacy session with this identity: the transport's name for
-    /// it, or a random one.
-    Session(Arc<str>),
-    /// Whoever the transport authenticated as this owner and knows the id
-    /// (modern era, behind an authorization layer).
-    Caller(Owner),
-    /// Anyone who knows the id (modern era, no authorization layer).
-    Anyone,
-}
-
-/// A legacy session's identity as a task owner, kept in the session's
-/// extensions: the transport's name for the session (unique, and the same
-/// on every instance serving it), or else random, so a later session can
-/// never pass for this one.
-struct SessionTaskOwner(Arc<str>);
-
-impl TaskOwner {
-    /// The owner of tasks a request creates or may see.
-    pub(crate) fn of(ctx: &RequestContext) -> TaskOwner {
-        if ctx.revision.is_legacy() {
-            let extensions = ctx.peer.extensions();
-            if let Some(owner) = extensions.get::<SessionTaskOwner>() {
-                return TaskOwner::Session(Arc::clone(&owner.0));
-            }
-            // Read before `get_or_insert_with`, which holds the map's lock.
-            let name = extensions.get::<SessionName>();
-            let owner = extensions.get_or_insert_with(|| {
-                SessionTaskOwner(match name {
-                    Some(name) => Arc::clone(&name.0),
-                    None => format!("{:032x}", rand::random::<u128>()).into(),
-                })
-            });
-            TaskOwner::Session(Arc::clone(&owner.0))
-        } else {
-            match ctx.extensions().get::<Owner>() {
-                Some(owner) => TaskOwner::Caller(Owner::clone(&owner)),
-                None => TaskOwner::Anyone,
-            }
-        }
-    }
-
-    /// The owner a legacy session's tasks have, if it created any.
-    pub(crate) fn of_session(peer: &Peer) -> Option<TaskOwner> {
-        peer.extensions()
-            .get::<SessionTaskOwner>()
-            .map(|o| TaskOwner::Session(Arc::clone(&o.0)))
-    }
-}
 
 /// How a task ended.
 #[derive(Clone, Debug, PartialEq)]
@@ -95,7 +43,7 @@ struct TaskState {
 #[derive(Debug)]
 pub(crate) struct TaskEntry {
     pub(crate) id: String,
-    pub(crate) owner: TaskOwner,
+    pub(crate) owner: TaskScope,
     /// Modern-era shapes and rules (a tool error is `completed`).
     pub(crate) modern: bool,
     pub(super) seq: u64,
@@ -354,7 +302,7 @@ impl TaskStore {
     /// running tasks.
     pub(crate) fn create(
         &self,
-        owner: TaskOwner,
+        owner: TaskScope,
         modern: bool,
         requested_ttl: Option<Duration>,
         notify: Option<Peer>,
@@ -417,7 +365,7 @@ impl TaskStore {
     }
 
     /// The task `id` if `owner` may see it and it has not expired.
-    pub(crate) fn get(&self, id: &str, owner: TaskOwner) -> Option<Arc<TaskEntry>> {
+    pub(crate) fn get(&self, id: &str, owner: TaskScope) -> Option<Arc<TaskEntry>> {
         let mut tasks = lock(&self.tasks);
         let task = tasks.get(id)?;
         if task.expires <= Instant::now() {
@@ -430,7 +378,7 @@ impl TaskStore {
     }
 
     /// The live tasks `owner` may see, oldest first.
-    pub(crate) fn list(&self, owner: TaskOwner) -> Vec<Arc<TaskEntry>> {
+    pub(crate) fn list(&self, owner: TaskScope) -> Vec<Arc<TaskEntry>> {
         let mut tasks = lock(&self.tasks);
         purge(&mut tasks, Instant::now());
         let mut mine: Vec<_> = tasks
@@ -443,7 +391,7 @@ impl TaskStore {
     }
 
     /// Cancels and forgets every task of `owner` (its session ended).
-    pub(crate) fn forget_owner(&self, owner: TaskOwner) {
+    pub(crate) fn forget_owner(&self, owner: TaskScope) {
         let gone: Vec<_> = {
             let mut tasks = lock(&self.tasks);
             let ids: Vec<String> = tasks
@@ -493,7 +441,7 @@ mod tests {
         let s = store(TaskConfig::default());
         let mut seen = std::collections::HashSet::new();
         for _ in 0..200 {
-            let task = s.create(TaskOwner::Anyone, true, None, None).unwrap();
+            let task = s.create(TaskScope::Anyone, true, None, None).unwrap();
             assert_eq!(task.id.len(), 32, "{}", task.id);
             assert!(task.id.chars().all(|c| c.is_ascii_hexdigit()));
             assert!(seen.insert(task.id.clone()), "duplicate id {}", task.id);
@@ -508,17 +456,17 @@ mod tests {
     fn owners_see_only_their_tasks() {
         let s = store(TaskConfig::default());
         let a = s
-            .create(TaskOwner::Session("1".into()), false, None, None)
+            .create(TaskScope::Session("1".into()), false, None, None)
             .unwrap();
-        let b = s.create(TaskOwner::Anyone, true, None, None).unwrap();
-        assert!(s.get(&a.id, TaskOwner::Session("1".into())).is_some());
-        assert!(s.get(&a.id, TaskOwner::Session("2".into())).is_none());
-        assert!(s.get(&a.id, TaskOwner::Anyone).is_none());
-        assert!(s.get(&b.id, TaskOwner::Anyone).is_some());
-        assert!(s.get(&b.id, TaskOwner::Session("1".into())).is_none());
-        assert_eq!(s.list(TaskOwner::Session("1".into())).len(), 1);
-        s.forget_owner(TaskOwner::Session("1".into()));
-        assert!(s.get(&a.id, TaskOwner::Session("1".into())).is_none());
+        let b = s.create(TaskScope::Anyone, true, None, None).unwrap();
+        assert!(s.get(&a.id, TaskScope::Session("1".into())).is_some());
+        assert!(s.get(&a.id, TaskScope::Session("2".into())).is_none());
+        assert!(s.get(&a.id, TaskScope::Anyone).is_none());
+        assert!(s.get(&b.id, TaskScope::Anyone).is_some());
+        assert!(s.get(&b.id, TaskScope::Session("1".into())).is_none());
+        assert_eq!(s.list(TaskScope::Session("1".into())).len(), 1);
+        s.forget_owner(TaskScope::Session("1".into()));
+        assert!(s.get(&a.id, TaskScope::Session("1".into())).is_none());
         assert_eq!(a.status(), TaskStatus::Cancelled);
         assert!(a.cancel.is_cancelled());
         assert_eq!(s.len(), 1);
@@ -531,17 +479,17 @@ mod tests {
                 .default_ttl(Duration::from_millis(30))
                 .max_ttl(Duration::from_secs(5)),
         );
-        let short = s.create(TaskOwner::Anyone, true, None, None).unwrap();
+        let short = s.create(TaskScope::Anyone, true, None, None).unwrap();
         let long = s
-            .create(TaskOwner::Anyone, true, Some(Duration::from_secs(3)), None)
+            .create(TaskScope::Anyone, true, Some(Duration::from_secs(3)), None)
             .unwrap();
         assert_eq!(short.ext_task().ttl_ms, Some(30));
         assert_eq!(long.ext_task().ttl_ms, Some(3000));
         std::thread::sleep(Duration::from_millis(60));
-        assert!(s.get(&short.id, TaskOwner::Anyone).is_none());
+        assert!(s.get(&short.id, TaskScope::Anyone).is_none());
         assert_eq!(short.status(), TaskStatus::Failed);
         assert!(short.cancel.is_cancelled());
-        assert!(s.get(&long.id, TaskOwner::Anyone).is_some());
+        assert!(s.get(&long.id, TaskScope::Anyone).is_some());
         assert_eq!(s.len(), 1);
     }
 
@@ -550,7 +498,7 @@ mod tests {
         let s = store(TaskConfig::default().max_ttl(Duration::from_secs(60)));
         let huge = s
             .create(
-                TaskOwner::Anyone,
+                TaskScope::Anyone,
                 true,
                 Some(Duration::from_secs(86_400)),
                 None,
@@ -558,7 +506,7 @@ mod tests {
             .unwrap();
         assert_eq!(huge.task().ttl, Some(60_000));
         let tiny = s
-            .create(TaskOwner::Anyone, true, Some(Duration::ZERO), None)
+            .create(TaskScope::Anyone, true, Some(Duration::ZERO), None)
             .unwrap();
         assert_eq!(tiny.task().ttl, Some(1000));
     }
@@ -567,10 +515,10 @@ mod tests {
     fn the_store_is_bounded() {
         let s = store(TaskConfig::default().max_tasks(3));
         let tasks: Vec<_> = (0..3)
-            .map(|_| s.create(TaskOwner::Anyone, true, None, None).unwrap())
+            .map(|_| s.create(TaskScope::Anyone, true, None, None).unwrap())
             .collect();
         // Full of running tasks: refused.
-        let refused = s.create(TaskOwner::Anyone, true, None, None).unwrap_err();
+        let refused = s.create(TaskScope::Anyone, true, None, None).unwrap_err();
         assert_eq!(refused.code, error_codes::INTERNAL_ERROR);
         // A finished task makes room; the oldest finished one goes.
         tasks[2].finish(
@@ -579,17 +527,17 @@ mod tests {
             None,
         );
         tasks[1].cancel().unwrap();
-        let fourth = s.create(TaskOwner::Anyone, true, None, None).unwrap();
-        assert!(s.get(&tasks[1].id, TaskOwner::Anyone).is_none());
-        assert!(s.get(&tasks[2].id, TaskOwner::Anyone).is_some());
-        assert!(s.get(&fourth.id, TaskOwner::Anyone).is_some());
+        let fourth = s.create(TaskScope::Anyone, true, None, None).unwrap();
+        assert!(s.get(&tasks[1].id, TaskScope::Anyone).is_none());
+        assert!(s.get(&tasks[2].id, TaskScope::Anyone).is_some());
+        assert!(s.get(&fourth.id, TaskScope::Anyone).is_some());
         assert_eq!(s.len(), 3);
     }
 
     #[test]
     fn terminal_tasks_do_not_change() {
         let s = store(TaskConfig::default());
-        let task = s.create(TaskOwner::Anyone, true, None, None).unwrap();
+        let task = s.create(TaskScope::Anyone, true, None, None).unwrap();
         assert_eq!(task.cancel(), Ok(()));
         assert_eq!(task.cancel(), Err(TaskStatus::Cancelled));
         assert!(!task.finish(
@@ -604,14 +552,14 @@ mod tests {
     #[test]
     fn detailed_tasks_carry_their_payload() {
         let s = store(TaskConfig::default());
-        let task = s.create(TaskOwner::Anyone, true, None, None).unwrap();
+        let task = s.create(TaskScope::Anyone, true, None, None).unwrap();
         let mut result = JsonObject::new();
         result.insert("content".into(), serde_json::json!([]));
         task.finish(TaskStatus::Completed, Outcome::Result(result.clone()), None);
         let detailed = task.detailed();
         assert_eq!(detailed.result, Some(result));
         assert!(detailed.error.is_none() && detailed.input_requests.is_none());
-        let failed = s.create(TaskOwner::Anyone, true, None, None).unwrap();
+        let failed = s.create(TaskScope::Anyone, true, None, None).unwrap();
         failed.finish(
             TaskStatus::Failed,
             Outcome::Error(ErrorObject::internal("x")),
