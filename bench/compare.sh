@@ -11,6 +11,7 @@
 # and gateways, each in front of `mcp serve everything` over stdio:
 #
 #   mcp host        this workspace's gateway (legacy and modern eras)
+#   mcp host audited  the same, recording every request in its audit log
 #   fastmcp proxy   FastMCP's proxy (bench/peers/fastmcp_proxy.py, PyPI;
 #                   legacy and modern eras)
 #   mcp-proxy       sparfenyuk/mcp-proxy (PyPI), stdio to Streamable HTTP
@@ -782,6 +783,9 @@ EOF
 # so that their ratios compare runs a few seconds apart; the third-party
 # gateways run last.
 one_round() {
+  rm -f "$runs"/audit.db*
+  run_gateway "mcp host audited (legacy)" legacy "$mcp" host --config "$host_config" \
+    --audit "$runs/audit.db" --http "127.0.0.1:{PORT}"
   run_gateway "mcp host (legacy)" legacy "$mcp" host --config "$host_config" --http "127.0.0.1:{PORT}"
   run_server "mcp (legacy)" legacy '{"text":"hello"}' "$mcp serve everything" \
     -- "$mcp" serve everything --http "127.0.0.1:{PORT}"
