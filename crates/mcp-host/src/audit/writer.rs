@@ -16,6 +16,9 @@ use super::{AuditRecord, AuditSettings, Counters, Message, now_ms};
 /// How long the writer waits before trying a failing file again.
 const RETRY: Duration = Duration::from_secs(1);
 
+/// How long the writer lets records gather before it writes them.
+const LINGER: Duration = Duration::from_millis(20);
+
 /// How many records go into one transaction, at most.
 const BATCH: usize = 512;
 
@@ -102,12 +105,15 @@ impl Writer {
                 Err(RecvTimeoutError::Timeout) => true,
                 Err(RecvTimeoutError::Disconnected) => false,
             };
-            // Take what waits, a batch's worth beyond what is held.
-            for _ in 0..BATCH {
-                match receiver.try_recv() {
-                    Ok(message) => self.take(message, &mut flushes),
-                    Err(_) => break,
-                }
+            // Under load, records come one by one: a moment's wait lets
+            // them gather into one transaction, where a commit each (and
+            // a wake-up each) would cost more than the requests.
+            if open && flushes.is_empty() && self.retry_at.is_none() {
+                std::thread::sleep(LINGER);
+            }
+            // Take what waits (the sender bounds it).
+            while let Ok(message) = receiver.try_recv() {
+                self.take(message, &mut flushes);
             }
             let due = self.retry_at.is_none_or(|at| Instant::now() >= at);
             if due || !flushes.is_empty() || !open {
