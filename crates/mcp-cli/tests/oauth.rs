@@ -245,23 +245,32 @@ async fn host(
     settings: &Path,
     credentials: &Path,
 ) -> (tokio::process::Child, String) {
-    let mut child = tokio::process::Command::new(MCP)
-        .args(["host", "--http", "127.0.0.1:0", "--config"])
-        .arg(config)
-        .arg("--settings")
-        .arg(settings)
-        .env("MCP_CREDENTIALS_FILE", credentials)
+    started(
+        tokio::process::Command::new(MCP)
+            .args(["host", "--http", "127.0.0.1:0", "--config"])
+            .arg(config)
+            .arg("--settings")
+            .arg(settings)
+            .env("MCP_CREDENTIALS_FILE", credentials)
+            .stderr(std::process::Stdio::piped()),
+    )
+    .await
+}
+
+/// Starts `command`, an `mcp` serving HTTP, stdin closed and killed when
+/// dropped; it and the endpoint URL it prints first.
+async fn started(command: &mut tokio::process::Command) -> (tokio::process::Child, String) {
+    let mut child = command
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .expect("spawn mcp host");
+        .expect("spawn mcp");
     let stdout = child.stdout.take().unwrap();
     let mut lines = tokio::io::BufReader::new(stdout).lines();
     let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
         .await
-        .expect("the host printed its URL")
+        .expect("mcp printed its URL")
         .unwrap()
         .unwrap();
     let url = line.strip_prefix("MCP endpoint: ").unwrap().to_owned();
@@ -345,28 +354,18 @@ async fn the_hosts_audit_log_names_the_signed_in_caller() {
     )
     .unwrap();
     let audit = dir.join("audit.db");
-    let mut child = tokio::process::Command::new(MCP)
-        .args(["host", "--http", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .arg("--audit")
-        .arg(&audit)
-        .args(["--oauth", "--oauth-user", "alice:wonderland"])
-        .args(["--oauth-client", &format!("app@{REDIRECT}")])
-        .arg("--oauth-db")
-        .arg(dir.join("server.sqlite"))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn mcp host --oauth");
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = tokio::io::BufReader::new(stdout).lines();
-    let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-        .await
-        .expect("the host printed its URL")
-        .unwrap()
-        .unwrap();
-    let url = line.strip_prefix("MCP endpoint: ").unwrap().to_owned();
+    let (mut child, url) = started(
+        tokio::process::Command::new(MCP)
+            .args(["host", "--http", "127.0.0.1:0", "--config"])
+            .arg(&config)
+            .arg("--audit")
+            .arg(&audit)
+            .args(["--oauth", "--oauth-user", "alice:wonderland"])
+            .args(["--oauth-client", &format!("app@{REDIRECT}")])
+            .arg("--oauth-db")
+            .arg(dir.join("server.sqlite")),
+    )
+    .await;
 
     let alice = FormLogin::new("wonderland");
     for era in [
