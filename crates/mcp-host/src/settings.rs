@@ -29,6 +29,7 @@
 //! arguments = false           # record the calls' arguments too
 //! max_argument_bytes = 16384  # of them, at most
 //! max_records = 1000000       # older records are deleted
+//! max_age_days = 90           # and records older than this (default: kept)
 //! backlog = 10000             # records kept in memory while the file fails
 //! ```
 
@@ -71,6 +72,8 @@ pub struct AuditFileSettings {
     pub max_argument_bytes: Option<usize>,
     /// The most records the file keeps.
     pub max_records: Option<u64>,
+    /// How many days the file keeps a record.
+    pub max_age_days: Option<f64>,
     /// How many records are kept in memory while the file fails.
     pub backlog: Option<usize>,
 }
@@ -83,6 +86,7 @@ impl From<&AuditSettings> for AuditFileSettings {
             arguments: Some(settings.arguments),
             max_argument_bytes: Some(settings.max_argument_bytes),
             max_records: Some(settings.max_records),
+            max_age_days: settings.max_age.map(|age| age.as_secs_f64() / DAY),
             backlog: Some(settings.backlog),
         }
     }
@@ -151,6 +155,9 @@ pub struct SettingsError {
     pub message: String,
 }
 
+/// Seconds in a day.
+const DAY: f64 = 86_400.0;
+
 /// Seconds as a duration: positive, at most a day.
 pub fn seconds(value: f64, key: &str) -> Result<Duration, String> {
     if value.is_finite() && value > 0.0 && value <= 86_400.0 {
@@ -191,6 +198,9 @@ impl HostSettings {
         if let Some(records) = file.max_records {
             audit.max_records = records;
         }
+        audit.max_age = file
+            .max_age_days
+            .map(|days| Duration::from_secs_f64(days * DAY));
         if let Some(backlog) = file.backlog {
             audit.backlog = backlog;
         }
@@ -302,6 +312,13 @@ impl HostSettings {
             if audit.path.as_os_str().is_empty() {
                 return Err("audit.path must name a file".into());
             }
+            if let Some(days) = audit.max_age_days {
+                if !(days.is_finite() && days > 0.0 && days <= 36_500.0) {
+                    return Err(format!(
+                        "audit.max_age_days must be days in (0, 36500], not {days}"
+                    ));
+                }
+            }
             if audit.max_records == Some(0) {
                 return Err("audit.max_records must be at least 1".into());
             }
@@ -400,6 +417,10 @@ mod tests {
                 "[audit]\npath = \"a.db\"\nmax_records = 0",
                 "audit.max_records",
             ),
+            (
+                "[audit]\npath = \"a.db\"\nmax_age_days = 0",
+                "audit.max_age_days",
+            ),
             ("[audit]\npath = \"a.db\"\nbacklog = 0", "audit.backlog"),
             ("[audit]\npath = \"a.db\"\nrecords = 5", "records"),
         ] {
@@ -415,7 +436,7 @@ mod tests {
         let file = dir.join("host.toml");
         std::fs::write(
             &file,
-            "[audit]\npath = \"logs/audit.db\"\narguments = true\nmax_records = 10\nbacklog = 3\nmax_argument_bytes = 100\n",
+            "[audit]\npath = \"logs/audit.db\"\narguments = true\nmax_records = 10\nbacklog = 3\nmax_argument_bytes = 100\nmax_age_days = 0.5\n",
         )
         .unwrap();
         let audit = HostSettings::load(&file).unwrap().audit().unwrap();
@@ -426,6 +447,7 @@ mod tests {
             (audit.max_records, audit.backlog, audit.max_argument_bytes),
             (10, 3, 100)
         );
+        assert_eq!(audit.max_age, Some(Duration::from_secs(43_200)));
         assert_eq!(HostSettings::default().audit(), None);
     }
 

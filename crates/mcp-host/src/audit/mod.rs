@@ -37,6 +37,9 @@ pub struct AuditSettings {
     pub max_argument_bytes: usize,
     /// The most records the file keeps; older ones are deleted.
     pub max_records: u64,
+    /// How long the file keeps a record, if not for ever (the file is
+    /// trimmed at start and every 1,024 records).
+    pub max_age: Option<Duration>,
     /// How many records wait in memory, at most, while the file cannot be
     /// written (or cannot keep up); beyond that new records are lost (and
     /// counted). They also hold 16 MiB at most.
@@ -52,6 +55,7 @@ impl AuditSettings {
             arguments: false,
             max_argument_bytes: 16 * 1024,
             max_records: 1_000_000,
+            max_age: None,
             backlog: 10_000,
         }
     }
@@ -185,7 +189,9 @@ impl AuditLog {
         let (sender, receiver) = std::sync::mpsc::channel();
         let counters = Arc::new(Counters::default());
         let settings = Arc::new(settings);
-        let writer = writer::Writer::new(connection, Arc::clone(&settings), Arc::clone(&counters));
+        let mut writer =
+            writer::Writer::new(connection, Arc::clone(&settings), Arc::clone(&counters));
+        writer.trim();
         std::thread::Builder::new()
             .name("mcp-audit".into())
             .spawn(move || writer.run(receiver))

@@ -223,3 +223,44 @@ fn a_file_that_cannot_be_opened_is_refused_at_start() {
     let error = AuditLog::open(AuditSettings::new("/nonexistent/dir/audit.db")).unwrap_err();
     assert!(error.contains("/nonexistent/dir/audit.db"), "{error}");
 }
+
+#[tokio::test]
+async fn records_older_than_the_file_keeps_go_at_start_and_as_it_grows() {
+    let scratch = Scratch::new("age");
+    let path = scratch.0.join("audit.db");
+    let day = 86_400_000;
+    let old = |n: usize, days: i64| AuditRecord {
+        time_ms: now_ms() - days * day,
+        ..call(n)
+    };
+    let log = AuditLog::open(AuditSettings::new(&path)).unwrap();
+    log.record(old(0, 40));
+    log.record(old(1, 20));
+    log.record(old(2, 0));
+    log.flush(Duration::from_secs(10)).await;
+    drop(log);
+
+    // Opened again keeping 30 days: the 40-day-old record goes at once.
+    let mut settings = AuditSettings::new(&path);
+    settings.max_age = Some(Duration::from_secs(30 * 86_400));
+    let log = AuditLog::open(settings.clone()).unwrap();
+    assert_eq!(targets(&path), ["tool1", "tool2"]);
+
+    // Keeping 10 days: the 20-day-old one goes at once, and records too old
+    // when written go at the next trim, every 1,024 records.
+    drop(log);
+    settings.max_age = Some(Duration::from_secs(10 * 86_400));
+    let log = AuditLog::open(settings).unwrap();
+    assert!(!targets(&path).contains(&"tool1".to_owned()));
+    for n in 3..1030 {
+        log.record(old(n, 15));
+    }
+    log.flush(Duration::from_secs(10)).await;
+    let kept = targets(&path);
+    assert_eq!(kept.first().map(String::as_str), Some("tool2"));
+    assert!(
+        kept.len() < 100,
+        "the 15-day-old records went too: {}",
+        kept.len()
+    );
+}

@@ -234,13 +234,23 @@ impl Writer {
         }
     }
 
-    /// Deletes the oldest records beyond the most the file keeps.
-    fn trim(&mut self) {
+    /// Deletes the oldest records beyond the most the file keeps, and
+    /// those older than it keeps.
+    pub(super) fn trim(&mut self) {
         let keep = i64::try_from(self.settings.max_records).unwrap_or(i64::MAX);
-        let trimmed = self.connection.execute(
-            "DELETE FROM audit WHERE id <= (SELECT MAX(id) FROM audit) - ?1",
-            params![keep],
-        );
+        let oldest = self.settings.max_age.map_or(i64::MIN, |age| {
+            now_ms().saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX))
+        });
+        let trimmed = self
+            .connection
+            .execute(
+                "DELETE FROM audit WHERE id <= (SELECT MAX(id) FROM audit) - ?1",
+                params![keep],
+            )
+            .and_then(|_| {
+                self.connection
+                    .execute("DELETE FROM audit WHERE time_ms < ?1", params![oldest])
+            });
         if let Err(error) = trimmed {
             tracing::warn!(
                 "audit log {}: old records not trimmed: {error}",
