@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use mcp_core::{HandlerResult, IncomingRequest, Owner, RequestContext, SessionName};
+use mcp_core::{HandlerResult, Owner, RequestContext, SessionName};
 use mcp_schema::methods;
 use serde::Deserialize;
 
@@ -21,22 +21,25 @@ pub(super) struct Audited {
 }
 
 impl Audited {
-    /// Begins the record of `request`: who asks, what, and which server
-    /// it goes to.
+    /// Begins the record of a request of `method` with `params` (as the
+    /// gateway read them; none when they are not an object): who asks,
+    /// what, and which server it goes to.
     pub(super) fn begin(
         log: &AuditLog,
         host: &Host,
-        request: &IncomingRequest,
+        method: &str,
+        params: Option<&Params>,
         ctx: &RequestContext,
     ) -> Audited {
-        let params = Params::read(request.params_past_meta().as_deref()).unwrap_or_default();
+        let empty = Params::default();
+        let params = params.unwrap_or(&empty);
         let target = params
             .str("name")
             .or_else(|| params.str("uri"))
             .map(|t| t.into_owned());
         let server = target
             .as_deref()
-            .and_then(|target| server_of(host, &request.method, target));
+            .and_then(|target| server_of(host, method, target));
         let settings = log.settings();
         let arguments = settings
             .arguments
@@ -44,7 +47,7 @@ impl Audited {
             .flatten();
         let record = AuditRecord {
             time_ms: now_ms(),
-            method: request.method.clone(),
+            method: method.to_owned(),
             target,
             server,
             caller: ctx

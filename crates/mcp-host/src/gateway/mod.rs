@@ -94,12 +94,17 @@ impl Gateway {
         &self.host
     }
 
-    async fn dispatch(self, request: IncomingRequest, ctx: RequestContext) -> HandlerResult {
-        let method = request.method.as_str();
+    async fn dispatch(
+        self,
+        method: String,
+        params: Result<Params, ErrorObject>,
+        ctx: RequestContext,
+    ) -> HandlerResult {
+        let method = method.as_str();
         // The engine has read `_meta` into the context: the params are read
         // without it (a 2026-07-28 client's is large, and repeated each
         // time), and what of it goes on is taken from the context.
-        let params = Params::read(request.params_past_meta().as_deref())?;
+        let params = params?;
         let page = |of| {
             let params = params.clone().into_map()?;
             pages::page(&self.host.catalog(), of, &params, ctx.revision)
@@ -523,12 +528,14 @@ impl Service for Gateway {
         ctx: RequestContext,
     ) -> BoxFuture<'static, HandlerResult> {
         let gateway = self.clone();
+        let params = Params::read(request.params_past_meta().as_deref());
+        let method = request.method;
         match self.host.audit() {
-            None => box_future(move || gateway.dispatch(request, ctx)),
+            None => box_future(move || gateway.dispatch(method, params, ctx)),
             Some(log) => {
-                let audited = Audited::begin(log, &self.host, &request, &ctx);
+                let audited = Audited::begin(log, &self.host, &method, params.as_ref().ok(), &ctx);
                 box_future(move || async move {
-                    let result = gateway.dispatch(request, ctx).await;
+                    let result = gateway.dispatch(method, params, ctx).await;
                     audited.finish(&result);
                     result
                 })
