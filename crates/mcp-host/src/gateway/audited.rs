@@ -7,7 +7,6 @@ use std::time::Instant;
 
 use mcp_core::{HandlerResult, Owner, RequestContext, SessionName};
 use mcp_schema::methods;
-use serde::Deserialize;
 
 use crate::audit::{AuditLog, AuditRecord, now_ms};
 use crate::host::Host;
@@ -119,14 +118,14 @@ fn server_of(host: &Host, method: &str, target: &str) -> Option<String> {
     host.upstream_name(upstream)
 }
 
-/// Whether a tool's result says it failed (`isError: true`).
+/// Whether a tool's result says it failed (`isError: true`), found by a
+/// scan of its top-level members rather than a second parse.
 fn is_tool_error(result: &str) -> bool {
-    #[derive(Deserialize)]
-    struct Flag {
-        #[serde(rename = "isError", default)]
-        is_error: bool,
-    }
-    serde_json::from_str::<Flag>(result).is_ok_and(|flag| flag.is_error)
+    super::scan::members(result).is_some_and(|members| {
+        members
+            .iter()
+            .any(|m| m.key_is("isError") && m.value.trim() == "true")
+    })
 }
 
 /// The longest start of `text` of at most `max` bytes, cut at a character.
@@ -139,4 +138,26 @@ fn truncated(text: &str, max: usize) -> &str {
         end -= 1;
     }
     &text[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_error_is_found_at_the_top_level_only() {
+        assert!(is_tool_error(r#"{"content":[],"isError":true}"#));
+        assert!(is_tool_error(r#"{"isError" : true }"#));
+        assert!(!is_tool_error(r#"{"content":[],"isError":false}"#));
+        assert!(!is_tool_error(r#"{"content":[{"isError":true}]}"#));
+        assert!(!is_tool_error(r#"{"content":[]}"#));
+        assert!(!is_tool_error("[]"));
+    }
+
+    #[test]
+    fn arguments_are_cut_at_a_character() {
+        assert_eq!(truncated("abc", 5), "abc");
+        assert_eq!(truncated("aéb", 2), "a");
+        assert_eq!(truncated("aéb", 3), "aé");
+    }
 }
