@@ -6,6 +6,8 @@
 #   bash bench/instructions.sh              # mcp serve everything, legacy era
 #   BENCH_ERA=modern bash bench/instructions.sh
 #   BENCH_SERVER=bare bash bench/instructions.sh   # the bare axum handler
+#   BENCH_SERVER=host bash bench/instructions.sh   # mcp host, in front of
+#                                     mcp serve everything over stdio
 #
 # The server runs under callgrind with instrumentation off; `mcp bench`
 # warms it up, then instrumentation is on for the measured run only, so
@@ -14,7 +16,9 @@
 #
 # Settings (environment):
 #   BENCH_SERVER   mcp (this workspace's server, a profiling build with
-#                  line tables) or bare (rmcp-echo bare, release)   (mcp)
+#                  line tables), host (`mcp host`, the same build, with
+#                  `mcp serve everything` as its stdio child, which is
+#                  not counted) or bare (rmcp-echo bare, release)   (mcp)
 #   BENCH_ERA      legacy or modern                                 (legacy)
 #   BENCH_CLIENTS  virtual clients                                  (16)
 #   BENCH_SECONDS  seconds measured                                 (4)
@@ -32,7 +36,7 @@ server="${BENCH_SERVER:-mcp}"
 era="${BENCH_ERA:-legacy}"
 clients="${BENCH_CLIENTS:-16}"
 seconds="${BENCH_SECONDS:-4}"
-case "$server" in mcp | bare) ;; *) echo "BENCH_SERVER must be mcp or bare" >&2; exit 2 ;; esac
+case "$server" in mcp | host | bare) ;; *) echo "BENCH_SERVER must be mcp, host or bare" >&2; exit 2 ;; esac
 case "$era" in legacy | modern) ;; *) echo "BENCH_ERA must be legacy or modern" >&2; exit 2 ;; esac
 whole BENCH_CLIENTS "$clients"
 whole BENCH_SECONDS "$seconds"
@@ -54,10 +58,18 @@ log() {
 mcp="$target_dir/release/mcp"
 profile="${BENCH_PROFILE:-profiling}"
 case "$profile" in profiling | release) ;; *) echo "BENCH_PROFILE must be profiling or release" >&2; exit 2 ;; esac
-if [ "$server" = mcp ]; then
+if [ "$server" = mcp ] || [ "$server" = host ]; then
   log "building mcp (release and $profile)"
   if [ "$profile" = release ]; then build_mcp; else build_mcp profiling; fi
   command=("$target_dir/$profile/mcp" serve everything --http)
+  if [ "$server" = host ]; then
+    # One upstream, its tools unprefixed: the host's row of compare.sh.
+    python3 -c 'import json, sys
+print(json.dumps({"mcpServers": {"everything": {
+    "command": sys.argv[1], "args": ["serve", "everything"], "namespace": ""}}}))' \
+      "$mcp" >"$work/host.json"
+    command=("$target_dir/$profile/mcp" host --config "$work/host.json" --http)
+  fi
 else
   log "building mcp and rmcp-echo (release)"
   build_mcp

@@ -40,6 +40,7 @@ mod rounds;
 pub mod settings;
 mod tasks;
 pub mod upstream;
+mod upstream_meta;
 
 pub use audit::{AuditLog, AuditSettings};
 pub use catalog::Catalog;

@@ -6,10 +6,7 @@ use std::sync::Arc;
 
 use mcp_core::{HandlerResult, Peer, RequestContext, RequestError, RequestOptions};
 use mcp_schema::jsonrpc;
-use mcp_schema::{
-    ErrorObject, LoggingLevel, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL,
-    META_PROTOCOL_VERSION, error_codes,
-};
+use mcp_schema::{ErrorObject, error_codes};
 use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::value::RawValue;
@@ -21,6 +18,7 @@ use crate::downstream::LogLevel;
 use crate::params::Params;
 use crate::rounds::{HeldCall, HeldCalls};
 use crate::upstream::{Asked, Upstream};
+use crate::upstream_meta::ModernMeta;
 
 /// How many `input_required` rounds the host answers for a legacy client.
 const MAX_ROUNDS: usize = 8;
@@ -34,15 +32,17 @@ const PROGRESS_QUEUE: usize = 64;
 /// upstream's revision, the host's identity, the downstream client's own
 /// capabilities (so the upstream asks only what that client can answer)
 /// and the log level it chose; a legacy upstream settled all that at
-/// `initialize`. Written in one pass, without copying the params.
+/// `initialize`. Written in one pass, without copying the params; the
+/// protocol's `_meta` is kept from the last request when it is the same.
 fn upstream_params(
+    upstream: &Upstream,
     client: &mcp_client::Client,
     params: &Params,
     ctx: &RequestContext,
     capabilities: &mcp_schema::ClientCapabilities,
 ) -> Result<Option<Box<RawValue>>, ErrorObject> {
     let modern = (!client.revision().is_legacy()).then(|| ModernMeta {
-        revision: client.revision().as_str(),
+        revision: client.revision(),
         capabilities,
         log_level: ctx.meta.log_level.or_else(|| {
             ctx.peer
@@ -52,16 +52,19 @@ fn upstream_params(
         }),
     });
     let own = &ctx.meta.other;
-    let passes = |key: &String| !key.starts_with(PROTOCOL_META_PREFIX);
-    if modern.is_none() && params.is_empty() && !own.keys().any(passes) {
-        return Ok(None);
-    }
-    let body = UpstreamParams {
-        modern,
-        own,
-        params,
+    let has_own = own.keys().any(|key| !key.starts_with(PROTOCOL_META_PREFIX));
+    let meta = match (modern, has_own) {
+        (None, false) if params.is_empty() => return Ok(None),
+        (None, false) => UpstreamMeta::None,
+        (Some(modern), false) => UpstreamMeta::Written(
+            upstream
+                .meta_cache()
+                .get(modern)
+                .map_err(ErrorObject::internal)?,
+        ),
+        (modern, true) => UpstreamMeta::Merged { modern, own },
     };
-    jsonrpc::to_raw(&body)
+    jsonrpc::to_raw(&UpstreamParams { meta, params })
         .map(Some)
         .map_err(ErrorObject::internal)
 }
@@ -69,65 +72,51 @@ fn upstream_params(
 /// The prefix of the `_meta` members the protocol itself defines.
 const PROTOCOL_META_PREFIX: &str = "io.modelcontextprotocol/";
 
-/// What a 2026-07-28 request says about its client.
-struct ModernMeta<'a> {
-    revision: &'a str,
-    capabilities: &'a mcp_schema::ClientCapabilities,
-    log_level: Option<LoggingLevel>,
-}
-
 /// See [`upstream_params`].
 struct UpstreamParams<'a> {
-    modern: Option<ModernMeta<'a>>,
-    own: &'a Map<String, Value>,
+    meta: UpstreamMeta<'a>,
     params: &'a Params,
 }
 
 /// The `_meta` of [`UpstreamParams`].
-struct UpstreamMeta<'a>(&'a UpstreamParams<'a>);
-
-/// The host as a client of its upstreams.
-#[derive(Serialize)]
-struct HostInfo {
-    name: &'static str,
-    version: &'static str,
+enum UpstreamMeta<'a> {
+    /// None: a legacy upstream, and the client said nothing of its own.
+    None,
+    /// The protocol's members only, written before.
+    Written(Arc<RawValue>),
+    /// The protocol's members, if any, and the client's own.
+    Merged {
+        modern: Option<ModernMeta<'a>>,
+        own: &'a Map<String, Value>,
+    },
 }
-
-/// The host's name and version, as its upstreams see it.
-const HOST_INFO: HostInfo = HostInfo {
-    name: "mcp-host",
-    version: env!("CARGO_PKG_VERSION"),
-};
 
 impl Serialize for UpstreamMeta<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(None)?;
-        if let Some(modern) = &self.0.modern {
-            map.serialize_entry(META_PROTOCOL_VERSION, modern.revision)?;
-            map.serialize_entry(META_CLIENT_INFO, &HOST_INFO)?;
-            map.serialize_entry(META_CLIENT_CAPABILITIES, modern.capabilities)?;
-            if let Some(level) = modern.log_level {
-                map.serialize_entry(META_LOG_LEVEL, &level)?;
+        match self {
+            UpstreamMeta::None => s.serialize_none(),
+            UpstreamMeta::Written(text) => text.serialize(s),
+            UpstreamMeta::Merged { modern, own } => {
+                let mut map = s.serialize_map(None)?;
+                if let Some(modern) = modern {
+                    modern.serialize_members(&mut map)?;
+                }
+                for (key, value) in own.iter() {
+                    if !key.starts_with(PROTOCOL_META_PREFIX) {
+                        map.serialize_entry(key, value)?;
+                    }
+                }
+                map.end()
             }
         }
-        for (key, value) in self.0.own {
-            if !key.starts_with(PROTOCOL_META_PREFIX) {
-                map.serialize_entry(key, value)?;
-            }
-        }
-        map.end()
     }
 }
 
 impl Serialize for UpstreamParams<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(None)?;
-        let has_own = self
-            .own
-            .keys()
-            .any(|k| !k.starts_with(PROTOCOL_META_PREFIX));
-        if self.modern.is_some() || has_own {
-            map.serialize_entry("_meta", &UpstreamMeta(self))?;
+        if !matches!(self.meta, UpstreamMeta::None) {
+            map.serialize_entry("_meta", &self.meta)?;
         }
         for (key, value) in self.params.iter() {
             if key != "_meta" {
@@ -178,7 +167,7 @@ pub(super) async fn forward_declaring(
     let _caller = upstream.register_caller(&ctx.peer, &ctx.negotiated, Asked::Request);
     let mut rounds = 0;
     loop {
-        let wire = upstream_params(&client, &params, ctx, capabilities)?;
+        let wire = upstream_params(upstream, &client, &params, ctx, capabilities)?;
         let raw = send(upstream, &client, method, wire, ctx).await?;
         let needs_answers =
             upstream_modern && ctx.revision.is_legacy() && raw.get().contains("\"input_required\"");
@@ -237,7 +226,13 @@ async fn forward_in_rounds(
     let call = Box::pin(async move {
         let _caller = caller;
         let _permit = upstream.permit().await;
-        let wire = upstream_params(&client, &params, &request, request.client_capabilities())?;
+        let wire = upstream_params(
+            &upstream,
+            &client,
+            &params,
+            &request,
+            request.client_capabilities(),
+        )?;
         send(&upstream, &client, &method, wire, &request).await
     });
     held.drive(HeldCall::new(call, asked), &ctx.cancellation)
@@ -379,21 +374,26 @@ mod tests {
         let capabilities: mcp_schema::ClientCapabilities =
             serde_json::from_value(json!({"sampling": {}})).unwrap();
         let legacy = UpstreamParams {
-            modern: None,
-            own: &own,
+            meta: UpstreamMeta::Merged {
+                modern: None,
+                own: &own,
+            },
             params: &params,
         };
         assert_eq!(
             serde_json::to_value(&legacy).unwrap(),
             json!({"_meta": {"com.example/trace": "abc"}, "name": "t", "arguments": {"a": 1}})
         );
+        let protocol = ModernMeta {
+            revision: mcp_schema::ProtocolVersion::V2026_07_28,
+            capabilities: &capabilities,
+            log_level: Some(mcp_schema::LoggingLevel::Info),
+        };
         let modern = UpstreamParams {
-            modern: Some(ModernMeta {
-                revision: "2026-07-28",
-                capabilities: &capabilities,
-                log_level: Some(LoggingLevel::Info),
-            }),
-            own: &own,
+            meta: UpstreamMeta::Merged {
+                modern: Some(protocol),
+                own: &own,
+            },
             params: &params,
         };
         let text = serde_json::to_string(&modern).unwrap();
@@ -415,5 +415,35 @@ mod tests {
             })
         );
         assert_eq!(value["arguments"], json!({"a": 1}));
+
+        // Without members of the client's own, the protocol's `_meta` as
+        // written before, the same members.
+        let cache = crate::upstream_meta::MetaCache::default();
+        let written = UpstreamParams {
+            meta: UpstreamMeta::Written(cache.get(protocol).unwrap()),
+            params: &params,
+        };
+        let value = serde_json::to_value(&written).unwrap();
+        let mut protocol_only = json!({});
+        for (key, member) in modern_meta_of(&text) {
+            if key.starts_with(PROTOCOL_META_PREFIX) {
+                protocol_only[key] = member;
+            }
+        }
+        assert_eq!(value["_meta"], protocol_only);
+        assert_eq!(value["name"], "t");
+        let plain = UpstreamParams {
+            meta: UpstreamMeta::None,
+            params: &params,
+        };
+        assert_eq!(
+            serde_json::to_string(&plain).unwrap(),
+            r#"{"name":"t","arguments":{"a":1}}"#
+        );
+    }
+
+    fn modern_meta_of(text: &str) -> Map<String, Value> {
+        let value: Value = serde_json::from_str(text).unwrap();
+        value["_meta"].as_object().unwrap().clone()
     }
 }

@@ -22,8 +22,15 @@ pub(super) fn adapt_result(raw: Box<RawValue>, legacy_client: bool) -> Box<RawVa
         return raw;
     }
     // The text was parsed when its message was: its members are found by
-    // a scan, and written out as they are.
-    let Some(members) = scan::members(text) else {
+    // a scan, and written out as they are. The scan stops once it has
+    // seen the members to change; the rest is copied as it is.
+    let mut to_find = usize::from(has_type) + 1;
+    let Some((members, rest)) = scan::members_until(text, |member| {
+        if (has_type && member.key_is("resultType")) || member.key_is("_meta") {
+            to_find -= 1;
+        }
+        to_find == 0
+    }) else {
         return raw;
     };
     let mut out = String::with_capacity(text.len());
@@ -48,7 +55,11 @@ pub(super) fn adapt_result(raw: Box<RawValue>, legacy_client: bool) -> Box<RawVa
         push_key(&mut out, member.key);
         out.push_str(member.value);
     }
-    out.push('}');
+    match rest.strip_prefix(',') {
+        // Members follow: after a comma only if one was kept before them.
+        Some(after) if out.len() == 1 => out.push_str(after.trim_start()),
+        _ => out.push_str(rest),
+    }
     RawValue::from_string(out).unwrap_or(raw)
 }
 
@@ -148,5 +159,34 @@ mod tests {
         );
         let plain = r#"{"content": [] }"#;
         assert_eq!(adapt_result(raw(plain), true).get(), plain);
+    }
+
+    #[test]
+    fn what_follows_the_changed_members_is_copied_as_it_is() {
+        let info = r#""_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}}"#;
+        let cases = [
+            // The changed members first, with space around the commas.
+            (
+                format!(r#"{{"resultType":"complete" ,{info} , "content":[{{"text":"}}"}}]}}"#),
+                r#"{"content":[{"text":"}"}]}"#,
+                r#"{"resultType":"complete", "content":[{"text":"}"}]}"#,
+            ),
+            // A member before them, and `resultType` after `_meta`.
+            (
+                format!(r#"{{"a":1,{info},"resultType":"complete","b":[2]}}"#),
+                r#"{"a":1,"b":[2]}"#,
+                r#"{"a":1,"resultType":"complete","b":[2]}"#,
+            ),
+            // Nothing after them.
+            (
+                format!(r#"{{"resultType":"complete",{info}}}"#),
+                "{}",
+                r#"{"resultType":"complete"}"#,
+            ),
+        ];
+        for (text, legacy, modern) in cases {
+            assert_eq!(adapt_result(raw(&text), true).get(), legacy, "{text}");
+            assert_eq!(adapt_result(raw(&text), false).get(), modern, "{text}");
+        }
     }
 }

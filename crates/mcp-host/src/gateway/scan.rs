@@ -25,6 +25,17 @@ impl Member<'_> {
 /// The members of `text`, a JSON object known to be valid, in order;
 /// `None` when it is not an object (or, as it should never be, not valid).
 pub(super) fn members(text: &str) -> Option<Vec<Member<'_>>> {
+    members_until(text, |_| false).map(|(members, _)| members)
+}
+
+/// The members of `text` (as [`members`]) up to the first one for which
+/// `stop` is true, and the text after them: from the comma before the
+/// next member, or from the closing brace. The members after the one
+/// that stops the scan are not read.
+pub(super) fn members_until<'a>(
+    text: &'a str,
+    mut stop: impl FnMut(&Member<'a>) -> bool,
+) -> Option<(Vec<Member<'a>>, &'a str)> {
     let bytes = text.as_bytes();
     let mut at = skip_space(bytes, 0);
     if bytes.get(at) != Some(&b'{') {
@@ -33,7 +44,7 @@ pub(super) fn members(text: &str) -> Option<Vec<Member<'_>>> {
     at = skip_space(bytes, at + 1);
     let mut members = Vec::new();
     if bytes.get(at) == Some(&b'}') {
-        return Some(members);
+        return Some((members, text.get(at..)?));
     }
     loop {
         if bytes.get(at) != Some(&b'"') {
@@ -47,14 +58,17 @@ pub(super) fn members(text: &str) -> Option<Vec<Member<'_>>> {
         }
         let value_start = skip_space(bytes, at + 1);
         let value_end = value_end(bytes, value_start)?;
-        members.push(Member {
+        let member = Member {
             key,
             value: text.get(value_start..value_end)?,
-        });
+        };
+        let stops = stop(&member);
+        members.push(member);
         at = skip_space(bytes, value_end);
         match bytes.get(at) {
+            Some(b',') if stops => return Some((members, text.get(at..)?)),
             Some(b',') => at = skip_space(bytes, at + 1),
-            Some(b'}') => return Some(members),
+            Some(b'}') => return Some((members, text.get(at..)?)),
             _ => return None,
         }
     }
@@ -151,6 +165,23 @@ mod tests {
         for not_an_object in ["[1]", "1", "\"{}\"", "", "{", r#"{"a":1"#, r#"{"a" 1}"#] {
             assert_eq!(members(not_an_object), None, "{not_an_object}");
         }
+    }
+
+    #[test]
+    fn a_scan_stops_at_the_member_it_is_told() {
+        let text = r#"{"a":1, "b":{"x":[2]} ,"c":3,"d":"}"}"#;
+        let (found, rest) = members_until(text, |m| m.key_is("b")).unwrap();
+        assert_eq!(
+            found.iter().map(|m| m.value).collect::<Vec<_>>(),
+            vec!["1", r#"{"x":[2]}"#]
+        );
+        assert_eq!(rest, r#","c":3,"d":"}"}"#);
+        let (found, rest) = members_until(text, |_| false).unwrap();
+        assert_eq!(found.len(), 4);
+        assert_eq!(rest, "}");
+        let (found, rest) = members_until(text, |m| m.key_is("d")).unwrap();
+        assert_eq!((found.len(), rest), (4, "}"));
+        assert_eq!(members_until(" {} ", |_| true).unwrap(), (vec![], "} "));
     }
 
     #[test]

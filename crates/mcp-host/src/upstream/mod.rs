@@ -224,6 +224,8 @@ pub struct Upstream {
     /// A list change was among the notifications dropped: the lists are
     /// read again with the next notification handled.
     relist: std::sync::atomic::AtomicBool,
+    /// The `_meta` of the last forwarded request, for the next one.
+    meta: crate::upstream_meta::MetaCache,
 }
 
 struct Live {
@@ -298,6 +300,7 @@ impl Upstream {
             signals,
             index,
             callers: Mutex::default(),
+            meta: Default::default(),
             log_level: Mutex::default(),
             subscriptions: Mutex::default(),
             resubscribe: tokio::sync::Notify::new(),
@@ -391,6 +394,11 @@ impl Upstream {
             message.push_str(&format!(" (last error: {error})"));
         }
         ErrorObject::new(mcp_schema::error_codes::INTERNAL_ERROR, message)
+    }
+
+    /// The `_meta` of requests to this server, kept between them.
+    pub(crate) fn meta_cache(&self) -> &crate::upstream_meta::MetaCache {
+        &self.meta
     }
 
     /// The request timeout for this server.
