@@ -502,15 +502,6 @@ era_of() {
   case "$1" in *"(modern)") echo modern ;; *) echo legacy ;; esac
 }
 
-# write_host_config: the config file of the `mcp host` rows, one server,
-# `mcp serve everything` over stdio, with its tools unprefixed.
-write_host_config() {
-  python3 -c 'import json, sys
-print(json.dumps({"mcpServers": {"everything": {
-    "command": sys.argv[1], "args": ["serve", "everything"], "namespace": ""}}}))' \
-    "$mcp" >"$host_config"
-}
-
 # table: the Markdown tables from the results, to stdout and table.md.
 table() {
   local rmcp_version
@@ -825,7 +816,7 @@ main() {
   rm -rf "$runs"
   mkdir -p "$runs"
   : >"$results"
-  write_host_config
+  write_host_config "$mcp" "$host_config"
   load_at_start="$(cut -d' ' -f1-3 /proc/loadavg)"
   log "duration ${duration} s, warm-up ${warmup} s, ${sessions} idle sessions, load average $load_at_start"
   for round in $(seq 1 "$rounds"); do

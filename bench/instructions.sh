@@ -63,11 +63,8 @@ if [ "$server" = mcp ] || [ "$server" = host ]; then
   if [ "$profile" = release ]; then build_mcp; else build_mcp profiling; fi
   command=("$target_dir/$profile/mcp" serve everything --http)
   if [ "$server" = host ]; then
-    # One upstream, its tools unprefixed: the host's row of compare.sh.
-    python3 -c 'import json, sys
-print(json.dumps({"mcpServers": {"everything": {
-    "command": sys.argv[1], "args": ["serve", "everything"], "namespace": ""}}}))' \
-      "$mcp" >"$work/host.json"
+    # The host of compare.sh's rows.
+    write_host_config "$mcp" "$work/host.json"
     command=("$target_dir/$profile/mcp" host --config "$work/host.json" --http)
   fi
 else

@@ -18,6 +18,15 @@ build_rmcp_echo() {
     --manifest-path bench/peers/rmcp-echo/Cargo.toml --target-dir "$target_dir"
 }
 
+# write_host_config MCP FILE: the config file of the `mcp host` rows, one
+# server, `MCP serve everything` over stdio, with its tools unprefixed.
+write_host_config() {
+  python3 -c 'import json, sys
+print(json.dumps({"mcpServers": {"everything": {
+    "command": sys.argv[1], "args": ["serve", "everything"], "namespace": ""}}}))' \
+    "$1" >"$2"
+}
+
 # free_port: a TCP port on 127.0.0.1 that nothing listens on now, below
 # the ephemeral range (see tests/free_port.py).
 free_port() {

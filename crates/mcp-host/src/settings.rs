@@ -160,11 +160,30 @@ const DAY: f64 = 86_400.0;
 
 /// Seconds as a duration: positive, at most a day.
 pub fn seconds(value: f64, key: &str) -> Result<Duration, String> {
-    if value.is_finite() && value > 0.0 && value <= 86_400.0 {
-        Ok(Duration::from_secs_f64(value))
+    positive_duration(value, (1.0, "seconds"), DAY, key)
+}
+
+/// `value` counted in `unit` (its length in seconds, and its name) as a
+/// duration: positive, at most `max` of them.
+fn positive_duration(
+    value: f64,
+    (unit, units): (f64, &str),
+    max: f64,
+    key: &str,
+) -> Result<Duration, String> {
+    if value.is_finite() && value > 0.0 && value <= max {
+        Ok(Duration::from_secs_f64(value * unit))
     } else {
-        Err(format!("{key} must be seconds in (0, 86400], not {value}"))
+        Err(format!("{key} must be {units} in (0, {max}], not {value}"))
     }
+}
+
+/// How long the audit file may be told to keep records: a hundred years.
+const MAX_AGE_DAYS: f64 = 36_500.0;
+
+/// The audit file's `max_age_days` as a duration.
+fn max_age(days: f64) -> Result<Duration, String> {
+    positive_duration(days, (DAY, "days"), MAX_AGE_DAYS, "audit.max_age_days")
 }
 
 impl HostSettings {
@@ -198,9 +217,8 @@ impl HostSettings {
         if let Some(records) = file.max_records {
             audit.max_records = records;
         }
-        audit.max_age = file
-            .max_age_days
-            .map(|days| Duration::from_secs_f64(days * DAY));
+        // Checked when the file was read.
+        audit.max_age = file.max_age_days.and_then(|days| max_age(days).ok());
         if let Some(backlog) = file.backlog {
             audit.backlog = backlog;
         }
@@ -313,11 +331,7 @@ impl HostSettings {
                 return Err("audit.path must name a file".into());
             }
             if let Some(days) = audit.max_age_days {
-                if !(days.is_finite() && days > 0.0 && days <= 36_500.0) {
-                    return Err(format!(
-                        "audit.max_age_days must be days in (0, 36500], not {days}"
-                    ));
-                }
+                max_age(days)?;
             }
             if audit.max_records == Some(0) {
                 return Err("audit.max_records must be at least 1".into());

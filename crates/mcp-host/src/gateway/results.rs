@@ -18,18 +18,18 @@ use super::scan;
 pub(super) fn adapt_result(raw: Box<RawValue>, legacy_client: bool) -> Box<RawValue> {
     let text = raw.get();
     let has_type = legacy_client && text.contains("\"resultType\"");
-    if !has_type && !text.contains(META_SERVER_INFO) {
+    let has_info = text.contains(META_SERVER_INFO);
+    if !has_type && !has_info {
         return raw;
     }
     // The text was parsed when its message was: its members are found by
     // a scan, and written out as they are. The scan stops once it has
     // seen the members to change; the rest is copied as it is.
-    let mut to_find = usize::from(has_type) + 1;
+    let (mut type_left, mut info_left) = (has_type, has_info);
     let Some((members, rest)) = scan::members_until(text, |member| {
-        if (has_type && member.key_is("resultType")) || member.key_is("_meta") {
-            to_find -= 1;
-        }
-        to_find == 0
+        type_left &= !member.key_is("resultType");
+        info_left &= !member.key_is("_meta");
+        !type_left && !info_left
     }) else {
         return raw;
     };
@@ -184,6 +184,12 @@ mod tests {
                 r#"{"resultType":"complete"}"#,
             ),
         ];
+        // No `serverInfo`: the scan stops at `resultType`.
+        let typed = r#"{"resultType":"complete","_meta":{"k":1},"content":[]}"#;
+        assert_eq!(
+            adapt_result(raw(typed), true).get(),
+            r#"{"_meta":{"k":1},"content":[]}"#
+        );
         for (text, legacy, modern) in cases {
             assert_eq!(adapt_result(raw(&text), true).get(), legacy, "{text}");
             assert_eq!(adapt_result(raw(&text), false).get(), modern, "{text}");
