@@ -10,6 +10,20 @@
 //! goes quiet costs one window at the end of a burst; an idle stream costs
 //! nothing; a single-core machine never spins, since the writer could not
 //! run meanwhile.
+//!
+//! "Quickly" has to allow for the wake-ups themselves. While neither end
+//! spins, every wait includes the other end's wake-up and its own, which on
+//! a virtual machine can take longer than the window: judged by the window
+//! alone, two such readers would never start spinning, though together they
+//! would answer each other well within it. So a parked wait counts as
+//! quick when it was within the window plus two wake-ups, and a spin that
+//! catches nothing does not stop the next one when the bytes came soon
+//! after (one end was descheduled for a moment). Spins that catch nothing
+//! [`MISSES_IN_A_ROW`] times show the allowance is wrong for this stream:
+//! the reader then judges by the window alone for a number of waits that
+//! doubles each time (up to [`MAX_STRICT_WAITS`]) and starts again from one
+//! when a spin catches a message, so a stream whose messages come just too
+//! late to catch wastes a window in many waits, not in each.
 
 use std::future::poll_fn;
 use std::io;
@@ -26,11 +40,42 @@ use tokio::io::AsyncBufRead;
 #[cfg(unix)]
 const SPIN_WINDOW: Duration = Duration::from_micros(50);
 
+/// How many times the window a parked wait may take and still count as
+/// quick: the window, plus a wake-up at each end of up to one and a half
+/// windows.
+const WAKE_ALLOWANCE: u32 = 4;
+
+/// Spins in a row that catch nothing before the reader stops allowing for
+/// wake-ups.
+const MISSES_IN_A_ROW: u32 = 8;
+
+/// The most waits judged by the window alone after spins that caught
+/// nothing.
+const MAX_STRICT_WAITS: u32 = 64;
+
 /// Whether the next wait of one reader may spin, learned from its last.
 #[derive(Debug)]
 pub(crate) struct Spin {
     window: Duration,
     hot: bool,
+    /// Spins in a row that caught nothing.
+    misses: u32,
+    /// Parked waits still to be judged by the window alone.
+    strict_waits: u32,
+    /// How many of them the next spin that catches nothing sets.
+    next_strict_waits: u32,
+}
+
+/// How one wait ended, which is what a reader learns from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Waited {
+    /// It spun, and the bytes came while it did.
+    Caught,
+    /// It spun the whole window, then parked: the bytes came after this
+    /// long in all.
+    Missed(Duration),
+    /// It parked at once, and the bytes came after this long.
+    Parked(Duration),
 }
 
 impl Spin {
@@ -46,7 +91,13 @@ impl Spin {
 
     /// A spin state with its own window (zero never spins).
     pub(crate) fn with_window(window: Duration) -> Self {
-        Self { window, hot: false }
+        Self {
+            window,
+            hot: false,
+            misses: 0,
+            strict_waits: 0,
+            next_strict_waits: 1,
+        }
     }
 
     /// A spin state that never spins, for readers that cannot be read
@@ -56,8 +107,9 @@ impl Spin {
     }
 
     /// Waits until `reader` has bytes buffered, reaches its end, or fails.
-    /// Spins first when the previous wait was shorter than the window; a
-    /// reader that never spins only waits, without timing its waits.
+    /// Spins first when the previous wait was quick (see the module's
+    /// documentation); a reader that never spins only waits, without timing
+    /// its waits.
     pub(crate) async fn fill<R: AsyncBufRead + Unpin>(&mut self, reader: &mut R) -> io::Result<()> {
         if self.window.is_zero() {
             return wait(reader).await;
@@ -66,17 +118,53 @@ impl Spin {
             return result;
         }
         let started = Instant::now();
-        if self.hot {
+        let spun = self.hot;
+        if spun {
             while started.elapsed() < self.window {
                 tokio::task::yield_now().await;
                 if let Some(result) = try_fill(reader).await {
+                    self.learn(Waited::Caught);
                     return result;
                 }
             }
         }
         let result = wait(reader).await;
-        self.hot = started.elapsed() < self.window;
+        let waited = started.elapsed();
+        self.learn(if spun {
+            Waited::Missed(waited)
+        } else {
+            Waited::Parked(waited)
+        });
         result
+    }
+
+    /// Decides from how a wait ended whether the next one spins.
+    fn learn(&mut self, waited: Waited) {
+        let allowed = self.window * WAKE_ALLOWANCE;
+        self.hot = match waited {
+            Waited::Caught => {
+                self.misses = 0;
+                self.strict_waits = 0;
+                self.next_strict_waits = 1;
+                true
+            }
+            Waited::Missed(waited) => {
+                self.misses += 1;
+                if waited < allowed && self.misses < MISSES_IN_A_ROW {
+                    true
+                } else {
+                    self.misses = 0;
+                    self.strict_waits = self.next_strict_waits;
+                    self.next_strict_waits = (self.next_strict_waits * 2).min(MAX_STRICT_WAITS);
+                    false
+                }
+            }
+            Waited::Parked(waited) if self.strict_waits > 0 => {
+                self.strict_waits -= 1;
+                waited < self.window
+            }
+            Waited::Parked(waited) => waited < allowed,
+        };
     }
 }
 
@@ -239,7 +327,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_short_wait_makes_the_next_one_spin_and_a_long_one_does_not() {
         let (mut reader, tx) = direct_pipe();
-        let mut spin = Spin::with_window(Duration::from_millis(500));
+        let window = Duration::from_millis(200);
+        let mut spin = Spin::with_window(window);
         let short = Duration::from_millis(5);
 
         // A new reader has no wait to learn from: it parks, and its wait
@@ -259,11 +348,12 @@ mod tests {
         );
         assert!(spin.hot);
 
-        // Bytes that come after the window: it spins, gives up and parks.
-        let long = Duration::from_millis(700);
+        // Bytes that come long after the window, beyond what wake-ups
+        // explain: it spins, gives up and parks.
+        let long = window * WAKE_ALLOWANCE + Duration::from_millis(100);
         let (polls, tx) = wait_for(&mut spin, &mut reader, tx, long, b"three\n").await;
         assert!(polls > PARKED, "it spun first ({polls} polls)");
-        assert!(!spin.hot, "a wait longer than the window is long");
+        assert!(!spin.hot, "a spin that caught nothing stops it");
 
         // And the wait after that one parks at once.
         let (polls, tx) = wait_for(&mut spin, &mut reader, tx, short, b"four\n").await;
@@ -273,6 +363,70 @@ mod tests {
         drop(tx);
         spin.fill(&mut reader).await.unwrap();
         assert!(reader.inner.buffer().is_empty());
+    }
+
+    /// Spins that each catch nothing, with the bytes `late`: all but the
+    /// last are forgiven.
+    fn miss_in_a_row(spin: &mut Spin, late: Duration) {
+        for missed in 1..=MISSES_IN_A_ROW {
+            spin.learn(Waited::Missed(late));
+            assert_eq!(spin.hot, missed < MISSES_IN_A_ROW, "after {missed} misses");
+        }
+    }
+
+    /// How many parked waits of `waited` it takes `spin` to spin again.
+    fn parked_waits_until_hot(spin: &mut Spin, waited: Duration) -> u32 {
+        (1..=MAX_STRICT_WAITS + 1)
+            .find(|_| {
+                spin.learn(Waited::Parked(waited));
+                spin.hot
+            })
+            .expect("it spins again within the strict waits")
+    }
+
+    #[test]
+    fn a_quick_wait_allows_for_two_wake_ups_and_a_moments_delay() {
+        let window = Duration::from_micros(50);
+        let allowed = window * WAKE_ALLOWANCE;
+        let mut spin = Spin::with_window(window);
+        spin.learn(Waited::Parked(allowed - Duration::from_micros(1)));
+        assert!(spin.hot, "both ends may have been woken: quick");
+        spin.learn(Waited::Caught);
+        assert!(spin.hot, "a catch keeps it spinning");
+        spin.learn(Waited::Missed(allowed - Duration::from_micros(1)));
+        assert!(spin.hot, "bytes soon after a miss: a moment's delay");
+        spin.learn(Waited::Caught);
+        spin.learn(Waited::Missed(allowed));
+        assert!(!spin.hot, "bytes long after a miss stop it");
+
+        let mut spin = Spin::with_window(window);
+        spin.learn(Waited::Parked(allowed));
+        assert!(!spin.hot, "a longer wait is not quick");
+    }
+
+    #[test]
+    fn spins_that_keep_missing_count_only_the_window_for_a_doubling_number_of_waits() {
+        let window = Duration::from_micros(50);
+        let late = window * 2;
+        let mut spin = Spin::with_window(window);
+        // Messages that come just too late to catch: the spins miss, and
+        // each time the allowance is kept away for twice as many waits.
+        let mut strict = Vec::new();
+        for _ in 0..9 {
+            miss_in_a_row(&mut spin, late);
+            strict.push(parked_waits_until_hot(&mut spin, late) - 1);
+        }
+        assert_eq!(strict, [1, 2, 4, 8, 16, 32, 64, 64, 64]);
+
+        // A wait within the window itself counts even then.
+        miss_in_a_row(&mut spin, late);
+        spin.learn(Waited::Parked(window / 2));
+        assert!(spin.hot);
+
+        // A catch shows spinning works here: the next misses cost one wait.
+        spin.learn(Waited::Caught);
+        miss_in_a_row(&mut spin, late);
+        assert_eq!(parked_waits_until_hot(&mut spin, late), 2);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
