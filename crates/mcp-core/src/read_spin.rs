@@ -365,6 +365,34 @@ mod tests {
         assert!(reader.inner.buffer().is_empty());
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn bytes_a_little_after_the_window_keep_the_reader_spinning() {
+        let (mut reader, tx) = direct_pipe();
+        let window = Duration::from_millis(100);
+        let mut spin = Spin::with_window(window);
+        // After the window, well within the allowance for wake-ups.
+        let late = window * 2;
+
+        // A parked wait that long still counts as quick.
+        let (polls, tx) = wait_for(&mut spin, &mut reader, tx, late, b"one\n").await;
+        assert!(
+            polls <= PARKED,
+            "a first wait does not spin ({polls} polls)"
+        );
+        assert!(spin.hot, "a wait within the allowance is quick");
+
+        // So the next wait spins, misses, parks; the bytes come soon after.
+        let (polls, tx) = wait_for(&mut spin, &mut reader, tx, late, b"two\n").await;
+        assert!(polls > PARKED, "it spun first ({polls} polls)");
+        assert!(spin.hot, "a spin that missed by little does not stop it");
+
+        // And the next wait spins again.
+        let short = Duration::from_millis(5);
+        let (polls, _tx) = wait_for(&mut spin, &mut reader, tx, short, b"three\n").await;
+        assert!(polls > PARKED, "it spins after a near miss ({polls} polls)");
+        assert!(spin.hot);
+    }
+
     /// Spins that each catch nothing, with the bytes `late`: all but the
     /// last are forgiven.
     fn miss_in_a_row(spin: &mut Spin, late: Duration) {
