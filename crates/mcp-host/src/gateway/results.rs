@@ -184,11 +184,12 @@ mod tests {
                 r#"{"resultType":"complete"}"#,
             ),
         ];
-        // No `serverInfo`: the scan stops at `resultType`.
-        let typed = r#"{"resultType":"complete","_meta":{"k":1},"content":[]}"#;
+        // No `serverInfo`: the scan stops at `resultType`, so what follows
+        // keeps its spaces (a scan that went on would write `_meta` anew).
+        let typed = r#"{"resultType":"complete", "_meta": {"k": 1}, "content":[]}"#;
         assert_eq!(
             adapt_result(raw(typed), true).get(),
-            r#"{"_meta":{"k":1},"content":[]}"#
+            r#"{"_meta": {"k": 1}, "content":[]}"#
         );
         for (text, legacy, modern) in cases {
             assert_eq!(adapt_result(raw(&text), true).get(), legacy, "{text}");
