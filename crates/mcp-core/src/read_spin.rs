@@ -67,7 +67,7 @@ pub(crate) struct Spin {
 }
 
 /// How one wait ended, which is what a reader learns from.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug)]
 enum Waited {
     /// It spun, and the bytes came while it did.
     Caught,
