@@ -219,7 +219,7 @@ async fn read_bounded_line<R: AsyncBufReadExt + Unpin>(
                 finish(line, too_long)
             });
         }
-        let (chunk, found) = match buf.iter().position(|&b| b == b'\n') {
+        let (chunk, found) = match memchr::memchr(b'\n', buf) {
             Some(i) => (&buf[..i], Some(i + 1)),
             None => (buf, None),
         };

@@ -69,6 +69,23 @@ impl Params {
         Ok(())
     }
 
+    /// Sets the member `key` to the string `value`, leaving it as written
+    /// when it is that string already (a name the host does not rename).
+    pub(crate) fn set_str(&mut self, key: &str, value: &str) -> Result<(), ErrorObject> {
+        // Written without escapes, the text between the quotes is the string.
+        let unchanged = !value.contains('\\')
+            && self.raw(key).is_some_and(|raw| {
+                raw.get()
+                    .strip_prefix('"')
+                    .and_then(|r| r.strip_suffix('"'))
+                    == Some(value)
+            });
+        if unchanged {
+            return Ok(());
+        }
+        self.set(key, &value)
+    }
+
     /// Takes the member `key` out.
     pub(crate) fn remove(&mut self, key: &str) -> Option<Box<RawValue>> {
         let at = self.0.iter().position(|(k, _)| k == key)?;
@@ -175,5 +192,21 @@ mod tests {
             escaped.into_map().unwrap(),
             *json!({"uri": "a://\u{e9}", "n": 1}).as_object().unwrap()
         );
+    }
+
+    #[test]
+    fn a_string_set_reads_back_as_that_string() {
+        let text = r#"{"a":"x","b":"t\u0041","c":"a\"b","d":"a\\\"b","e":1}"#;
+        // Each value set over each member, the same text or another.
+        let values = ["x", "tA", "t\\u0041", "a\"b", "a\\\"b", "a\\\\\"b", ""];
+        for key in ["a", "b", "c", "d", "e", "new"] {
+            for value in values {
+                let mut params = Params::read(Some(text)).unwrap();
+                params.set_str(key, value).unwrap();
+                assert_eq!(params.str(key).as_deref(), Some(value), "{key} = {value:?}");
+                let written: Value = serde_json::to_value(&params).unwrap();
+                assert_eq!(written[key], json!(value), "{key} = {value:?}");
+            }
+        }
     }
 }

@@ -354,23 +354,6 @@ impl Message {
 }
 
 #[derive(Serialize)]
-struct WireRequest<'a> {
-    jsonrpc: &'static str,
-    id: &'a RequestId,
-    method: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    params: Option<&'a RawValue>,
-}
-
-#[derive(Serialize)]
-struct WireNotification<'a> {
-    jsonrpc: &'static str,
-    method: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    params: Option<&'a RawValue>,
-}
-
-#[derive(Serialize)]
 struct WireError<'a> {
     jsonrpc: &'static str,
     id: Option<&'a RequestId>,
@@ -383,23 +366,60 @@ fn to_text<T: Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
-/// Writes a request without building a [`Message`].
+/// Writes a request without building a [`Message`]: the text serde
+/// would write, in a buffer of its final size.
 pub fn write_request(id: &RequestId, method: &str, params: Option<&RawValue>) -> String {
-    to_text(&WireRequest {
-        jsonrpc: "2.0",
-        id,
-        method,
-        params,
-    })
+    let mut text = String::with_capacity(message_size(method, params) + 32);
+    text.push_str(r#"{"jsonrpc":"2.0","id":"#);
+    push_id(&mut text, id);
+    push_method_and_params(&mut text, method, params);
+    text
 }
 
-/// Writes a notification without building a [`Message`].
+/// Writes a notification without building a [`Message`] (as
+/// [`write_request`]).
 pub fn write_notification(method: &str, params: Option<&RawValue>) -> String {
-    to_text(&WireNotification {
-        jsonrpc: "2.0",
-        method,
-        params,
-    })
+    let mut text = String::with_capacity(message_size(method, params));
+    text.push_str(r#"{"jsonrpc":"2.0""#);
+    push_method_and_params(&mut text, method, params);
+    text
+}
+
+/// The size of a message without its id, when `method` needs no escapes.
+fn message_size(method: &str, params: Option<&RawValue>) -> usize {
+    const FIXED: usize = r#"{"jsonrpc":"2.0","method":"","params":}"#.len();
+    FIXED + method.len() + params.map_or(0, |p| p.get().len())
+}
+
+/// Writes `,"method":...` and `,"params":...` (when there are params),
+/// and closes the message.
+fn push_method_and_params(text: &mut String, method: &str, params: Option<&RawValue>) {
+    text.push_str(r#","method":"#);
+    push_string(text, method);
+    if let Some(params) = params {
+        text.push_str(r#","params":"#);
+        text.push_str(params.get());
+    }
+    text.push('}');
+}
+
+/// Writes `s` as a JSON string, escaped as serde escapes it.
+fn push_string(text: &mut String, s: &str) {
+    // serde escapes only control characters, quotes and backslashes.
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        text.push('"');
+        text.push_str(s);
+        text.push('"');
+    } else {
+        text.push_str(&to_text(&s));
+    }
+}
+
+fn push_id(text: &mut String, id: &RequestId) {
+    match id {
+        RequestId::Number(n) => text.push_str(itoa::Buffer::new().format(*n)),
+        RequestId::String(s) => push_string(text, s),
+    }
 }
 
 /// Writes a successful response without building a [`Message`].
@@ -442,10 +462,7 @@ fn response_head(id: &RequestId, more: usize) -> String {
     const RESULT: &str = r#","result":"#;
     let mut text = String::with_capacity(HEAD.len() + 24 + RESULT.len() + more + 1);
     text.push_str(HEAD);
-    match id {
-        RequestId::Number(n) => text.push_str(itoa::Buffer::new().format(*n)),
-        RequestId::String(s) => text.push_str(&to_text(&s.as_ref())),
-    }
+    push_id(&mut text, id);
     text.push_str(RESULT);
     text
 }
@@ -464,6 +481,20 @@ pub fn to_raw<T: Serialize + ?Sized>(value: &T) -> Result<Box<RawValue>, serde_j
     serde_json::value::to_raw_value(value)
 }
 
+/// [`to_raw`] into a buffer of `size` bytes to begin with: for a value
+/// whose size is known about, so the text is not copied as it grows.
+pub fn to_raw_sized<T: Serialize + ?Sized>(
+    value: &T,
+    size: usize,
+) -> Result<Box<RawValue>, serde_json::Error> {
+    let mut text = Vec::with_capacity(size);
+    serde_json::to_writer(&mut text, value)?;
+    let text = String::from_utf8(text).map_err(serde::ser::Error::custom)?;
+    // SAFETY: serde_json's own serializer wrote `text`: one well-formed
+    // JSON value without surrounding whitespace.
+    Ok(unsafe { RawValue::from_string_unchecked(text) })
+}
+
 /// Deserializes raw params into a typed value; absent params read as `{}`.
 /// The error is a -32602 that says what is wrong.
 pub fn from_params<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, ErrorObject> {
@@ -479,6 +510,68 @@ pub fn from_params_text<'p, T: Deserialize<'p>>(params: Option<&'p str>) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Serialize)]
+    struct SerdeRequest<'a> {
+        jsonrpc: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<&'a RequestId>,
+        method: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        params: Option<&'a RawValue>,
+    }
+
+    #[test]
+    fn requests_and_notifications_are_written_as_serde_would() {
+        let params =
+            RawValue::from_string(r#"{"name":"t", "arguments":{"a":[1]}}"#.into()).unwrap();
+        let ids = [
+            RequestId::Number(0),
+            RequestId::Number(-7),
+            RequestId::Number(i64::MAX),
+            RequestId::String("a\"b".into()),
+            RequestId::String("a\\b\u{1}".into()),
+            RequestId::String("".into()),
+        ];
+        // Each character serde escapes alone, and those it does not.
+        let methods = [
+            "tools/call",
+            "",
+            "a\"b",
+            "a\\b",
+            "a\nb",
+            "\u{1f}",
+            "\u{7f}\u{e9}\u{1F600}",
+        ];
+        for method in methods {
+            for params in [None, Some(&*params)] {
+                let serde = |id| {
+                    serde_json::to_string(&SerdeRequest {
+                        jsonrpc: "2.0",
+                        id,
+                        method,
+                        params,
+                    })
+                    .unwrap()
+                };
+                assert_eq!(write_notification(method, params), serde(None));
+                for id in &ids {
+                    assert_eq!(write_request(id, method, params), serde(Some(id)));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_sized_raw_value_is_the_plain_one() {
+        let value = serde_json::json!({"a": [1, "\u{e9}\"", null], "b": {"c": 1.5}});
+        for size in [0, 4, 1000] {
+            assert_eq!(
+                to_raw_sized(&value, size).unwrap().get(),
+                to_raw(&value).unwrap().get()
+            );
+        }
+    }
 
     #[test]
     fn responses_are_written_as_serde_would() {

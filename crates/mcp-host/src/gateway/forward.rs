@@ -2,11 +2,12 @@
 //! upstream hop, progress back, cancellation on, and the rounds of input
 //! either era needs across the hop.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use mcp_core::{HandlerResult, Peer, RequestContext, RequestError, RequestOptions};
 use mcp_schema::jsonrpc;
 use mcp_schema::{ErrorObject, error_codes};
+use memchr::memmem::Finder;
 use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::value::RawValue;
@@ -64,7 +65,12 @@ fn upstream_params(
         ),
         (modern, true) => UpstreamMeta::Merged { modern, own },
     };
-    jsonrpc::to_raw(&UpstreamParams { meta, params })
+    let size = meta.size_hint()
+        + params
+            .iter()
+            .map(|(k, v)| k.len() + v.get().len() + 4)
+            .sum::<usize>();
+    jsonrpc::to_raw_sized(&UpstreamParams { meta, params }, size + 16)
         .map(Some)
         .map_err(ErrorObject::internal)
 }
@@ -89,6 +95,17 @@ enum UpstreamMeta<'a> {
         modern: Option<ModernMeta<'a>>,
         own: &'a Map<String, Value>,
     },
+}
+
+impl UpstreamMeta<'_> {
+    /// About how long the member is written.
+    fn size_hint(&self) -> usize {
+        match self {
+            UpstreamMeta::None => 0,
+            UpstreamMeta::Written(text) => text.get().len() + 8,
+            UpstreamMeta::Merged { .. } => 256,
+        }
+    }
 }
 
 impl Serialize for UpstreamMeta<'_> {
@@ -170,7 +187,7 @@ pub(super) async fn forward_declaring(
         let wire = upstream_params(upstream, &client, &params, ctx, capabilities)?;
         let raw = send(upstream, &client, method, wire, ctx).await?;
         let needs_answers =
-            upstream_modern && ctx.revision.is_legacy() && raw.get().contains("\"input_required\"");
+            upstream_modern && ctx.revision.is_legacy() && asks_for_input(raw.get());
         if !needs_answers {
             return Ok(if upstream_modern {
                 adapt_result(raw, ctx.revision.is_legacy())
@@ -201,6 +218,14 @@ pub(super) async fn forward_declaring(
             None => drop(params.remove("requestState")),
         };
     }
+}
+
+/// Whether a 2026-07-28 result may be an `input_required` round: it
+/// mentions the word (a quick search, before the result is read).
+fn asks_for_input(result: &str) -> bool {
+    static INPUT_REQUIRED: LazyLock<Finder<'static>> =
+        LazyLock::new(|| Finder::new("\"input_required\""));
+    INPUT_REQUIRED.find(result.as_bytes()).is_some()
 }
 
 /// A 2026-07-28 client's request to a server of an earlier revision: run

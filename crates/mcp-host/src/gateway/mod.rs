@@ -232,7 +232,7 @@ impl Gateway {
         mut params: Params,
         ctx: &RequestContext,
     ) -> HandlerResult {
-        params.set(key, &route.original)?;
+        params.set_str(key, &route.original)?;
         let upstream = self.host.upstream(route.upstream)?;
         forward(&upstream, method, params, ctx, &self.host.inner.held).await
     }
@@ -250,7 +250,7 @@ impl Gateway {
         let upstream = self.host.upstream(route.upstream)?;
         let held = &self.host.inner.held;
         if params.raw("task").is_some() && task_bridge::bridges(ctx, &upstream) {
-            params.set("name", &route.original)?;
+            params.set_str("name", &route.original)?;
             return task_bridge::call_as_task(&upstream, params, ctx, held).await;
         }
         if task_bridge::bridges_to_legacy(ctx, &upstream) {
@@ -260,11 +260,11 @@ impl Gateway {
                     && task_bridge::task_required(tool)
             });
             if required {
-                params.set("name", &route.original)?;
+                params.set_str("name", &route.original)?;
                 return task_bridge::call_legacy_task(&upstream, params, ctx, held).await;
             }
         }
-        params.set("name", &route.original)?;
+        params.set_str("name", &route.original)?;
         forward(&upstream, methods::TOOLS_CALL, params, ctx, held).await
     }
 
@@ -287,7 +287,7 @@ impl Gateway {
                 upstream.subscribe(&route.original);
             } else if crate::upstream::subscribes(&client) {
                 let mut upstream_params = params.clone();
-                upstream_params.set("uri", &route.original)?;
+                upstream_params.set_str("uri", &route.original)?;
                 forward(
                     &upstream,
                     method,

@@ -2,8 +2,11 @@
 //! identity and (for a legacy client) `resultType` taken out, and resource
 //! URIs shown as the catalog shows them.
 
+use std::sync::LazyLock;
+
 use mcp_schema::META_SERVER_INFO;
 use mcp_schema::jsonrpc;
+use memchr::memmem::Finder;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -16,9 +19,11 @@ use super::scan;
 /// the top-level members are read, and only when the text mentions one of
 /// these keys.
 pub(super) fn adapt_result(raw: Box<RawValue>, legacy_client: bool) -> Box<RawValue> {
+    static RESULT_TYPE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("\"resultType\""));
+    static SERVER_INFO: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(META_SERVER_INFO));
     let text = raw.get();
-    let has_type = legacy_client && text.contains("\"resultType\"");
-    let has_info = text.contains(META_SERVER_INFO);
+    let has_type = legacy_client && RESULT_TYPE.find(text.as_bytes()).is_some();
+    let has_info = SERVER_INFO.find(text.as_bytes()).is_some();
     if !has_type && !has_info {
         return raw;
     }
@@ -60,7 +65,13 @@ pub(super) fn adapt_result(raw: Box<RawValue>, legacy_client: bool) -> Box<RawVa
         Some(after) if out.len() == 1 => out.push_str(after.trim_start()),
         _ => out.push_str(rest),
     }
-    RawValue::from_string(out).unwrap_or(raw)
+    // SAFETY: `out` is the object `raw` was, without surrounding space,
+    // less some of its members: `{`, then members of `raw` as they were
+    // written (each key and value valid JSON, a `_meta` object rebuilt the
+    // same way from its own members), a comma between two, and then what
+    // followed the last member scanned, from its comma (dropped when no
+    // member came before) or from the closing brace.
+    unsafe { RawValue::from_string_unchecked(out) }
 }
 
 /// Writes `key:` after a comma when a member came before.

@@ -3,6 +3,8 @@
 //! what the host changes in an upstream's result is a member or two, and a
 //! second full parse would cost more than the rest of the change.
 
+use std::cmp::Ordering;
+
 /// One top-level member of an object, as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Member<'a> {
@@ -15,9 +17,19 @@ pub(super) struct Member<'a> {
 impl Member<'_> {
     /// Whether the key is `name`.
     pub(super) fn key_is(&self, name: &str) -> bool {
-        match self.key.strip_prefix('"').and_then(|k| k.strip_suffix('"')) {
-            Some(plain) if !plain.contains('\\') => plain == name,
-            _ => serde_json::from_str::<String>(self.key).is_ok_and(|k| k == name),
+        let Some(written) = self.key.strip_prefix('"').and_then(|k| k.strip_suffix('"')) else {
+            return false;
+        };
+        // An escape writes a character in more bytes than it has: a key
+        // written as long as `name` is `name` only byte for byte, and one
+        // written shorter never is.
+        match written.len().cmp(&name.len()) {
+            Ordering::Equal => written == name,
+            Ordering::Less => false,
+            Ordering::Greater => {
+                written.contains('\\')
+                    && serde_json::from_str::<String>(self.key).is_ok_and(|k| k == name)
+            }
         }
     }
 }
