@@ -20,7 +20,9 @@ use super::scan;
 /// these keys.
 pub(super) fn adapt_result(raw: Box<RawValue>, legacy_client: bool) -> Box<RawValue> {
     static RESULT_TYPE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("\"resultType\""));
-    static SERVER_INFO: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(META_SERVER_INFO));
+    // The end of the key alone: a needle this short is found by the
+    // vector searcher (the scan below reads the whole key).
+    static SERVER_INFO: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("/serverInfo\""));
     let text = raw.get();
     let has_type = legacy_client && RESULT_TYPE.find(text.as_bytes()).is_some();
     let has_info = SERVER_INFO.find(text.as_bytes()).is_some();
@@ -170,6 +172,9 @@ mod tests {
         );
         let plain = r#"{"content": [] }"#;
         assert_eq!(adapt_result(raw(plain), true).get(), plain);
+        // Another key ending the same way is kept.
+        let other = r#"{"_meta":{"com.example/serverInfo":1},"a/serverInfo":2}"#;
+        assert_eq!(adapt_result(raw(other), true).get(), other);
     }
 
     #[test]
