@@ -19,8 +19,10 @@
 //! quick when it was within the window plus two wake-ups, and a spin that
 //! catches nothing does not stop the next one when the bytes came soon
 //! after (one end was descheduled for a moment). Spins that catch nothing
-//! [`MISSES_IN_A_ROW`] times show the allowance is wrong for this stream:
-//! the reader then judges by the window alone for a number of waits that
+//! [`MISSES_IN_A_ROW`] times show the allowance is wrong for this stream,
+//! and one whose bytes came later than the allowance shows the stream
+//! went quiet: either way the reader stops spinning, and then judges by
+//! the window alone for a number of waits that
 //! doubles each time (up to [`MAX_STRICT_WAITS`]) and starts again from one
 //! when a spin catches a message, so a stream whose messages come just too
 //! late to catch wastes a window in many waits, not in each.

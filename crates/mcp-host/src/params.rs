@@ -72,15 +72,7 @@ impl Params {
     /// Sets the member `key` to the string `value`, leaving it as written
     /// when it is that string already (a name the host does not rename).
     pub(crate) fn set_str(&mut self, key: &str, value: &str) -> Result<(), ErrorObject> {
-        // Written without escapes, the text between the quotes is the string.
-        let unchanged = !value.contains('\\')
-            && self.raw(key).is_some_and(|raw| {
-                raw.get()
-                    .strip_prefix('"')
-                    .and_then(|r| r.strip_suffix('"'))
-                    == Some(value)
-            });
-        if unchanged {
+        if self.str(key).as_deref() == Some(value) {
             return Ok(());
         }
         self.set(key, &value)

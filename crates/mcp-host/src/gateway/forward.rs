@@ -2,12 +2,12 @@
 //! upstream hop, progress back, cancellation on, and the rounds of input
 //! either era needs across the hop.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use mcp_core::{HandlerResult, Peer, RequestContext, RequestError, RequestOptions};
 use mcp_schema::jsonrpc;
+use mcp_schema::text_search::TextSearch;
 use mcp_schema::{ErrorObject, error_codes};
-use memchr::memmem::Finder;
 use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::value::RawValue;
@@ -65,12 +65,8 @@ fn upstream_params(
         ),
         (modern, true) => UpstreamMeta::Merged { modern, own },
     };
-    let size = meta.size_hint()
-        + params
-            .iter()
-            .map(|(k, v)| k.len() + v.get().len() + 4)
-            .sum::<usize>();
-    jsonrpc::to_raw_sized(&UpstreamParams { meta, params }, size + 16)
+    let wire = UpstreamParams { meta, params };
+    jsonrpc::to_raw_sized(&wire, wire.size_hint())
         .map(Some)
         .map_err(ErrorObject::internal)
 }
@@ -97,14 +93,22 @@ enum UpstreamMeta<'a> {
     },
 }
 
-impl UpstreamMeta<'_> {
-    /// About how long the member is written.
+impl UpstreamParams<'_> {
+    /// About how long they are written: each member's key and value, with
+    /// four bytes for its quotes, colon and comma, and the braces.
     fn size_hint(&self) -> usize {
-        match self {
+        let meta = match &self.meta {
             UpstreamMeta::None => 0,
-            UpstreamMeta::Written(text) => text.get().len() + 8,
+            UpstreamMeta::Written(text) => "_meta".len() + 4 + text.get().len(),
             UpstreamMeta::Merged { .. } => 256,
-        }
+        };
+        let members: usize = self
+            .params
+            .iter()
+            .map(|(key, value)| key.len() + 4 + value.get().len())
+            .sum();
+        // The braces, and no comma after the last member.
+        2 + (meta + members).saturating_sub(1)
     }
 }
 
@@ -223,9 +227,8 @@ pub(super) async fn forward_declaring(
 /// Whether a 2026-07-28 result may be an `input_required` round: it
 /// mentions the word (a quick search, before the result is read).
 fn asks_for_input(result: &str) -> bool {
-    static INPUT_REQUIRED: LazyLock<Finder<'static>> =
-        LazyLock::new(|| Finder::new("\"input_required\""));
-    INPUT_REQUIRED.find(result.as_bytes()).is_some()
+    static INPUT_REQUIRED: TextSearch = TextSearch::new("\"input_required\"");
+    INPUT_REQUIRED.is_in(result)
 }
 
 /// A 2026-07-28 client's request to a server of an earlier revision: run
@@ -457,6 +460,9 @@ mod tests {
         }
         assert_eq!(value["_meta"], protocol_only);
         assert_eq!(value["name"], "t");
+        // Sized for what is written, no keys needing escapes.
+        let text = serde_json::to_string(&written).unwrap();
+        assert_eq!(written.size_hint(), text.len(), "{text}");
         let plain = UpstreamParams {
             meta: UpstreamMeta::None,
             params: &params,
@@ -464,6 +470,10 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&plain).unwrap(),
             r#"{"name":"t","arguments":{"a":1}}"#
+        );
+        assert_eq!(
+            plain.size_hint(),
+            r#"{"name":"t","arguments":{"a":1}}"#.len()
         );
     }
 

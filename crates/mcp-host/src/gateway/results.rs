@@ -2,11 +2,9 @@
 //! identity and (for a legacy client) `resultType` taken out, and resource
 //! URIs shown as the catalog shows them.
 
-use std::sync::LazyLock;
-
 use mcp_schema::META_SERVER_INFO;
 use mcp_schema::jsonrpc;
-use memchr::memmem::Finder;
+use mcp_schema::text_search::TextSearch;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -19,13 +17,13 @@ use super::scan;
 /// the top-level members are read, and only when the text mentions one of
 /// these keys.
 pub(super) fn adapt_result(raw: Box<RawValue>, legacy_client: bool) -> Box<RawValue> {
-    static RESULT_TYPE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("\"resultType\""));
+    static RESULT_TYPE: TextSearch = TextSearch::new("\"resultType\"");
     // The end of the key alone: a needle this short is found by the
     // vector searcher (the scan below reads the whole key).
-    static SERVER_INFO: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("/serverInfo\""));
+    static SERVER_INFO: TextSearch = TextSearch::new("/serverInfo\"");
     let text = raw.get();
-    let has_type = legacy_client && RESULT_TYPE.find(text.as_bytes()).is_some();
-    let has_info = SERVER_INFO.find(text.as_bytes()).is_some();
+    let has_type = legacy_client && RESULT_TYPE.is_in(text);
+    let has_info = SERVER_INFO.is_in(text);
     if !has_type && !has_info {
         return raw;
     }
