@@ -176,20 +176,36 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-/// The runtime `command` runs on: tokio's multi-threaded one, with one
-/// worker per core, except for `mcp host`, which leaves half the cores to
-/// the servers it runs as children and saves its own calls the hand-offs
-/// between workers (on two cores: one worker). `TOKIO_WORKER_THREADS`
-/// overrides either.
+/// The runtime `command` runs on. Most commands get tokio's
+/// multi-threaded runtime, one worker per core. `mcp host` leaves half
+/// the cores to the servers it runs as children, so it gets a worker for
+/// every two cores. Where that leaves one worker, and for `mcp serve` over
+/// stdio (one connection to serve), the command runs on tokio's
+/// current-thread runtime instead: a multi-threaded runtime of one worker
+/// still polls the command's own future on a second thread (the main one)
+/// and hands tasks between the two, and each hand-off wakes a thread.
+/// `TOKIO_WORKER_THREADS` gives any command a multi-threaded runtime of
+/// that many workers.
 fn runtime_for(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    builder.enable_all();
-    let hosting = matches!(command, Command::Host { action: None, .. });
-    if hosting && std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        builder.worker_threads((cores / 2).max(1));
-    }
-    builder.build()
+    let workers = match command {
+        _ if std::env::var_os("TOKIO_WORKER_THREADS").is_some() => None,
+        Command::Serve { server } if server.over_stdio() => Some(1),
+        Command::Host { action: None, .. } => {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            Some((cores / 2).max(1))
+        }
+        _ => None,
+    };
+    let mut builder = match workers {
+        Some(1) => tokio::runtime::Builder::new_current_thread(),
+        Some(workers) => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(workers);
+            builder
+        }
+        None => tokio::runtime::Builder::new_multi_thread(),
+    };
+    builder.enable_all().build()
 }
 
 /// Runs one command.
@@ -228,4 +244,47 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Shell { server } => shell::run(&server).await?,
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::runtime::RuntimeFlavor;
+
+    fn flavor(args: &[&str]) -> RuntimeFlavor {
+        let cli = Cli::try_parse_from(std::iter::once("mcp").chain(args.iter().copied()))
+            .expect("the arguments parse");
+        runtime_for(&cli.command)
+            .expect("the runtime builds")
+            .handle()
+            .runtime_flavor()
+    }
+
+    #[test]
+    fn one_thread_serves_what_one_thread_can() {
+        if std::env::var_os("TOKIO_WORKER_THREADS").is_some() {
+            return;
+        }
+        assert_eq!(
+            flavor(&["serve", "everything"]),
+            RuntimeFlavor::CurrentThread,
+            "stdio has one connection"
+        );
+        assert_eq!(
+            flavor(&["serve", "everything", "--http", "127.0.0.1:0"]),
+            RuntimeFlavor::MultiThread,
+            "HTTP serves many connections"
+        );
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let host = if cores / 2 > 1 {
+            RuntimeFlavor::MultiThread
+        } else {
+            RuntimeFlavor::CurrentThread
+        };
+        assert_eq!(flavor(&["host"]), host, "the host on {cores} cores");
+        assert_eq!(
+            flavor(&["tools", "--server", "mcp serve everything"]),
+            RuntimeFlavor::MultiThread
+        );
+    }
 }

@@ -122,6 +122,17 @@ pub enum BuiltIn {
 }
 
 impl BuiltIn {
+    /// Whether the server is served over stdio: one connection, which one
+    /// thread serves best (see `runtime_for` in `main.rs`).
+    pub fn over_stdio(&self) -> bool {
+        let (BuiltIn::Everything { transport }
+        | BuiltIn::Sqlite { transport, .. }
+        | BuiltIn::Prompts { transport, .. }
+        | BuiltIn::Filesystem { transport, .. }
+        | BuiltIn::Openapi { transport, .. }) = self;
+        transport.http.is_none()
+    }
+
     /// Builds the server and serves it until its transport ends.
     pub async fn run(self) -> Result<()> {
         let (server, transport) = match self {
