@@ -187,23 +187,45 @@ fn main() -> std::process::ExitCode {
 /// `TOKIO_WORKER_THREADS` gives any command a multi-threaded runtime of
 /// that many workers.
 fn runtime_for(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
-    let workers = match command {
-        _ if std::env::var_os("TOKIO_WORKER_THREADS").is_some() => None,
-        Command::Serve { server } if server.over_stdio() => Some(1),
-        Command::Host { action: None, .. } => {
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            Some((cores / 2).max(1))
-        }
-        _ => None,
-    };
-    let mut builder = match workers {
-        Some(1) => tokio::runtime::Builder::new_current_thread(),
-        Some(workers) => {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers_set = std::env::var_os("TOKIO_WORKER_THREADS").is_some();
+    runtime(threads_for(command, cores, workers_set))
+}
+
+/// The threads a command's runtime runs its tasks on.
+#[derive(Debug, PartialEq)]
+enum Threads {
+    /// One: tokio's current-thread runtime, on the thread that starts it.
+    One,
+    /// A multi-threaded runtime of this many workers.
+    Workers(usize),
+    /// A multi-threaded runtime of tokio's choice: one worker per core, or
+    /// `TOKIO_WORKER_THREADS`.
+    PerCore,
+}
+
+/// The threads for `command` on a machine of `cores`, `workers_set` when
+/// `TOKIO_WORKER_THREADS` is.
+fn threads_for(command: &Command, cores: usize, workers_set: bool) -> Threads {
+    match command {
+        _ if workers_set => Threads::PerCore,
+        Command::Serve { server } if server.over_stdio() => Threads::One,
+        Command::Host { action: None, .. } if cores / 2 > 1 => Threads::Workers(cores / 2),
+        Command::Host { action: None, .. } => Threads::One,
+        _ => Threads::PerCore,
+    }
+}
+
+/// A runtime on `threads`, with its I/O and time drivers.
+fn runtime(threads: Threads) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = match threads {
+        Threads::One => tokio::runtime::Builder::new_current_thread(),
+        Threads::Workers(workers) => {
             let mut builder = tokio::runtime::Builder::new_multi_thread();
             builder.worker_threads(workers);
             builder
         }
-        None => tokio::runtime::Builder::new_multi_thread(),
+        Threads::PerCore => tokio::runtime::Builder::new_multi_thread(),
     };
     builder.enable_all().build()
 }
@@ -251,40 +273,56 @@ mod tests {
     use super::*;
     use tokio::runtime::RuntimeFlavor;
 
-    fn flavor(args: &[&str]) -> RuntimeFlavor {
+    fn threads(args: &[&str], cores: usize, workers_set: bool) -> Threads {
         let cli = Cli::try_parse_from(std::iter::once("mcp").chain(args.iter().copied()))
             .expect("the arguments parse");
-        runtime_for(&cli.command)
-            .expect("the runtime builds")
-            .handle()
-            .runtime_flavor()
+        threads_for(&cli.command, cores, workers_set)
     }
 
     #[test]
     fn one_thread_serves_what_one_thread_can() {
-        if std::env::var_os("TOKIO_WORKER_THREADS").is_some() {
-            return;
+        let stdio = ["serve", "everything"];
+        let http = ["serve", "everything", "--http", "127.0.0.1:0"];
+        let tools = ["tools", "--server", "mcp serve everything"];
+        for cores in [1, 2, 8] {
+            assert_eq!(
+                threads(&stdio, cores, false),
+                Threads::One,
+                "stdio has one connection"
+            );
+            assert_eq!(
+                threads(&http, cores, false),
+                Threads::PerCore,
+                "HTTP serves many"
+            );
+            assert_eq!(threads(&tools, cores, false), Threads::PerCore);
         }
-        assert_eq!(
-            flavor(&["serve", "everything"]),
-            RuntimeFlavor::CurrentThread,
-            "stdio has one connection"
-        );
-        assert_eq!(
-            flavor(&["serve", "everything", "--http", "127.0.0.1:0"]),
-            RuntimeFlavor::MultiThread,
-            "HTTP serves many connections"
-        );
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let host = if cores / 2 > 1 {
-            RuntimeFlavor::MultiThread
-        } else {
-            RuntimeFlavor::CurrentThread
+        // The host leaves half the cores to its children.
+        for (cores, host) in [
+            (1, Threads::One),
+            (2, Threads::One),
+            (3, Threads::One),
+            (4, Threads::Workers(2)),
+            (9, Threads::Workers(4)),
+        ] {
+            assert_eq!(threads(&["host"], cores, false), host, "on {cores} cores");
+        }
+        // TOKIO_WORKER_THREADS decides for every command.
+        for args in [&stdio[..], &["host"]] {
+            assert_eq!(threads(args, 2, true), Threads::PerCore, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn the_threads_make_the_runtime() {
+        let flavor = |threads| {
+            runtime(threads)
+                .expect("it builds")
+                .handle()
+                .runtime_flavor()
         };
-        assert_eq!(flavor(&["host"]), host, "the host on {cores} cores");
-        assert_eq!(
-            flavor(&["tools", "--server", "mcp serve everything"]),
-            RuntimeFlavor::MultiThread
-        );
+        assert_eq!(flavor(Threads::One), RuntimeFlavor::CurrentThread);
+        assert_eq!(flavor(Threads::Workers(2)), RuntimeFlavor::MultiThread);
+        assert_eq!(flavor(Threads::PerCore), RuntimeFlavor::MultiThread);
     }
 }
