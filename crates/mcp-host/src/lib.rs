@@ -37,6 +37,7 @@ mod host;
 pub mod names;
 mod params;
 mod rounds;
+mod scan;
 pub mod settings;
 mod tasks;
 pub mod upstream;

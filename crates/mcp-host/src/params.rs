@@ -6,8 +6,10 @@
 use std::borrow::Cow;
 
 use mcp_schema::ErrorObject;
+
+use crate::scan;
+use serde::Serialize;
 use serde::ser::SerializeMap;
-use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -18,7 +20,9 @@ pub(crate) struct Params(Vec<(String, Box<RawValue>)>);
 impl Params {
     /// Reads `text`, a JSON object (absent params are an empty one),
     /// without its `_meta`. A repeated member keeps its last value, as a
-    /// parsed object would.
+    /// parsed object would. By a parse: what [`Params::read_parsed`] is
+    /// checked against.
+    #[cfg(test)]
     pub(crate) fn read(text: Option<&str>) -> Result<Params, ErrorObject> {
         let Some(text) = text else {
             return Ok(Params::default());
@@ -26,6 +30,35 @@ impl Params {
         let mut params: Params = serde_json::from_str(text)
             .map_err(|e| ErrorObject::invalid_params(format!("params must be an object: {e}")))?;
         params.remove("_meta");
+        Ok(params)
+    }
+
+    /// Reads the params of a message the engine has parsed, so valid JSON:
+    /// a JSON object (absent params are an empty one), without its
+    /// `_meta`, a repeated member keeping its last value as a parsed object
+    /// would. By a scan of its members rather than a second parse.
+    pub(crate) fn read_parsed(text: Option<&str>) -> Result<Params, ErrorObject> {
+        let Some(text) = text else {
+            return Ok(Params::default());
+        };
+        let not_an_object = || ErrorObject::invalid_params("params must be an object");
+        let mut scan = scan::Members::of(text).ok_or_else(not_an_object)?;
+        let mut params = Params(Vec::with_capacity(4));
+        for member in scan.by_ref() {
+            let key = member.key_text().ok_or_else(not_an_object)?;
+            if key == "_meta" {
+                continue;
+            }
+            // SAFETY: a member's value, as written, of a valid JSON
+            // object is valid JSON itself.
+            let value = unsafe { RawValue::from_string_unchecked(member.value.to_owned()) };
+            match params.0.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, old)) => *old = value,
+                None => params.0.push((key.into_owned(), value)),
+            }
+        }
+        // Never for the text of a parsed message.
+        scan.rest().ok_or_else(not_an_object)?;
         Ok(params)
     }
 
@@ -118,7 +151,8 @@ impl Serialize for Params {
     }
 }
 
-impl<'de> Deserialize<'de> for Params {
+#[cfg(test)]
+impl<'de> serde::Deserialize<'de> for Params {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct Visitor;
         impl<'de> serde::de::Visitor<'de> for Visitor {
@@ -184,6 +218,38 @@ mod tests {
             escaped.into_map().unwrap(),
             *json!({"uri": "a://\u{e9}", "n": 1}).as_object().unwrap()
         );
+    }
+
+    #[test]
+    fn params_of_a_parsed_message_read_as_a_parse_reads_them() {
+        let samples = [
+            r#"{"name":"t\u0041","_meta":{"k":1},"arguments":{"b": 1.50, "a":[ ]},"name":"last"}"#,
+            r#" { "uri" : "a:\/\/\u00e9" , "n":1 , "\u005fmeta":2} "#,
+            r#"{"k\"ey":[{"x":"}"}],"t":true,"f":null}"#,
+            "{}",
+        ];
+        for text in samples {
+            let scanned = Params::read_parsed(Some(text)).unwrap();
+            let parsed = Params::read(Some(text)).unwrap();
+            assert_eq!(
+                serde_json::to_string(&scanned).unwrap(),
+                serde_json::to_string(&parsed).unwrap(),
+                "{text}"
+            );
+        }
+        assert!(
+            Params::read_parsed(Some(r#"{"_meta":{}}"#))
+                .unwrap()
+                .is_empty()
+        );
+        assert!(Params::read_parsed(None).unwrap().is_empty());
+        for not_an_object in ["[1]", "\"x\"", "null"] {
+            let error = Params::read_parsed(Some(not_an_object)).unwrap_err();
+            assert!(
+                error.message.contains("params must be an object"),
+                "{error:?}"
+            );
+        }
     }
 
     #[test]

@@ -121,7 +121,7 @@ fn server_of(host: &Host, method: &str, target: &str) -> Option<String> {
 /// Whether a tool's result says it failed (`isError: true`), found by a
 /// scan of its top-level members rather than a second parse.
 fn is_tool_error(result: &str) -> bool {
-    super::scan::members(result).is_some_and(|members| {
+    crate::scan::members(result).is_some_and(|members| {
         members
             .iter()
             .any(|m| m.key_is("isError") && m.value.trim() == "true")

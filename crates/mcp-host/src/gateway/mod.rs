@@ -31,7 +31,6 @@ mod audited;
 mod forward;
 mod pages;
 mod results;
-mod scan;
 mod task_bridge;
 
 use crate::catalog::Route;
@@ -48,6 +47,35 @@ use results::rewrite_uris;
 pub struct Gateway {
     host: Host,
     identity: Arc<ServerIdentity>,
+}
+
+/// Where a request by name or URI goes: its upstream, and the name or URI
+/// that upstream knows the item by where it is not the one the client
+/// used (read from the catalog once, so the request's own is not read
+/// again nor the catalog's copied when nothing changes).
+#[derive(Debug)]
+struct Destination {
+    upstream: usize,
+    renamed: Option<String>,
+}
+
+impl Destination {
+    /// The destination of `route`, asked for as `asked`.
+    fn of(route: &Route, asked: &str) -> Destination {
+        Destination {
+            upstream: route.upstream,
+            renamed: (route.original != asked).then(|| route.original.clone()),
+        }
+    }
+
+    /// Sets member `key` of `params` to the upstream's name, where it has
+    /// another.
+    fn rename(&self, params: &mut Params, key: &str) -> Result<(), ErrorObject> {
+        match &self.renamed {
+            Some(original) => params.set(key, original),
+            None => Ok(()),
+        }
+    }
 }
 
 impl std::fmt::Debug for Gateway {
@@ -115,29 +143,29 @@ impl Gateway {
             methods::RESOURCES_LIST => page(ListOf::Resources),
             methods::RESOURCES_TEMPLATES_LIST => page(ListOf::Templates),
             methods::TOOLS_CALL => {
-                let route = self.by_name(&params, "tool", |c, n| c.tool(n).cloned())?;
-                let upstream = route.upstream;
-                let result = self.call_tool(route, params, &ctx).await?;
+                let to = self.by_name(&params, "tool", crate::Catalog::tool)?;
+                let upstream = to.upstream;
+                let result = self.call_tool(to, params, &ctx).await?;
                 let client = TaskScope::of(&ctx);
                 self.host.inner.tasks.record(&result, upstream, &client);
                 Ok(self.links_as_shown(result, upstream))
             }
             methods::PROMPTS_GET => {
-                let route = self.by_name(&params, "prompt", |c, n| c.prompt(n).cloned())?;
-                let upstream = route.upstream;
-                let result = self.forward(route, "name", method, params, &ctx).await?;
+                let to = self.by_name(&params, "prompt", crate::Catalog::prompt)?;
+                let upstream = to.upstream;
+                let result = self.forward(to, "name", method, params, &ctx).await?;
                 Ok(self.links_as_shown(result, upstream))
             }
             methods::RESOURCES_READ => {
                 let route = self.by_uri(&params, &ctx)?;
                 let asked = params.str("uri").unwrap_or_default().into_owned();
-                let original = route.original.clone();
-                let result = self.forward(route, "uri", method, params, &ctx).await?;
+                let to = Destination::of(&route, &asked);
+                let result = self.forward(to, "uri", method, params, &ctx).await?;
                 // Read under a rewritten URI: the contents say that URI.
-                Ok(if asked == original {
+                Ok(if asked == route.original {
                     result
                 } else {
-                    rewrite_uris(result, |uri| (uri == original).then(|| asked.clone()))
+                    rewrite_uris(result, |uri| (uri == route.original).then(|| asked.clone()))
                 })
             }
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
@@ -166,23 +194,28 @@ impl Gateway {
         }
     }
 
+    /// Where the tool or prompt a request names goes: `find` is the
+    /// catalog's lookup of that kind.
     fn by_name(
         &self,
         params: &Params,
         kind: &str,
-        find: impl Fn(&crate::Catalog, &str) -> Option<Route>,
-    ) -> Result<Route, ErrorObject> {
+        find: impl for<'c> Fn(&'c crate::Catalog, &str) -> Option<&'c Route>,
+    ) -> Result<Destination, ErrorObject> {
         let name = params
             .str("name")
             .ok_or_else(|| ErrorObject::invalid_params("\"name\" must be a string"))?;
         let name = name.as_ref();
-        find(&self.host.catalog(), name).ok_or_else(|| {
-            // A name of a server that is down says so, rather than that
-            // the name is unknown.
-            self.host
-                .down_server_of(name)
-                .unwrap_or_else(|| ErrorObject::invalid_params(format!("unknown {kind}: {name}")))
-        })
+        let catalog = self.host.catalog();
+        find(&catalog, name)
+            .map(|route| Destination::of(route, name))
+            .ok_or_else(|| {
+                // A name of a server that is down says so, rather than that
+                // the name is unknown.
+                self.host.down_server_of(name).unwrap_or_else(|| {
+                    ErrorObject::invalid_params(format!("unknown {kind}: {name}"))
+                })
+            })
     }
 
     fn by_uri(&self, params: &Params, ctx: &RequestContext) -> Result<Route, ErrorObject> {
@@ -222,18 +255,18 @@ impl Gateway {
         rewrite_uris(result, |uri| catalog.rewritten_link(index, uri))
     }
 
-    /// Forwards a request to the route's upstream, with `key` (the name
-    /// or URI) set to the upstream's own.
+    /// Forwards a request to its upstream, with `key` (the name or URI)
+    /// set to the upstream's own.
     async fn forward(
         &self,
-        route: Route,
+        to: Destination,
         key: &str,
         method: &str,
         mut params: Params,
         ctx: &RequestContext,
     ) -> HandlerResult {
-        params.set_str(key, &route.original)?;
-        let upstream = self.host.upstream(route.upstream)?;
+        to.rename(&mut params, key)?;
+        let upstream = self.host.upstream(to.upstream)?;
         forward(&upstream, method, params, ctx, &self.host.inner.held).await
     }
 
@@ -243,29 +276,36 @@ impl Gateway {
     /// runs only as a task.
     async fn call_tool(
         &self,
-        route: Route,
+        to: Destination,
         mut params: Params,
         ctx: &RequestContext,
     ) -> HandlerResult {
-        let upstream = self.host.upstream(route.upstream)?;
+        let upstream = self.host.upstream(to.upstream)?;
         let held = &self.host.inner.held;
-        if params.raw("task").is_some() && task_bridge::bridges(ctx, &upstream) {
-            params.set_str("name", &route.original)?;
-            return task_bridge::call_as_task(&upstream, params, ctx, held).await;
+        let as_task = params.raw("task").is_some() && task_bridge::bridges(ctx, &upstream);
+        let as_legacy_task = !as_task
+            && task_bridge::bridges_to_legacy(ctx, &upstream)
+            && self.runs_only_as_task(&params);
+        to.rename(&mut params, "name")?;
+        if as_task {
+            task_bridge::call_as_task(&upstream, params, ctx, held).await
+        } else if as_legacy_task {
+            task_bridge::call_legacy_task(&upstream, params, ctx, held).await
+        } else {
+            forward(&upstream, methods::TOOLS_CALL, params, ctx, held).await
         }
-        if task_bridge::bridges_to_legacy(ctx, &upstream) {
-            let exposed = params.str("name").unwrap_or_default().into_owned();
-            let required = self.host.catalog().tools.iter().any(|tool| {
-                tool.get("name").and_then(Value::as_str) == Some(exposed.as_str())
-                    && task_bridge::task_required(tool)
-            });
-            if required {
-                params.set_str("name", &route.original)?;
-                return task_bridge::call_legacy_task(&upstream, params, ctx, held).await;
-            }
-        }
-        params.set_str("name", &route.original)?;
-        forward(&upstream, methods::TOOLS_CALL, params, ctx, held).await
+    }
+
+    /// Whether the tool `params` name, as the catalog shows it, runs only
+    /// as a task.
+    fn runs_only_as_task(&self, params: &Params) -> bool {
+        let Some(exposed) = params.str("name") else {
+            return false;
+        };
+        self.host.catalog().tools.iter().any(|tool| {
+            tool.get("name").and_then(Value::as_str) == Some(exposed.as_ref())
+                && task_bridge::task_required(tool)
+        })
     }
 
     async fn subscription(
@@ -528,7 +568,7 @@ impl Service for Gateway {
         ctx: RequestContext,
     ) -> BoxFuture<'static, HandlerResult> {
         let gateway = self.clone();
-        let params = Params::read(request.params_past_meta().as_deref());
+        let params = Params::read_parsed(request.params_past_meta().as_deref());
         let method = request.method;
         match self.host.audit() {
             None => box_future(move || gateway.dispatch(method, params, ctx)),

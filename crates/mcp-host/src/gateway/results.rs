@@ -8,7 +8,7 @@ use mcp_schema::text_search::TextSearch;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::scan;
+use crate::scan;
 
 /// An upstream's result as the client should see it: without the
 /// upstream's own identity in `_meta` (the host is the server this client
@@ -30,36 +30,33 @@ pub(super) fn adapt_result(raw: Box<RawValue>, legacy_client: bool) -> Box<RawVa
     // The text was parsed when its message was: its members are found by
     // a scan, and written out as they are. The scan stops once it has
     // seen the members to change; the rest is copied as it is.
-    let (mut type_left, mut info_left) = (has_type, has_info);
-    let Some((members, rest)) = scan::members_until(text, |member| {
-        type_left &= !member.key_is("resultType");
-        info_left &= !member.key_is("_meta");
-        !type_left && !info_left
-    }) else {
+    let Some(mut scan) = scan::Members::of(text) else {
         return raw;
     };
+    let (mut type_left, mut info_left) = (has_type, has_info);
     let mut out = String::with_capacity(text.len());
     out.push('{');
-    for member in members {
-        if legacy_client && member.key_is("resultType") {
-            continue;
-        }
-        if member.key_is("_meta")
-            && let Some(meta) = scan::members(member.value)
-        {
-            let kept: Vec<_> = meta
-                .into_iter()
-                .filter(|m| !m.key_is(META_SERVER_INFO))
-                .collect();
-            if !kept.is_empty() {
-                push_key(&mut out, member.key);
-                push_object(&mut out, &kept);
+    while type_left || info_left {
+        let Some(member) = scan.next() else {
+            break;
+        };
+        if member.key_is("resultType") {
+            type_left = false;
+            if legacy_client {
+                continue;
             }
-            continue;
+        } else if member.key_is("_meta") {
+            info_left = false;
+            if push_meta_without_server_info(&mut out, member) {
+                continue;
+            }
         }
         push_key(&mut out, member.key);
         out.push_str(member.value);
     }
+    let Some(rest) = scan.rest() else {
+        return raw;
+    };
     match rest.strip_prefix(',') {
         // Members follow: after a comma only if one was kept before them.
         Some(after) if out.len() == 1 => out.push_str(after.trim_start()),
@@ -74,6 +71,38 @@ pub(super) fn adapt_result(raw: Box<RawValue>, legacy_client: bool) -> Box<RawVa
     unsafe { RawValue::from_string_unchecked(out) }
 }
 
+/// Writes member `meta` (a `_meta`) without the upstream's identity, and
+/// not at all when nothing else is in it; false, having written nothing,
+/// when it is not an object.
+fn push_meta_without_server_info(out: &mut String, meta: scan::Member<'_>) -> bool {
+    let Some(mut scan) = scan::Members::of(meta.value) else {
+        return false;
+    };
+    let before = out.len();
+    let mut kept = 0;
+    for member in scan.by_ref().filter(|m| !m.key_is(META_SERVER_INFO)) {
+        if kept == 0 {
+            push_key(out, meta.key);
+            out.push('{');
+        } else {
+            out.push(',');
+        }
+        kept += 1;
+        out.push_str(member.key);
+        out.push(':');
+        out.push_str(member.value);
+    }
+    if scan.rest().is_none() {
+        // Never for the text of a parsed message.
+        out.truncate(before);
+        return false;
+    }
+    if kept > 0 {
+        out.push('}');
+    }
+    true
+}
+
 /// Writes `key:` after a comma when a member came before.
 fn push_key(out: &mut String, key: &str) {
     if out.len() > 1 {
@@ -81,19 +110,6 @@ fn push_key(out: &mut String, key: &str) {
     }
     out.push_str(key);
     out.push(':');
-}
-
-fn push_object(out: &mut String, members: &[scan::Member<'_>]) {
-    out.push('{');
-    for (i, member) in members.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(member.key);
-        out.push(':');
-        out.push_str(member.value);
-    }
-    out.push('}');
 }
 
 /// `result` with every `uri` member, at any depth, that `rewrite` maps
@@ -159,6 +175,12 @@ mod tests {
         assert_eq!(
             adapt_result(raw(kept), true).get(),
             r#"{"_meta":{"k":1},"a":[1, 2]}"#
+        );
+        let around =
+            r#"{"a":0,"_meta":{"k":1,"io.modelcontextprotocol/serverInfo":{"name":"up"},"l":[2]}}"#;
+        assert_eq!(
+            adapt_result(raw(around), false).get(),
+            r#"{"a":0,"_meta":{"k":1,"l":[2]}}"#
         );
         // Keys with escapes are written out escaped again; a `_meta` that
         // is not an object goes on as it is.

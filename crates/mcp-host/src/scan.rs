@@ -1,22 +1,36 @@
 //! The top-level members of a JSON object that was parsed once already,
 //! found by scanning for strings and brackets instead of parsing it again:
-//! what the host changes in an upstream's result is a member or two, and a
-//! second full parse would cost more than the rest of the change.
+//! what the host reads of a client's params or changes in an upstream's
+//! result is a member or two, and a second full parse would cost more than
+//! the rest of the work.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 /// One top-level member of an object, as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Member<'a> {
+pub(crate) struct Member<'a> {
     /// The key with its quotes (and escapes, if it has any).
-    pub(super) key: &'a str,
+    pub(crate) key: &'a str,
     /// The value's text.
-    pub(super) value: &'a str,
+    pub(crate) value: &'a str,
 }
 
-impl Member<'_> {
+impl<'a> Member<'a> {
+    /// The key, unquoted and (where it has escapes) decoded; `None` when
+    /// it is not a string.
+    pub(crate) fn key_text(&self) -> Option<Cow<'a, str>> {
+        let written = self.key.strip_prefix('"')?.strip_suffix('"')?;
+        if !written.contains('\\') {
+            return Some(Cow::Borrowed(written));
+        }
+        serde_json::from_str::<String>(self.key)
+            .ok()
+            .map(Cow::Owned)
+    }
+
     /// Whether the key is `name`.
-    pub(super) fn key_is(&self, name: &str) -> bool {
+    pub(crate) fn key_is(&self, name: &str) -> bool {
         let Some(written) = self.key.strip_prefix('"').and_then(|k| k.strip_suffix('"')) else {
             return false;
         };
@@ -36,7 +50,7 @@ impl Member<'_> {
 
 /// The members of `text`, a JSON object known to be valid, in order;
 /// `None` when it is not an object (or, as it should never be, not valid).
-pub(super) fn members(text: &str) -> Option<Vec<Member<'_>>> {
+pub(crate) fn members(text: &str) -> Option<Vec<Member<'_>>> {
     members_until(text, |_| false).map(|(members, _)| members)
 }
 
@@ -44,21 +58,83 @@ pub(super) fn members(text: &str) -> Option<Vec<Member<'_>>> {
 /// `stop` is true, and the text after them: from the comma before the
 /// next member, or from the closing brace. The members after the one
 /// that stops the scan are not read.
-pub(super) fn members_until<'a>(
+pub(crate) fn members_until<'a>(
     text: &'a str,
     mut stop: impl FnMut(&Member<'a>) -> bool,
 ) -> Option<(Vec<Member<'a>>, &'a str)> {
-    let bytes = text.as_bytes();
-    let mut at = skip_space(bytes, 0);
-    if bytes.get(at) != Some(&b'{') {
-        return None;
-    }
-    at = skip_space(bytes, at + 1);
+    let mut scan = Members::of(text)?;
     let mut members = Vec::new();
-    if bytes.get(at) == Some(&b'}') {
-        return Some((members, text.get(at..)?));
+    for member in scan.by_ref() {
+        let stops = stop(&member);
+        members.push(member);
+        if stops {
+            break;
+        }
     }
-    loop {
+    Some((members, scan.rest()?))
+}
+
+/// The members of a JSON object known to be valid, read one at a time, so
+/// that a reader that stops early reads no further and keeps nothing.
+pub(crate) struct Members<'a> {
+    text: &'a str,
+    /// Where the next member starts, or the comma or brace after the last
+    /// one read.
+    at: usize,
+    state: State,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// At the first member, or at the closing brace of an empty object.
+    First,
+    /// At the comma (or brace) after a member.
+    After,
+    /// At the closing brace.
+    Ended,
+    /// At something no valid object has there.
+    Invalid,
+}
+
+impl<'a> Members<'a> {
+    /// A scan of `text`; `None` when it does not open an object.
+    pub(crate) fn of(text: &'a str) -> Option<Members<'a>> {
+        let bytes = text.as_bytes();
+        let at = skip_space(bytes, 0);
+        if bytes.get(at) != Some(&b'{') {
+            return None;
+        }
+        Some(Members {
+            text,
+            at: skip_space(bytes, at + 1),
+            state: State::First,
+        })
+    }
+
+    /// The text after the members read so far: from the comma before the
+    /// next member, or from the closing brace; `None` when the object
+    /// turned out not to be valid.
+    pub(crate) fn rest(&self) -> Option<&'a str> {
+        let next = self.text.as_bytes().get(self.at);
+        match self.state {
+            State::Invalid => None,
+            State::After if !matches!(next, Some(b',' | b'}')) => None,
+            _ => self.text.get(self.at..),
+        }
+    }
+
+    fn read(&mut self) -> Option<Member<'a>> {
+        let (text, bytes) = (self.text, self.text.as_bytes());
+        let mut at = self.at;
+        match (self.state, bytes.get(at)) {
+            (State::First | State::After, Some(b'}')) => {
+                self.state = State::Ended;
+                return None;
+            }
+            (State::After, Some(b',')) => at = skip_space(bytes, at + 1),
+            (State::First, _) => {}
+            _ => return None,
+        }
         if bytes.get(at) != Some(&b'"') {
             return None;
         }
@@ -70,19 +146,28 @@ pub(super) fn members_until<'a>(
         }
         let value_start = skip_space(bytes, at + 1);
         let value_end = value_end(bytes, value_start)?;
-        let member = Member {
-            key,
-            value: text.get(value_start..value_end)?,
-        };
-        let stops = stop(&member);
-        members.push(member);
-        at = skip_space(bytes, value_end);
-        match bytes.get(at) {
-            Some(b',') if stops => return Some((members, text.get(at..)?)),
-            Some(b',') => at = skip_space(bytes, at + 1),
-            Some(b'}') => return Some((members, text.get(at..)?)),
-            _ => return None,
+        let value = text.get(value_start..value_end)?;
+        self.at = skip_space(bytes, value_end);
+        self.state = State::After;
+        Some(Member { key, value })
+    }
+}
+
+impl<'a> Iterator for Members<'a> {
+    type Item = Member<'a>;
+
+    /// The next member; `None` at the end of the object, or at anything
+    /// that shows it is not valid (after which [`Members::rest`] is
+    /// `None`).
+    fn next(&mut self) -> Option<Member<'a>> {
+        if matches!(self.state, State::Ended | State::Invalid) {
+            return None;
         }
+        let member = self.read();
+        if member.is_none() && self.state != State::Ended {
+            self.state = State::Invalid;
+        }
+        member
     }
 }
 
@@ -199,6 +284,9 @@ mod tests {
     #[test]
     fn keys_compare_as_decoded() {
         let found = members(r#"{"result\u0054ype":1,"_meta":2,"a\\b":3}"#).unwrap();
+        let texts: Vec<_> = found.iter().map(|m| m.key_text().unwrap()).collect();
+        assert_eq!(texts, ["resultType", "_meta", "a\\b"]);
+        assert!(matches!(texts[1], Cow::Borrowed(_)));
         assert!(found[0].key_is("resultType"));
         assert!(found[1].key_is("_meta"));
         assert!(!found[1].key_is("meta"));
