@@ -293,20 +293,35 @@ if r["errors"]:
     note += ", %d errors" % r["errors"]
 # The server's CPU time per call (with --pid): what a call costs the server
 # even when the load generator, sharing the machine, is what limits the rate.
+# With its child processes too: a host's stdio upstreams work for every
+# call it forwards.
 process = r.get("server_process") or {}
-cpu = "n/a"
+cpu = cpu_all = "n/a"
 if process.get("cpu_percent") and r["throughput"] > 0:
     cpu = "%.1f" % (process["cpu_percent"] / 100 / r["throughput"] * 1e6)
-print("%.0f\t%s\t%s" % (r["throughput"], note, cpu))
+    if process.get("children_cpu_percent"):
+        cpu_all = "%.1f" % ((process["cpu_percent"] + process["children_cpu_percent"])
+                            / 100 / r["throughput"] * 1e6)
+# How much of the machine's time was idle: a run that left cores idle was
+# limited by something else than CPU.
+idle = "%.1f" % r["machine"]["idle_percent"] if r.get("machine") else "n/a"
+print("%.0f\t%s\t%s\t%s\t%s" % (r["throughput"], note, cpu, cpu_all, idle))
 EOF
   )"; then
     skip "$row" "$column" "unusable report (see $file.json)"
     return 0
   fi
-  local throughput="${summary%%$'\t'*}" rest="${summary#*$'\t'}"
-  record "$row" "$column" "$throughput" "${rest%%$'\t'*}"
-  if [ "${rest##*$'\t'}" != n/a ]; then
-    record "$row" "$column.cpu" "${rest##*$'\t'}" "server CPU microseconds per call"
+  local throughput note cpu cpu_all idle
+  IFS=$'\t' read -r throughput note cpu cpu_all idle <<<"$summary"
+  record "$row" "$column" "$throughput" "$note"
+  if [ "$cpu" != n/a ]; then
+    record "$row" "$column.cpu" "$cpu" "server CPU microseconds per call"
+  fi
+  if [ "$cpu_all" != n/a ]; then
+    record "$row" "$column.cpuall" "$cpu_all" "server and child processes' CPU microseconds per call"
+  fi
+  if [ "$idle" != n/a ]; then
+    record "$row" "$column.idle" "$idle" "percent of the machine's time idle"
   fi
 }
 
@@ -638,10 +653,16 @@ def ours_for(row):
 
 
 cpu_columns = [("http1.cpu", "HTTP c=1"), ("http16.cpu", "HTTP c=16")]
+if any(number(r, "http16.cpuall") for r in runs):
+    cpu_columns.append(("http16.cpuall", "HTTP c=16, with its child processes"))
+if any(number(r, "http16.idle") for r in runs):
+    cpu_columns.append(("http16.idle", "machine idle at c=16 (%)"))
 if any(number(r, c) for r in runs for c, _ in cpu_columns):
     out.append("")
     out.append("Server CPU per call (microseconds, lower is better; the load generator shares "
-               "the machine, so where it limits the rate this is the fairer comparison):")
+               "the machine, so where it limits the rate this is the fairer comparison; a run "
+               "that left the machine idle was limited by the wait between processes, not by "
+               "CPU):")
     out.append("")
     out.append("| server | " + " | ".join(t for _, t in cpu_columns) + " |")
     out.append("|---|" + "---:|" * len(cpu_columns))
@@ -704,18 +725,27 @@ if compared:
                "per round and of the medians; the host runs right before the direct server, the "
                "third-party gateways later in the round), and each gateway's own CPU per call "
                "against the host's (theirs / the host's, above 1 is the host lighter; the "
-               "gateway process alone, not the `mcp serve everything` behind it):")
+               "gateway process alone, not the `mcp serve everything` behind it); the last "
+               "column puts each side's CPU per call with its child processes (the host's "
+               "stdio upstream) together, theirs / the host's: the throughput ratio where CPU "
+               "alone limits, as on dedicated cores with the load generator elsewhere:")
     out.append("")
-    out.append("| mcp host vs | era | per round | of the medians | gateway CPU per call |")
-    out.append("|---|---|---|---:|---:|")
+    out.append("| mcp host vs | era | per round | of the medians | gateway CPU per call "
+               "| CPU per call, with the upstream |")
+    out.append("|---|---|---|---:|---:|---:|")
     for host, other, label in compared:
         rounds_, medians = per_round(host, other)
         ours_cpu, theirs_cpu = number(host, "http16.cpu"), number(other, "http16.cpu")
         cpu = "n/a"
         if is_gateway(other) and ours_cpu and theirs_cpu:
             cpu = "%.2fx" % (theirs_cpu / ours_cpu)
-        out.append("| %s | %s | %s | %s | %s |" % (label, host[len("mcp host ("):-1], rounds_,
-                                                 medians, cpu))
+        # The host with its stdio upstream, against the other with its own
+        # (the direct server has none): the ratio CPU alone would set.
+        ours_all = number(host, "http16.cpuall")
+        theirs_all = number(other, "http16.cpuall") or number(other, "http16.cpu")
+        cpu_all = "%.2f" % (theirs_all / ours_all) if ours_all and theirs_all else "n/a"
+        out.append("| %s | %s | %s | %s | %s | %s |" % (label, host[len("mcp host ("):-1],
+                                                      rounds_, medians, cpu, cpu_all))
 
 out.append("")
 out.append("Servers: mcp = `mcp serve everything`; rmcp = bench/peers/rmcp-echo on rmcp %s "

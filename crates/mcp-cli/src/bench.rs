@@ -1,8 +1,9 @@
 //! `mcp bench`: a closed-loop load generator that speaks MCP to any server
 //! (ours or anyone's): one session per virtual client, each keeping
 //! `--pipeline` requests in flight for the duration; throughput, latency
-//! percentiles, errors, the kinds of HTTP replies, and with `--pid` the
-//! server's CPU and memory. `--sessions N` measures what idle sessions cost
+//! percentiles, errors, the kinds of HTTP replies, how busy the machine
+//! was, and with `--pid` the server's CPU (its child processes' too) and
+//! memory. `--sessions N` measures what idle sessions cost
 //! the server and what it gives back when they end (see
 //! [`crate::idle_sessions`]).
 
@@ -19,6 +20,7 @@ use serde_json::Value;
 
 use crate::bench_http::{HttpWork, Lane, Reply, ResultProbe};
 use crate::call::parse_era;
+use crate::cpu_use::{MachineUse, clock_ticks, machine_ticks, process_ticks, rss_kib};
 use crate::stderr::print_err;
 use crate::stdout::{print_json, print_out};
 use crate::target::{Connection, Target};
@@ -66,7 +68,8 @@ pub struct BenchArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
-    /// The server's process id, to report its CPU and memory.
+    /// The server's process id, to report its CPU (and its child
+    /// processes') and memory.
     #[arg(long)]
     pub pid: Option<u32>,
     /// Instead of load: open this many idle Streamable HTTP sessions,
@@ -111,6 +114,9 @@ struct Report {
     replies: Option<Replies>,
     #[serde(skip_serializing_if = "Option::is_none")]
     server_process: Option<ProcessUse>,
+    /// How the machine's cores spent the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    machine: Option<MachineUse>,
 }
 
 #[derive(Debug, Serialize)]
@@ -137,9 +143,14 @@ struct Replies {
     sse: u64,
 }
 
+/// What the server's process (`--pid`) used during the run.
 #[derive(Debug, Serialize)]
 struct ProcessUse {
+    /// Its own CPU, in percent of one core.
     cpu_percent: f64,
+    /// Its child processes' (a host's stdio upstreams), in percent of one
+    /// core.
+    children_cpu_percent: f64,
     rss_kib: u64,
 }
 
@@ -219,7 +230,8 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
     let start = Instant::now();
     let measure_from = start + Duration::from_secs_f64(args.warmup);
     let end = measure_from + Duration::from_secs_f64(args.duration);
-    let before = args.pid.and_then(cpu_ticks);
+    let before = args.pid.and_then(process_ticks);
+    let machine_before = machine_ticks();
     let mut loops = tokio::task::JoinSet::new();
     for caller in callers {
         loops.spawn(closed_loop(caller, measure_from, end));
@@ -242,19 +254,23 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         first_error,
     } = tally;
     let seconds = args.duration;
-    let after = args.pid.and_then(cpu_ticks);
+    let after = args.pid.and_then(process_ticks);
+    let machine = machine_before
+        .zip(machine_ticks())
+        .and_then(|(before, after)| MachineUse::between(before, after));
     let replies = match sender {
         Sender::Lanes => total(lane_kinds),
         Sender::Client => total(connections.iter().filter_map(|c| c.reply_kinds())),
     };
-    let server_process = args.pid.map(|pid| ProcessUse {
-        cpu_percent: match (before, after) {
-            (Some(b), Some(a)) => {
-                (a - b) as f64 / clock_ticks() / (start.elapsed().as_secs_f64()) * 100.0
-            }
-            _ => 0.0,
-        },
-        rss_kib: rss_kib(pid).unwrap_or(0),
+    let percent_of_a_core =
+        |ticks: u64| ticks as f64 / clock_ticks() / start.elapsed().as_secs_f64() * 100.0;
+    let server_process = args.pid.map(|pid| {
+        let (b, a) = (before.unwrap_or_default(), after.unwrap_or_default());
+        ProcessUse {
+            cpu_percent: percent_of_a_core(a.own.saturating_sub(b.own)),
+            children_cpu_percent: percent_of_a_core(a.descendants.saturating_sub(b.descendants)),
+            rss_kib: rss_kib(pid).unwrap_or(0),
+        }
     });
     let ms = |v: u64| v as f64 / 1000.0;
     let report = Report {
@@ -278,6 +294,7 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         },
         replies,
         server_process,
+        machine,
     };
     print_report(&report, args.json)?;
     close_all(connections).await;
@@ -593,49 +610,16 @@ fn print_report(report: &Report, json: bool) -> Result<()> {
     if let Some(p) = &report.server_process {
         writeln!(
             out,
-            "server:      {:.0}% CPU, {} KiB RSS",
-            p.cpu_percent, p.rss_kib
+            "server:      {:.0}% CPU ({:.0}% more in its child processes), {} KiB RSS",
+            p.cpu_percent, p.children_cpu_percent, p.rss_kib
+        )?;
+    }
+    if let Some(m) = &report.machine {
+        writeln!(
+            out,
+            "machine:     {} cores, {:.0}% busy, {:.0}% idle, {:.0}% stolen",
+            m.cores, m.busy_percent, m.idle_percent, m.steal_percent
         )?;
     }
     print_out(&out)
-}
-
-/// User plus system CPU ticks of a process (Linux).
-fn cpu_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the parenthesised command name; utime and stime are
-    // the 14th and 15th fields overall.
-    let rest = stat.rsplit_once(')')?.1;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(utime + stime)
-}
-
-/// Clock ticks per second (`getconf CLK_TCK`; 100 on Linux).
-fn clock_ticks() -> f64 {
-    // SAFETY: sysconf only reads a configuration value.
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if ticks > 0 { ticks as f64 } else { 100.0 }
-}
-
-/// The resident set size of a process, KiB (Linux).
-pub(crate) fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn this_process_has_cpu_and_memory() {
-        let pid = std::process::id();
-        assert!(rss_kib(pid).is_some_and(|kib| kib > 0));
-        assert!(cpu_ticks(pid).is_some());
-    }
 }

@@ -73,7 +73,7 @@ pub async fn run(url: &str, pid: u32, n: usize, cycles: usize, json: bool) -> Re
         .tcp_nodelay(true)
         .timeout(Duration::from_secs(30))
         .build()?;
-    let rss = || crate::bench::rss_kib(pid).context("cannot read the server's memory");
+    let rss = || crate::cpu_use::rss_kib(pid).context("cannot read the server's memory");
     let settle = || tokio::time::sleep(Duration::from_millis(500));
     settle().await;
     let before = rss()?;

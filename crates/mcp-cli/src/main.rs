@@ -4,6 +4,7 @@ mod bench;
 mod bench_http;
 mod call;
 mod child_stderr;
+mod cpu_use;
 mod form;
 mod host;
 mod idle_sessions;

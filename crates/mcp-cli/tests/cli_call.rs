@@ -200,6 +200,26 @@ async fn bench_measures_a_short_run() {
             .as_u64()
             .is_some_and(|kib| kib > 0)
     );
+    // The server here has no child processes; the machine's time is split
+    // into shares that make up the whole of it.
+    assert_eq!(
+        report["server_process"]["children_cpu_percent"], 0.0,
+        "{report}"
+    );
+    let machine = &report["machine"];
+    assert!(
+        machine["cores"].as_u64().is_some_and(|n| n >= 1),
+        "{report}"
+    );
+    let shares: f64 = ["busy_percent", "idle_percent", "steal_percent"]
+        .iter()
+        .map(|k| machine[k].as_f64().unwrap_or(-1.0))
+        .sum();
+    assert!((shares - 100.0).abs() < 0.01, "{report}");
+    assert!(
+        machine["busy_percent"].as_f64().is_some_and(|b| b > 0.0),
+        "{report}"
+    );
 
     assert_eq!(report["sender"], "lanes", "{report}");
 

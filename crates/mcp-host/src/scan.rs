@@ -265,6 +265,21 @@ mod tests {
     }
 
     #[test]
+    fn strings_end_at_their_closing_quote_wherever_an_escape_falls() {
+        for escape in [r#"\""#, r"\\", r"\u0041"] {
+            for at in 0..100 {
+                let text = format!(r#""{}{escape}{}"  ,"#, "a".repeat(at), "b".repeat(at % 7));
+                let end = string_end(text.as_bytes(), 0).unwrap();
+                let parsed: String = serde_json::from_str(&text[..end]).unwrap();
+                assert_eq!(parsed.len(), at + at % 7 + 1, "{text}");
+                assert_eq!(&text[end..], "  ,", "{text}");
+            }
+        }
+        assert_eq!(string_end(br#""abc\"#, 0), None);
+        assert_eq!(string_end(br#""abc"#, 0), None);
+    }
+
+    #[test]
     fn a_scan_stops_at_the_member_it_is_told() {
         let text = r#"{"a":1, "b":{"x":[2]} ,"c":3,"d":"}"}"#;
         let (found, rest) = members_until(text, |m| m.key_is("b")).unwrap();
@@ -299,6 +314,7 @@ mod tests {
             r#"{"content":[{"type":"text","text":"hello \"world\" {[}"}],"isError":false}"#,
             r#"{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}},"content":[]}"#,
             r#"{"a":{"b":{"c":{"d":[[[]]]}}},"e":"\\","f":"\u00e9"}"#,
+            r#"{"a":[{"b":"["},[{}],"]"],"c":{"d":["}",{"e":"{"}]},"g":[[],{}]}"#,
         ];
         for sample in samples {
             let parsed: serde_json::Map<String, serde_json::Value> =
