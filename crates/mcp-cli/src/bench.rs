@@ -265,7 +265,9 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
     let percent_of_a_core =
         |ticks: u64| ticks as f64 / clock_ticks() / start.elapsed().as_secs_f64() * 100.0;
     let server_process = args.pid.map(|pid| {
-        let (b, a) = (before.unwrap_or_default(), after.unwrap_or_default());
+        // Both readings or none: one alone would count the whole life of
+        // the process as this run's.
+        let (b, a) = before.zip(after).unwrap_or_default();
         ProcessUse {
             cpu_percent: percent_of_a_core(a.own.saturating_sub(b.own)),
             children_cpu_percent: percent_of_a_core(a.descendants.saturating_sub(b.descendants)),

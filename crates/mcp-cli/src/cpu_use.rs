@@ -74,6 +74,8 @@ fn parse_stat(pid: u32, stat: &str) -> Option<ProcessStat> {
 /// `/proc/stat`), in ticks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct MachineTicks {
+    /// The cores counted (the `cpuN` lines).
+    cores: usize,
     /// Running anything, in the kernel or not.
     busy: u64,
     /// Idle, or waiting for I/O.
@@ -97,7 +99,15 @@ fn parse_machine(stat: &str) -> Option<MachineTicks> {
     // user nice system idle iowait irq softirq steal (guest time is
     // counted in user already).
     let at = |i: usize| fields.get(i).copied().unwrap_or(0);
+    let cores = stat
+        .lines()
+        .filter(|l| {
+            l.strip_prefix("cpu")
+                .is_some_and(|n| n.starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .count();
     Some(MachineTicks {
+        cores,
         busy: at(0) + at(1) + at(2) + at(5) + at(6),
         idle: at(3) + at(4),
         steal: at(7),
@@ -125,7 +135,7 @@ impl MachineUse {
         let steal = after.steal.saturating_sub(before.steal) as f64;
         let total = busy + idle + steal;
         (total > 0.0).then(|| MachineUse {
-            cores: std::thread::available_parallelism().map_or(1, usize::from),
+            cores: after.cores,
             busy_percent: busy / total * 100.0,
             idle_percent: idle / total * 100.0,
             steal_percent: steal / total * 100.0,
@@ -180,24 +190,33 @@ mod tests {
             .unwrap();
         let me = std::process::id();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        let mut seen = ProcessTicks::default();
+        let (mut mine, mut its) = (ProcessTicks::default(), ProcessTicks::default());
         while std::time::Instant::now() < deadline {
-            seen = process_ticks(me).unwrap();
-            if seen.descendants > 0 {
+            // The child's own first, so that what it has used by then is
+            // in its parent's reading that follows.
+            its = process_ticks(child.id()).unwrap_or_default();
+            mine = process_ticks(me).unwrap();
+            if its.own > 0 {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         let _ = child.kill();
         let _ = child.wait();
-        assert!(seen.descendants > 0, "{seen:?}");
+        assert!(its.own > 0, "{its:?}");
+        assert!(
+            mine.descendants >= its.own,
+            "{mine:?} against the child's {its:?}"
+        );
     }
 
     #[test]
     fn the_machine_is_read_in_shares_of_its_time() {
         let before = parse_machine("cpu  100 0 50 800 10 0 5 20 0 0\ncpu0 1 2 3\n").unwrap();
-        let after = parse_machine("cpu  160 0 70 850 10 0 15 40 0 0\n").unwrap();
+        let after =
+            parse_machine("cpu  160 0 70 850 10 0 15 40 0 0\ncpu0 1\ncpu1 2\nintr 5\n").unwrap();
         let used = MachineUse::between(before, after).unwrap();
+        assert_eq!(used.cores, 2);
         // 90 busy, 50 idle, 20 stolen of 160.
         assert_eq!(used.busy_percent, 90.0 / 160.0 * 100.0);
         assert_eq!(used.idle_percent, 50.0 / 160.0 * 100.0);

@@ -316,14 +316,13 @@ mod tests {
 
     #[test]
     fn the_threads_make_the_runtime() {
-        let flavor = |threads| {
-            runtime(threads)
-                .expect("it builds")
-                .handle()
-                .runtime_flavor()
+        let made = |threads| {
+            let runtime = runtime(threads).expect("it builds");
+            let handle = runtime.handle();
+            (handle.runtime_flavor(), handle.metrics().num_workers())
         };
-        assert_eq!(flavor(Threads::One), RuntimeFlavor::CurrentThread);
-        assert_eq!(flavor(Threads::Workers(2)), RuntimeFlavor::MultiThread);
-        assert_eq!(flavor(Threads::PerCore), RuntimeFlavor::MultiThread);
+        assert_eq!(made(Threads::One), (RuntimeFlavor::CurrentThread, 1));
+        assert_eq!(made(Threads::Workers(3)), (RuntimeFlavor::MultiThread, 3));
+        assert_eq!(made(Threads::PerCore).0, RuntimeFlavor::MultiThread);
     }
 }

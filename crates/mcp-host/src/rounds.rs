@@ -221,7 +221,7 @@ mod tests {
     }
 
     fn params(value: Value) -> Params {
-        Params::read(Some(&value.to_string())).unwrap()
+        Params::read_parsed(Some(&value.to_string())).unwrap()
     }
 
     #[tokio::test]

@@ -20,7 +20,7 @@ impl<'a> Member<'a> {
     /// The key, unquoted and (where it has escapes) decoded; `None` when
     /// it is not a string.
     pub(crate) fn key_text(&self) -> Option<Cow<'a, str>> {
-        let written = self.key.strip_prefix('"')?.strip_suffix('"')?;
+        let written = self.written_key()?;
         if !written.contains('\\') {
             return Some(Cow::Borrowed(written));
         }
@@ -29,9 +29,14 @@ impl<'a> Member<'a> {
             .map(Cow::Owned)
     }
 
+    /// The key between its quotes, as written.
+    fn written_key(&self) -> Option<&'a str> {
+        self.key.strip_prefix('"')?.strip_suffix('"')
+    }
+
     /// Whether the key is `name`.
     pub(crate) fn key_is(&self, name: &str) -> bool {
-        let Some(written) = self.key.strip_prefix('"').and_then(|k| k.strip_suffix('"')) else {
+        let Some(written) = self.written_key() else {
             return false;
         };
         // An escape writes a character in more bytes than it has: a key
@@ -46,32 +51,6 @@ impl<'a> Member<'a> {
             }
         }
     }
-}
-
-/// The members of `text`, a JSON object known to be valid, in order;
-/// `None` when it is not an object (or, as it should never be, not valid).
-pub(crate) fn members(text: &str) -> Option<Vec<Member<'_>>> {
-    members_until(text, |_| false).map(|(members, _)| members)
-}
-
-/// The members of `text` (as [`members`]) up to the first one for which
-/// `stop` is true, and the text after them: from the comma before the
-/// next member, or from the closing brace. The members after the one
-/// that stops the scan are not read.
-pub(crate) fn members_until<'a>(
-    text: &'a str,
-    mut stop: impl FnMut(&Member<'a>) -> bool,
-) -> Option<(Vec<Member<'a>>, &'a str)> {
-    let mut scan = Members::of(text)?;
-    let mut members = Vec::new();
-    for member in scan.by_ref() {
-        let stops = stop(&member);
-        members.push(member);
-        if stops {
-            break;
-        }
-    }
-    Some((members, scan.rest()?))
 }
 
 /// The members of a JSON object known to be valid, read one at a time, so
@@ -232,6 +211,30 @@ fn value_end(bytes: &[u8], at: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every member of `text`; `None` when it is not a valid object.
+    fn members(text: &str) -> Option<Vec<Member<'_>>> {
+        let mut scan = Members::of(text)?;
+        let found = scan.by_ref().collect();
+        scan.rest().map(|_| found)
+    }
+
+    /// The members up to the first `stop` is true of, and the text after.
+    fn members_until<'a>(
+        text: &'a str,
+        mut stop: impl FnMut(&Member<'a>) -> bool,
+    ) -> Option<(Vec<Member<'a>>, &'a str)> {
+        let mut scan = Members::of(text)?;
+        let mut found = Vec::new();
+        for member in scan.by_ref() {
+            let stops = stop(&member);
+            found.push(member);
+            if stops {
+                break;
+            }
+        }
+        Some((found, scan.rest()?))
+    }
 
     fn pairs(text: &str) -> Vec<(&str, &str)> {
         members(text)

@@ -121,11 +121,8 @@ fn server_of(host: &Host, method: &str, target: &str) -> Option<String> {
 /// Whether a tool's result says it failed (`isError: true`), found by a
 /// scan of its top-level members rather than a second parse.
 fn is_tool_error(result: &str) -> bool {
-    crate::scan::members(result).is_some_and(|members| {
-        members
-            .iter()
-            .any(|m| m.key_is("isError") && m.value.trim() == "true")
-    })
+    crate::scan::Members::of(result)
+        .is_some_and(|mut members| members.any(|m| m.key_is("isError") && m.value == "true"))
 }
 
 /// The longest start of `text` of at most `max` bytes, cut at a character.

@@ -398,7 +398,7 @@ mod tests {
             "com.example/trace": "abc"
         }))
         .unwrap();
-        let params = Params::read(Some(r#"{"name":"t","arguments":{"a":1}}"#)).unwrap();
+        let params = Params::read_parsed(Some(r#"{"name":"t","arguments":{"a":1}}"#)).unwrap();
         let capabilities: mcp_schema::ClientCapabilities =
             serde_json::from_value(json!({"sampling": {}})).unwrap();
         let legacy = UpstreamParams {

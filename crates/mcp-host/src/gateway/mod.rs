@@ -160,12 +160,13 @@ impl Gateway {
                 let route = self.by_uri(&params, &ctx)?;
                 let asked = params.str("uri").unwrap_or_default().into_owned();
                 let to = Destination::of(&route, &asked);
+                let rewritten = to.renamed.is_some();
                 let result = self.forward(to, "uri", method, params, &ctx).await?;
                 // Read under a rewritten URI: the contents say that URI.
-                Ok(if asked == route.original {
-                    result
-                } else {
+                Ok(if rewritten {
                     rewrite_uris(result, |uri| (uri == route.original).then(|| asked.clone()))
+                } else {
+                    result
                 })
             }
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
