@@ -303,16 +303,19 @@ if process.get("cpu_percent") and r["throughput"] > 0:
         cpu_all = "%.1f" % ((process["cpu_percent"] + process["children_cpu_percent"])
                             / 100 / r["throughput"] * 1e6)
 # How much of the machine's time was idle: a run that left cores idle was
-# limited by something else than CPU.
-idle = "%.1f" % r["machine"]["idle_percent"] if r.get("machine") else "n/a"
-print("%.0f\t%s\t%s\t%s\t%s" % (r["throughput"], note, cpu, cpu_all, idle))
+# limited by something else than CPU. And how much the hypervisor took: a
+# run whose cores were stolen from measured the neighbours as well.
+machine = r.get("machine")
+idle = "%.1f" % machine["idle_percent"] if machine else "n/a"
+stolen = "%.1f" % machine["steal_percent"] if machine else "n/a"
+print("%.0f\t%s\t%s\t%s\t%s\t%s" % (r["throughput"], note, cpu, cpu_all, idle, stolen))
 EOF
   )"; then
     skip "$row" "$column" "unusable report (see $file.json)"
     return 0
   fi
-  local throughput note cpu cpu_all idle
-  IFS=$'\t' read -r throughput note cpu cpu_all idle <<<"$summary"
+  local throughput note cpu cpu_all idle stolen
+  IFS=$'\t' read -r throughput note cpu cpu_all idle stolen <<<"$summary"
   record "$row" "$column" "$throughput" "$note"
   if [ "$cpu" != n/a ]; then
     record "$row" "$column.cpu" "$cpu" "server CPU microseconds per call"
@@ -322,6 +325,9 @@ EOF
   fi
   if [ "$idle" != n/a ]; then
     record "$row" "$column.idle" "$idle" "percent of the machine's time idle"
+  fi
+  if [ "$stolen" != n/a ]; then
+    record "$row" "$column.stolen" "$stolen" "percent of the machine's time stolen by the hypervisor"
   fi
 }
 
@@ -657,6 +663,8 @@ if any(number(r, "http16.cpuall") for r in runs):
     cpu_columns.append(("http16.cpuall", "HTTP c=16, with its child processes"))
 if any(number(r, "http16.idle") for r in runs):
     cpu_columns.append(("http16.idle", "machine idle at c=16 (%)"))
+if any(number(r, "http16.stolen") is not None for r in runs):
+    cpu_columns.append(("http16.stolen", "machine stolen at c=16 (%)"))
 if any(number(r, c) for r in runs for c, _ in cpu_columns):
     out.append("")
     out.append("Server CPU per call (microseconds, lower is better; the load generator shares "
@@ -668,7 +676,8 @@ if any(number(r, c) for r in runs for c, _ in cpu_columns):
     out.append("|---|" + "---:|" * len(cpu_columns))
     for row in rows:
         out.append("| %s | %s |" % (row, " | ".join(
-            "%.1f" % number(row, c) if number(row, c) else "n/a" for c, _ in cpu_columns)))
+            "%.1f" % number(row, c) if number(row, c) is not None else "n/a"
+            for c, _ in cpu_columns)))
 
 peers = [r for r in rows if not r.startswith("mcp ") and not is_gateway(r)]
 if peers:
