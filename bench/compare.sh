@@ -661,7 +661,7 @@ def ours_for(row):
 cpu_columns = [("http1.cpu", "HTTP c=1"), ("http16.cpu", "HTTP c=16")]
 if any(number(r, "http16.cpuall") for r in runs):
     cpu_columns.append(("http16.cpuall", "HTTP c=16, with its child processes"))
-if any(number(r, "http16.idle") for r in runs):
+if any(number(r, "http16.idle") is not None for r in runs):
     cpu_columns.append(("http16.idle", "machine idle at c=16 (%)"))
 if any(number(r, "http16.stolen") is not None for r in runs):
     cpu_columns.append(("http16.stolen", "machine stolen at c=16 (%)"))
