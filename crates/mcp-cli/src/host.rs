@@ -55,8 +55,10 @@ pub struct HostArgs {
     /// Print the effective configuration (secrets masked) and exit.
     #[arg(long)]
     pub print_config: bool,
-    /// How long to wait for the servers to start before serving (seconds).
-    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    /// How long a client's first listings wait for servers still starting
+    /// (seconds). The host serves at once; a server that comes up later
+    /// is added with `list_changed`.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     pub start_timeout: f64,
     /// Keep the downstream legacy sessions and their SSE events in this
     /// Redis (redis://HOST:PORT/DB), so that several hosts behind one load
@@ -135,9 +137,16 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         .map(AuditLog::open)
         .transpose()
         .map_err(anyhow::Error::msg)?;
+    options.start_grace = start_timeout;
+    // The address first: a busy port fails before any server starts.
+    let listener = match (stdio, http) {
+        (true, _) => None,
+        (false, Some(addr)) => Some(bind(addr).await?),
+        (false, None) => Some(bind(DEFAULT_ADDR.parse()?).await?),
+    };
+    // Served at once: servers that start slowly, or never, hold no one up.
     let host = Host::start(config, options);
-    host.wait_started(start_timeout).await;
-    report_start(&host);
+    let reporting = tokio::spawn(report_states(host.clone(), start_timeout));
     let reloading = tokio::spawn(watch_config(host.clone(), args.config.clone(), vars));
     let gateway = Gateway::new(host.clone(), "mcp-host", env!("CARGO_PKG_VERSION"));
     let served = if stdio {
@@ -152,11 +161,7 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         }
         Ok(())
     } else {
-        let addr = match http {
-            Some(addr) => addr,
-            None => DEFAULT_ADDR.parse()?,
-        };
-        let listener = bind(addr).await?;
+        let listener = listener.context("no listener")?;
         let config = gateway.session_config();
         let limits = Limits {
             max_sessions: settings.serve.max_sessions,
@@ -222,6 +227,7 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         }
     };
     reloading.abort();
+    reporting.abort();
     host.shutdown(Duration::from_secs(10)).await;
     served
 }
@@ -321,36 +327,70 @@ fn embedded_default() -> Result<HostConfig> {
     })
 }
 
-/// Says on stderr which servers are up and which are not.
-fn report_start(host: &Host) {
+/// Says on stderr which servers are up and which are not, once they
+/// started or `grace` passed; then each server that comes up later or
+/// comes back after a restart.
+async fn report_states(host: Host, grace: Duration) {
+    let mut events = host.events();
+    host.wait_started(grace).await;
+    // What the report below shows already.
+    while events.try_recv().is_ok() {}
     let status = host.status();
     for server in &status.servers {
-        match server.state {
-            UpstreamState::Ready => print_err(&format!(
-                "{}: ready ({} tools, {} resources, {} prompts; {} over {})",
-                server.name,
-                server.tools,
-                server.resources,
-                server.prompts,
-                server.revision.as_deref().unwrap_or("?"),
-                server.transport.unwrap_or("?"),
-            )),
-            state => print_err(&format!(
-                "{}: {} ({})",
-                server.name,
-                serde_json::to_value(state)
-                    .unwrap_or_default()
-                    .as_str()
-                    .unwrap_or("?"),
-                server.last_error.as_deref().unwrap_or("no error yet")
-            )),
-        }
+        print_err(&server_line(server));
     }
     for problem in &status.problems {
         print_err(&format!("{problem}; not started"));
     }
     for collision in &status.collisions {
         print_err(&format!("collision: {collision}"));
+    }
+    loop {
+        match events.recv().await {
+            Ok(mcp_host::HostEvent::UpstreamState {
+                server,
+                state: UpstreamState::Ready,
+            }) => {
+                if let Some(status) = host.status().servers.iter().find(|s| s.name == server) {
+                    print_err(&server_line(status));
+                }
+            }
+            Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// One server's state in a line: what it offers once ready, else why not.
+fn server_line(server: &mcp_host::UpstreamStatus) -> String {
+    match server.state {
+        UpstreamState::Ready => format!(
+            "{}: ready ({}, {}, {}; {} over {})",
+            server.name,
+            counted(server.tools, "tool"),
+            counted(server.resources, "resource"),
+            counted(server.prompts, "prompt"),
+            server.revision.as_deref().unwrap_or("?"),
+            server.transport.unwrap_or("?"),
+        ),
+        state => format!(
+            "{}: {} ({})",
+            server.name,
+            serde_json::to_value(state)
+                .unwrap_or_default()
+                .as_str()
+                .unwrap_or("?"),
+            server.last_error.as_deref().unwrap_or("no error yet")
+        ),
+    }
+}
+
+/// `n` things, with the plural where English wants one.
+fn counted(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
     }
 }
 
@@ -431,9 +471,53 @@ async fn watch_config(host: Host, files: Vec<PathBuf>, vars: Variables) {
         }
         seen = now;
         match HostConfig::load(&files, &vars) {
-            Ok(config) => host.reload(config),
-            Err(e) => tracing::error!("configuration not reloaded: {e}"),
+            Ok(config) => {
+                let done = host.reload(config);
+                print_err(&format!(
+                    "configuration reloaded: {}",
+                    reload_summary(&done.started, &done.stopped)
+                ));
+            }
+            Err(e) => {
+                let error = format!("{e}");
+                print_err(&format!(
+                    "configuration not reloaded (the running one is kept): {error}"
+                ));
+                host.reload_failed(error);
+            }
         }
+    }
+}
+
+/// What a reload did, in words: servers restarted (stopped and started
+/// again), started and stopped.
+fn reload_summary<'a>(started: &'a [String], stopped: &'a [String]) -> String {
+    let restarted: Vec<&str> = started
+        .iter()
+        .filter(|name| stopped.contains(name))
+        .map(String::as_str)
+        .collect();
+    let only = |names: &'a [String]| -> Vec<&'a str> {
+        names
+            .iter()
+            .map(String::as_str)
+            .filter(|name| !restarted.contains(name))
+            .collect()
+    };
+    let (started, stopped) = (only(started), only(stopped));
+    let parts: Vec<String> = [
+        ("restarted", restarted),
+        ("started", started),
+        ("stopped", stopped),
+    ]
+    .into_iter()
+    .filter(|(_, names)| !names.is_empty())
+    .map(|(what, names)| format!("{what} {}", names.join(", ")))
+    .collect();
+    if parts.is_empty() {
+        "no server changed".into()
+    } else {
+        parts.join("; ")
     }
 }
 
@@ -578,6 +662,11 @@ pub async fn status(args: &StatusArgs) -> Result<()> {
         out.push_str(&format!(
             "collision: {}\n",
             collision.as_str().unwrap_or("?")
+        ));
+    }
+    if let Some(error) = status["reloadError"].as_str() {
+        out.push_str(&format!(
+            "config: the last change was not applied (the running configuration is kept): {error}\n"
         ));
     }
     let audit = &status["audit"];

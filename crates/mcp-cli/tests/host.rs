@@ -62,8 +62,22 @@ impl RunningHost {
         RunningHost::start_command(command).await
     }
 
-    /// `command`, an `mcp host` without its address, on a free port.
-    async fn start_command(mut command: tokio::process::Command) -> RunningHost {
+    /// `command`, an `mcp host` without its address, on a free port, once
+    /// no server is starting for the first time any more.
+    async fn start_command(command: tokio::process::Command) -> RunningHost {
+        let host = RunningHost::serving(command).await;
+        host.until("every server to have started", |status| {
+            status["servers"]
+                .as_array()
+                .is_some_and(|servers| servers.iter().all(|s| s["state"] != "starting"))
+        })
+        .await;
+        host
+    }
+
+    /// `command`, an `mcp host` without its address, on a free port, as
+    /// soon as it serves.
+    async fn serving(mut command: tokio::process::Command) -> RunningHost {
         let (child, url) = support::spawn_endpoint(
             command
                 .args(["--http", "127.0.0.1:0"])
@@ -485,4 +499,78 @@ async fn the_host_serves_its_servers_on_stdio_in_both_eras() {
         .unwrap();
         assert!(status.success(), "{status:?}");
     }
+}
+
+/// A server that never answers holds no one up: health and `initialize`
+/// are answered while it is starting, the first listing waits for it
+/// only `--start-timeout`, and a server that comes up later is added with
+/// `list_changed`.
+#[tokio::test]
+async fn a_hung_server_holds_no_one_up() {
+    let dir = ConfigDir::new("hung");
+    let late = format!("sleep 3; exec {MCP} serve everything");
+    let config = dir.write(&json!({"mcpServers": {
+        "hung": {"command": "sleep", "args": ["1000"]},
+        "late": {"command": "sh", "args": ["-c", late]},
+        "e": everything(),
+    }}));
+    let mut command = tokio::process::Command::new(MCP);
+    command
+        .args(["host", "--start-timeout", "1", "--config"])
+        .arg(&config);
+    let host = RunningHost::serving(command).await;
+    let health = within("/healthz", reqwest::get(format!("{}/healthz", host.base)))
+        .await
+        .expect("/healthz answers");
+    assert!([200, 503].contains(&health.status().as_u16()), "{health:?}");
+    let changes = Arc::new(AtomicUsize::new(0));
+    let legacy = EraChoice::Pinned(mcp_schema::ProtocolVersion::V2025_11_25);
+    let client = host.client(legacy, Some(Arc::clone(&changes))).await;
+    // Answered while the hung server is still starting.
+    assert_eq!(server(&host.status().await, "hung")["state"], "starting");
+    host.until("e ready", |s| server(s, "e")["state"] == "ready")
+        .await;
+    let first = tool_names(&client).await;
+    assert!(first.contains(&"e__echo".to_owned()), "{first:?}");
+    assert!(!first.iter().any(|t| t.starts_with("hung__")), "{first:?}");
+    host.until("late ready", |s| server(s, "late")["state"] == "ready")
+        .await;
+    if !first.contains(&"late__echo".to_owned()) {
+        within("list_changed for late's tools", async {
+            while changes.load(Ordering::SeqCst) == 0 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+    }
+    let now = tool_names(&client).await;
+    assert!(now.contains(&"late__echo".to_owned()), "{now:?}");
+    let hung = server(&host.status().await, "hung")["state"].clone();
+    assert!(hung == "starting" || hung == "restarting", "{hung}");
+}
+
+/// A port in use fails the host at once, before any server starts.
+#[tokio::test]
+async fn a_busy_port_fails_before_any_server_starts() {
+    let dir = ConfigDir::new("busy");
+    let started = dir.0.join("started");
+    let script = format!("touch {}; exec {MCP} serve everything", started.display());
+    let config =
+        dir.write(&json!({"mcpServers": {"s": {"command": "sh", "args": ["-c", script]}}}));
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let output = within(
+        "the host to give up",
+        tokio::process::Command::new(MCP)
+            .args(["host", "--http", &addr, "--config"])
+            .arg(&config)
+            .stdin(Stdio::null())
+            .output(),
+    )
+    .await
+    .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&addr), "{stderr}");
+    assert!(!started.exists(), "a server was started: {stderr}");
 }

@@ -68,9 +68,11 @@ impl std::str::FromStr for EraChoice {
 /// How many `input_required` rounds a request may take by default.
 const DEFAULT_MAX_ROUNDS: usize = 8;
 
-/// How long `server/discover` may take before the client falls back to
-/// `initialize` (a legacy server that ignores unknown requests).
-const DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long `server/discover` is waited for alone before `initialize` is
+/// sent too (era `Auto`), by default: a legacy server that ignores unknown
+/// requests is then reached, and a slow server's late answer to the probe
+/// is still used.
+const PROBE_PATIENCE: Duration = Duration::from_secs(10);
 
 /// Builds a [`Client`]: identity, handlers and era, then
 /// [`connect`](ClientBuilder::connect) over a transport.
@@ -81,6 +83,7 @@ pub struct ClientBuilder {
     request_timeout: Option<Duration>,
     max_rounds: usize,
     extensions: BTreeMap<String, JsonObject>,
+    probe_patience: Duration,
 }
 
 impl ClientBuilder {
@@ -93,6 +96,7 @@ impl ClientBuilder {
             request_timeout: None,
             max_rounds: DEFAULT_MAX_ROUNDS,
             extensions: BTreeMap::new(),
+            probe_patience: PROBE_PATIENCE,
         }
     }
 
@@ -151,6 +155,15 @@ impl ClientBuilder {
     /// Chooses the era (default [`EraChoice::Auto`]).
     pub fn era(mut self, era: EraChoice) -> Self {
         self.era = era;
+        self
+    }
+
+    /// With era [`EraChoice::Auto`], how long `server/discover` is waited
+    /// for alone before `initialize` is sent too (default 10 s). Either
+    /// answer is used, whichever era the server settles on; the handshake
+    /// as a whole may take as long as [`request_timeout`](Self::request_timeout).
+    pub fn probe_patience(mut self, patience: Duration) -> Self {
+        self.probe_patience = patience;
         self
     }
 
@@ -218,16 +231,7 @@ impl ClientBuilder {
         let peer = session.peer().clone();
         let meta = modern_meta(&identity);
         let outcome = match self.era {
-            EraChoice::Auto => match discover(&peer, &meta).await {
-                Ok(found) => Ok(found),
-                Err(ClientError::Request(RequestError::ConnectionClosed)) => {
-                    Err(ClientError::Request(RequestError::ConnectionClosed))
-                }
-                Err(e) => {
-                    tracing::debug!("server/discover failed ({e}); falling back to initialize");
-                    initialize(&peer, &identity, ProtocolVersion::LATEST_LEGACY).await
-                }
-            },
+            EraChoice::Auto => probe(&peer, &identity, &meta, self.probe_patience).await,
             EraChoice::Pinned(version) if version.is_legacy() => {
                 initialize(&peer, &identity, version).await
             }
@@ -305,9 +309,72 @@ fn retry_with_latest(error: &ClientError) -> bool {
     })
 }
 
+/// Settles the era of a server that may speak either. `server/discover`
+/// goes first; an error in answer falls back to `initialize`. With no
+/// answer within `patience`, `initialize` is sent too, and the answers
+/// decide: an accepted `initialize` makes the session legacy (the server
+/// now holds one); a successful probe makes it modern unless `initialize`
+/// is accepted within another `patience`. So a server that is slow to
+/// start is reached in its own era, and a legacy server that ignores
+/// unknown requests is reached too.
+async fn probe(
+    peer: &Peer,
+    identity: &ClientIdentity,
+    meta: &Map<String, Value>,
+    patience: Duration,
+) -> Result<ServerSide, ClientError> {
+    let discovered = discover(peer, meta);
+    tokio::pin!(discovered);
+    let early = tokio::select! {
+        answer = &mut discovered => Some(answer),
+        _ = tokio::time::sleep(patience) => None,
+    };
+    match early {
+        Some(Ok(found)) => return Ok(found),
+        Some(Err(ClientError::Request(RequestError::ConnectionClosed))) => {
+            return Err(ClientError::Request(RequestError::ConnectionClosed));
+        }
+        Some(Err(e)) => {
+            tracing::debug!("server/discover failed ({e}); falling back to initialize");
+            return initialize(peer, identity, ProtocolVersion::LATEST_LEGACY).await;
+        }
+        None => {
+            tracing::debug!("server/discover unanswered after {patience:?}; sending initialize too")
+        }
+    }
+    let initialized = initialize(peer, identity, ProtocolVersion::LATEST_LEGACY);
+    tokio::pin!(initialized);
+    tokio::select! {
+        answer = &mut initialized => match answer {
+            Ok(legacy) => Ok(legacy),
+            Err(refused) => discovered.await.map_err(|e| both_failed(&e, &refused)),
+        },
+        answer = &mut discovered => match answer {
+            Ok(modern) => match tokio::time::timeout(patience, initialized).await {
+                Ok(Ok(legacy)) => Ok(legacy),
+                _ => Ok(modern),
+            },
+            Err(e) => initialized.await.map_err(|refused| both_failed(&e, &refused)),
+        },
+    }
+}
+
+/// The error of a server that answered neither handshake.
+fn both_failed(probe: &ClientError, initialize: &ClientError) -> ClientError {
+    match (probe, initialize) {
+        (ClientError::Request(RequestError::ConnectionClosed), _)
+        | (_, ClientError::Request(RequestError::ConnectionClosed)) => {
+            ClientError::Request(RequestError::ConnectionClosed)
+        }
+        _ => ClientError::Handshake(format!(
+            "server/discover failed ({probe}) and so did initialize ({initialize})"
+        )),
+    }
+}
+
 async fn discover(peer: &Peer, meta: &Map<String, Value>) -> Result<ServerSide, ClientError> {
     let params = json!({ "_meta": meta });
-    let options = RequestOptions::new().timeout(DISCOVER_TIMEOUT);
+    let options = RequestOptions::new();
     let first = peer
         .request(methods::SERVER_DISCOVER, &params, options.clone())
         .await

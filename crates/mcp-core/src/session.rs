@@ -31,13 +31,16 @@ use crate::service::{HandlerResult, IncomingRequest, Service};
 use crate::transport::{FrameKind, FrameSink, Inbound, InboundFrame, Transport};
 
 /// Who the server is and what it offers, as announced at `initialize` and
-/// `server/discover`. Fixed once made, so what is derived from it (the
-/// `_meta` naming the server, what stateless clients said) is made once.
+/// `server/discover`. Fixed once made but for its instructions, so what is
+/// derived from it (the `_meta` naming the server, what stateless clients
+/// said) is made once.
 #[derive(Clone, Debug)]
 pub struct ServerIdentity {
     info: Implementation,
     capabilities: ServerCapabilities,
-    instructions: Option<String>,
+    /// Shared by the clones of one identity: a gateway's change as its
+    /// servers come and go ([`ServerIdentity::set_instructions`]).
+    instructions: Arc<std::sync::RwLock<Option<String>>>,
     /// The `_meta` member naming the server on modern-era results.
     meta_member: Option<Arc<str>>,
     /// The stateless clients seen, so their repeated `_meta` is read once.
@@ -51,15 +54,21 @@ impl ServerIdentity {
             meta_member: server_meta_member(&info),
             info,
             capabilities,
-            instructions: None,
+            instructions: Arc::default(),
             stateless_clients: StatelessClients::default(),
         }
     }
 
     /// Adds instructions.
     pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
-        self.instructions = Some(instructions.into());
+        self.instructions = Arc::new(std::sync::RwLock::new(Some(instructions.into())));
         self
+    }
+
+    /// Replaces the instructions of this identity and its clones, for the
+    /// `initialize` and `server/discover` answered from now on.
+    pub fn set_instructions(&self, instructions: Option<String>) {
+        *self.instructions.write().unwrap_or_else(|p| p.into_inner()) = instructions;
     }
 
     /// Name and version.
@@ -73,8 +82,11 @@ impl ServerIdentity {
     }
 
     /// How to use the server.
-    pub fn instructions(&self) -> Option<&str> {
-        self.instructions.as_deref()
+    pub fn instructions(&self) -> Option<String> {
+        self.instructions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The stateless clients this identity has served.
@@ -946,7 +958,7 @@ impl Engine {
             revision.server_capabilities(&identity.capabilities),
             identity.info.clone(),
         );
-        result.instructions = identity.instructions.clone();
+        result.instructions = identity.instructions();
         state.negotiated = Some(Arc::new(Negotiated {
             revision: Some(revision),
             client_info: Some(params.client_info),
@@ -1145,7 +1157,7 @@ fn discover(identity: &ServerIdentity, revision: ProtocolVersion) -> HandlerResu
         supported,
         revision.server_capabilities(&identity.capabilities),
     );
-    result.instructions = identity.instructions.clone();
+    result.instructions = identity.instructions();
     let mut meta = mcp_schema::Meta::new();
     meta.insert(
         mcp_schema::META_SERVER_INFO.into(),

@@ -61,6 +61,10 @@ pub struct HostStatus {
     pub problems: Vec<ConfigProblem>,
     /// Names two upstreams wanted.
     pub collisions: Vec<String>,
+    /// Why the config files' last change could not be used (the running
+    /// configuration is kept), until a reload succeeds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reload_error: Option<String>,
     /// What the catalog holds.
     pub tools: usize,
     /// See `tools`.
@@ -76,14 +80,40 @@ pub struct HostStatus {
     pub audit: Option<AuditStatus>,
 }
 
+/// What a reload did: the servers it started and stopped, by config name
+/// (a changed server is in both).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Reloaded {
+    /// Servers added or changed, started now.
+    pub started: Vec<String>,
+    /// Servers removed or changed, stopped now.
+    pub stopped: Vec<String>,
+}
+
 /// Settings of the host itself.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct HostOptions {
     /// How upstreams are supervised.
     pub supervisor: SupervisorOptions,
     /// Where each request the gateway answers is recorded, if anywhere.
     pub audit: Option<AuditLog>,
+    /// How long a request made while servers are still starting for the
+    /// first time waits for them (`initialize`, `ping` and health are
+    /// answered at once); a server that comes up later is added with
+    /// `list_changed`.
+    pub start_grace: Duration,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        HostOptions {
+            supervisor: SupervisorOptions::default(),
+            audit: None,
+            start_grace: Duration::from_secs(10),
+        }
+    }
 }
 
 /// A running host. Cheap to clone.
@@ -98,6 +128,8 @@ pub(crate) struct Inner {
     upstreams: RwLock<Vec<Option<Arc<Upstream>>>>,
     catalog: RwLock<Arc<Catalog>>,
     problems: Mutex<Vec<ConfigProblem>>,
+    /// Why the last reload failed, until one succeeds.
+    reload_error: Mutex<Option<String>>,
     pub(crate) downstream: Downstream,
     pub(crate) tasks: crate::tasks::TaskRoutes,
     pub(crate) held: crate::rounds::HeldCalls,
@@ -105,11 +137,25 @@ pub(crate) struct Inner {
     events: broadcast::Sender<HostEvent>,
     options: HostOptions,
     starting: Arc<tokio::sync::Semaphore>,
+    /// Until when requests wait for servers starting for the first time.
+    start_deadline: Mutex<tokio::time::Instant>,
+    /// Set once none is, or the deadline passed: requests wait no more.
+    settled: std::sync::atomic::AtomicBool,
     supervisors: Mutex<JoinSet<()>>,
     /// Told of each resource update an upstream raises, where set.
     update_hook: std::sync::OnceLock<UpdateHook>,
     /// Told of each resource a listen stream asks for, where set.
     pub(crate) subscription_hook: std::sync::OnceLock<UpdateHook>,
+}
+
+/// A [`Host`] that may have ended.
+pub(crate) struct WeakHost(std::sync::Weak<Inner>);
+
+impl WeakHost {
+    /// The host, while it runs.
+    pub(crate) fn upgrade(&self) -> Option<Host> {
+        self.0.upgrade().map(|inner| Host { inner })
+    }
 }
 
 /// What a host does with each resource update its upstreams raise (by the
@@ -143,6 +189,7 @@ impl Host {
                 upstreams: RwLock::default(),
                 catalog: RwLock::default(),
                 problems: Mutex::new(config.problems.clone()),
+                reload_error: Mutex::default(),
                 downstream: Downstream::default(),
                 tasks: Default::default(),
                 held: Default::default(),
@@ -151,6 +198,8 @@ impl Host {
                 starting: Arc::new(tokio::sync::Semaphore::new(
                     options.supervisor.start_concurrency.max(1),
                 )),
+                start_deadline: Mutex::new(tokio::time::Instant::now() + options.start_grace),
+                settled: std::sync::atomic::AtomicBool::new(false),
                 options,
                 supervisors: Mutex::new(JoinSet::new()),
                 update_hook: std::sync::OnceLock::new(),
@@ -166,6 +215,11 @@ impl Host {
         let weak = Arc::downgrade(&host.inner);
         tokio::spawn(signal_loop(weak, receiver));
         host
+    }
+
+    /// A handle that does not keep the host running.
+    pub(crate) fn downgrade(&self) -> WeakHost {
+        WeakHost(Arc::downgrade(&self.inner))
     }
 
     fn add_upstream(&self, config: ServerConfig) {
@@ -186,8 +240,9 @@ impl Host {
     }
 
     /// Applies a new config: servers added are started, removed ones
-    /// stopped, changed ones restarted; the others are not touched.
-    pub fn reload(&self, config: HostConfig) {
+    /// stopped, changed ones restarted; the others are not touched. Clears
+    /// the error of an earlier reload that failed. Returns what it did.
+    pub fn reload(&self, config: HostConfig) -> Reloaded {
         let wanted: Vec<&ServerConfig> = config.enabled().collect();
         let mut stopped = Vec::new();
         {
@@ -215,8 +270,17 @@ impl Host {
             tracing::error!("{problem}; that server is not started");
         }
         *lock(&self.inner.problems) = config.problems;
+        *lock(&self.inner.reload_error) = None;
         tracing::info!(?started, ?stopped, "configuration reloaded");
         let _ = self.inner.signals.try_send((usize::MAX, Signal::Changed));
+        Reloaded { started, stopped }
+    }
+
+    /// A new config could not be read: the running one is kept, and
+    /// [`HostStatus::reload_error`] says why until a reload succeeds.
+    pub fn reload_failed(&self, error: String) {
+        tracing::error!("configuration not reloaded: {error}");
+        *lock(&self.inner.reload_error) = Some(error);
     }
 
     /// The running upstreams, in config order.
@@ -329,6 +393,7 @@ impl Host {
             servers: self.upstreams().iter().map(|u| u.status()).collect(),
             problems: lock(&self.inner.problems).clone(),
             collisions: catalog.collisions.clone(),
+            reload_error: lock(&self.inner.reload_error).clone(),
             tools: catalog.tools.len(),
             resources: catalog.resources.len(),
             prompts: catalog.prompts.len(),
@@ -358,6 +423,28 @@ impl Host {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         rebuild(&self.inner);
+    }
+
+    /// Waits, the first few seconds after start, for the servers still
+    /// starting for the first time (at most [`HostOptions::start_grace`]
+    /// after the start), so that a client's first requests find what comes
+    /// up quickly; at once afterwards.
+    pub async fn settled(&self) {
+        if self
+            .inner
+            .settled
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return;
+        }
+        let deadline = *lock(&self.inner.start_deadline);
+        let now = tokio::time::Instant::now();
+        if now < deadline {
+            self.wait_started(deadline - now).await;
+        }
+        self.inner
+            .settled
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Stops every upstream (children are closed as the specification

@@ -47,6 +47,6 @@ pub use audit::{AuditLog, AuditSettings};
 pub use catalog::Catalog;
 pub use downstream::ListKind;
 pub use gateway::Gateway;
-pub use host::{Host, HostEvent, HostOptions, HostStatus};
+pub use host::{Host, HostEvent, HostOptions, HostStatus, Reloaded};
 pub use settings::HostSettings;
 pub use upstream::{AuthorizerFactory, SupervisorOptions, UpstreamState, UpstreamStatus};

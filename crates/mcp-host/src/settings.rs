@@ -342,7 +342,7 @@ impl HostSettings {
         }
         Ok(HostOptions {
             supervisor,
-            audit: None,
+            ..HostOptions::default()
         })
     }
 }

@@ -84,6 +84,27 @@ impl std::fmt::Debug for Gateway {
     }
 }
 
+/// Keeps `identity`'s instructions those of the servers in the catalog,
+/// while both the host and the identity live.
+fn follow_instructions(host: &Host, identity: &Arc<ServerIdentity>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let mut events = host.events();
+    let host = host.downgrade();
+    let identity = Arc::downgrade(identity);
+    runtime.spawn(async move {
+        while let Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) | Ok(_) =
+            events.recv().await
+        {
+            let (Some(host), Some(identity)) = (host.upgrade(), identity.upgrade()) else {
+                return;
+            };
+            identity.set_instructions(host.catalog().instructions.clone());
+        }
+    });
+}
+
 fn capabilities() -> ServerCapabilities {
     serde_json::from_value(json!({
         "tools": {"listChanged": true},
@@ -99,17 +120,13 @@ fn capabilities() -> ServerCapabilities {
 
 impl Gateway {
     /// A gateway in front of `host`, called `name`. Its instructions are
-    /// the upstreams' as they are now (call after
-    /// [`Host::wait_started`]).
+    /// the upstreams', kept up to date as servers come and go.
     pub fn new(host: Host, name: &str, version: &str) -> Gateway {
-        let mut identity = ServerIdentity::new(Implementation::new(name, version), capabilities());
-        if let Some(instructions) = host.catalog().instructions.clone() {
-            identity = identity.with_instructions(instructions);
-        }
-        Gateway {
-            host,
-            identity: Arc::new(identity),
-        }
+        let identity = ServerIdentity::new(Implementation::new(name, version), capabilities());
+        identity.set_instructions(host.catalog().instructions.clone());
+        let identity = Arc::new(identity);
+        follow_instructions(&host, &identity);
+        Gateway { host, identity }
     }
 
     /// The engine settings for serving the gateway.
@@ -133,15 +150,13 @@ impl Gateway {
         // without it (a 2026-07-28 client's is large, and repeated each
         // time), and what of it goes on is taken from the context.
         let params = params?;
-        let page = |of| {
-            let params = params.clone().into_map()?;
-            pages::page(&self.host.catalog(), of, &params, ctx.revision)
-        };
+        // The first requests find the servers that come up quickly.
+        self.host.settled().await;
+        if let Some(list) = ListOf::asked_by(method) {
+            let params = params.into_map()?;
+            return pages::page(&self.host.catalog(), list, &params, ctx.revision);
+        }
         match method {
-            methods::TOOLS_LIST => page(ListOf::Tools),
-            methods::PROMPTS_LIST => page(ListOf::Prompts),
-            methods::RESOURCES_LIST => page(ListOf::Resources),
-            methods::RESOURCES_TEMPLATES_LIST => page(ListOf::Templates),
             methods::TOOLS_CALL => {
                 let to = self.by_name(&params, "tool", crate::Catalog::tool)?;
                 let upstream = to.upstream;

@@ -4,7 +4,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mcp_core::HandlerResult;
-use mcp_schema::{ErrorObject, ProtocolVersion};
+use mcp_schema::{ErrorObject, ProtocolVersion, methods};
 use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::{Map, Value};
@@ -77,6 +77,17 @@ pub(super) enum ListOf {
 }
 
 impl ListOf {
+    /// The list a `*/list` method asks for.
+    pub(super) fn asked_by(method: &str) -> Option<ListOf> {
+        match method {
+            methods::TOOLS_LIST => Some(ListOf::Tools),
+            methods::PROMPTS_LIST => Some(ListOf::Prompts),
+            methods::RESOURCES_LIST => Some(ListOf::Resources),
+            methods::RESOURCES_TEMPLATES_LIST => Some(ListOf::Templates),
+            _ => None,
+        }
+    }
+
     fn key(self) -> &'static str {
         match self {
             ListOf::Tools => "tools",

@@ -116,6 +116,10 @@ impl std::fmt::Debug for AuthorizerFactory {
 pub struct SupervisorOptions {
     /// How long connecting (and the handshake and first listing) may take.
     pub connect_timeout: Duration,
+    /// For a server of era `auto`, how long its answer to `server/discover`
+    /// is waited for alone before `initialize` is sent too; a late answer
+    /// to either is still used, until `connect_timeout`.
+    pub probe_patience: Duration,
     /// The default for one request, unless the server's entry sets one.
     pub request_timeout: Duration,
     /// How often a ready server is pinged.
@@ -142,6 +146,7 @@ impl Default for SupervisorOptions {
     fn default() -> Self {
         SupervisorOptions {
             connect_timeout: Duration::from_secs(30),
+            probe_patience: Duration::from_secs(10),
             request_timeout: Duration::from_secs(60),
             health_interval: Duration::from_secs(30),
             backoff_initial: Duration::from_millis(500),
@@ -666,6 +671,7 @@ impl Upstream {
         let own_timeout = self.request_timeout().max(self.options.connect_timeout);
         Client::builder("mcp-host", env!("CARGO_PKG_VERSION"))
             .era(self.config.era.parse().unwrap_or(EraChoice::Auto))
+            .probe_patience(self.options.probe_patience)
             .request_timeout(own_timeout)
             .on_sampling(move |params: CreateMessageRequestParams| {
                 let upstream = sampling.upgrade();
