@@ -432,9 +432,9 @@ async fn read_only_by_default_and_every_official_tool_is_there() {
             hint("create_directory"),
             (Some(false), Some(false), Some(true))
         );
-        assert_eq!(hint("move_file"), (Some(false), Some(false), Some(false)));
+        assert_eq!(hint("move_file"), (Some(false), Some(true), Some(true)));
         assert_eq!(hint("delete_file"), (Some(false), Some(true), Some(true)));
-        assert_eq!(hint("copy_file"), (Some(false), Some(false), Some(false)));
+        assert_eq!(hint("copy_file"), (Some(false), Some(false), Some(true)));
     }
 }
 
@@ -775,6 +775,48 @@ async fn writes_are_atomic_and_edits_explain_themselves() {
         .await;
         assert!(!f.data.join("new").exists());
     }
+}
+
+#[tokio::test]
+async fn a_move_removes_its_source_and_a_repeated_move_or_copy_changes_nothing() {
+    let f = fixture();
+    let (client, _) = connect_with(
+        Config::new([&f.data]).write(true),
+        ProtocolVersion::V2025_11_25,
+    )
+    .await;
+    let tools = client.list_all_tools().await.unwrap();
+    let hint = |name: &str| {
+        let a = tools
+            .iter()
+            .find(|t| t.name == name)
+            .and_then(|t| t.annotations.clone())
+            .unwrap_or_else(|| panic!("{name} is annotated"));
+        (a.destructive_hint, a.idempotent_hint)
+    };
+    assert_eq!(hint("move_file"), (Some(true), Some(true)));
+    assert_eq!(hint("copy_file"), (Some(false), Some(true)));
+
+    let moved = json!({"source": "hello.txt", "destination": "moved.txt"});
+    let done = call(&client, "move_file", moved.clone()).await;
+    assert!(!done.is_error(), "{}", text(&done));
+    assert!(!f.data.join("hello.txt").exists(), "the source is gone");
+    std::fs::write(f.data.join("moved.txt"), "changed since").unwrap();
+    refused(&client, "move_file", moved, "").await;
+    assert_eq!(
+        std::fs::read_to_string(f.data.join("moved.txt")).unwrap(),
+        "changed since"
+    );
+
+    let copied = json!({"source": "lines.txt", "destination": "copy.txt"});
+    let done = call(&client, "copy_file", copied.clone()).await;
+    assert!(!done.is_error(), "{}", text(&done));
+    std::fs::write(f.data.join("copy.txt"), "changed since").unwrap();
+    refused(&client, "copy_file", copied, "").await;
+    assert_eq!(
+        std::fs::read_to_string(f.data.join("copy.txt")).unwrap(),
+        "changed since"
+    );
 }
 
 #[tokio::test]

@@ -746,6 +746,43 @@ async fn the_row_tools_insert_update_and_delete_by_key() {
 }
 
 #[tokio::test]
+async fn insert_row_only_adds_even_where_the_table_would_replace() {
+    let dir = Scratch::new();
+    let db = dir.path("replacing.db");
+    rusqlite::Connection::open(&db)
+        .expect("create the database")
+        .execute_batch(
+            "CREATE TABLE tags (id INTEGER PRIMARY KEY, name TEXT UNIQUE ON CONFLICT REPLACE);
+             INSERT INTO tags VALUES (1, 'red');",
+        )
+        .expect("fill the database");
+    for era in ERAS {
+        let client = connect(Config::new(&db).write(true), era).await;
+        let tools = within("tools/list", client.list_all_tools()).await.unwrap();
+        let hints = tools
+            .iter()
+            .find(|t| t.name == "insert_row")
+            .and_then(|t| t.annotations.clone())
+            .expect("insert_row is annotated");
+        assert_eq!(hints.destructive_hint, Some(false), "{era}");
+        let message = refused(
+            &client,
+            "insert_row",
+            json!({"table": "tags", "values": {"id": 2, "name": "red"}}),
+        )
+        .await;
+        assert!(message.contains("UNIQUE constraint failed"), "{message}");
+        let kept = ok(
+            &client,
+            "query",
+            json!({"sql": "SELECT id, name FROM tags"}),
+        )
+        .await;
+        assert_eq!(kept["rows"], json!([[1, "red"]]), "{era}");
+    }
+}
+
+#[tokio::test]
 async fn execute_reports_changes_and_keeps_the_resources_in_step() {
     let dir = Scratch::new();
     let db = dir.path("fresh.db");
@@ -766,12 +803,16 @@ async fn execute_reports_changes_and_keeps_the_resources_in_step() {
         .await;
         assert_eq!(inserted["changes"], 2);
         assert_eq!(inserted["last_insert_rowid"], 2);
+        assert_eq!(inserted["columns"], json!([]), "no RETURNING, no columns");
+        assert_eq!(inserted["rows"], json!([]));
+        assert_eq!(inserted["truncated"], false);
         let returned = ok(
             &client,
             "execute",
             json!({"sql": format!("UPDATE {table} SET v = upper(v) RETURNING v")}),
         )
         .await;
+        assert_eq!(returned["columns"], json!(["v"]));
         assert_eq!(returned["rows"], json!([["A"], ["B"]]));
         client.invalidate_cache();
         let resources = within("resources/list", client.list_all_resources())

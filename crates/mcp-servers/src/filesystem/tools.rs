@@ -43,7 +43,10 @@ pub(crate) fn reads() -> ToolAnnotations {
     }
 }
 
-/// The annotations of a tool that changes files.
+/// The annotations of a tool that changes files: `destructive` when an
+/// existing path may be overwritten or removed (a move removes its
+/// source), `idempotent` when a second identical call changes nothing more
+/// (a move or copy that finds its destination taken is refused).
 pub(crate) fn writes(destructive: bool, idempotent: bool) -> ToolAnnotations {
     ToolAnnotations {
         read_only_hint: Some(false),

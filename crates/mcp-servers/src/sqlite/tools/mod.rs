@@ -17,7 +17,9 @@ mod reading;
 mod writing;
 
 /// Hints for a tool: whether it only reads, may destroy, and may be
-/// repeated to no further effect. None of them reaches beyond the file.
+/// repeated to no further effect, for the statement the tool runs
+/// (triggers the schema declares run as written). None of them reaches
+/// beyond the file.
 fn hints(read_only: bool, destructive: bool, idempotent: bool) -> ToolAnnotations {
     ToolAnnotations {
         title: None,
@@ -163,25 +165,33 @@ struct ExplainOutput {
     tree: String,
 }
 
-/// What a change did.
+/// What `execute` did. Every field is always present: a statement
+/// without `RETURNING` has no columns and no rows.
 #[derive(Debug, Serialize, JsonSchema)]
-struct ChangeOutput {
+struct ExecuteOutput {
     /// How many rows the statement inserted, updated or deleted.
     changes: u64,
     /// The rowid of the last row inserted on this connection.
     last_insert_rowid: i64,
-    /// The row's resource URI (the row tools).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    uri: Option<String>,
-    /// The column names of rows it returned (`RETURNING`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// The column names of the rows it returns (`RETURNING`, or a query).
     columns: Vec<String>,
-    /// Rows it returned (`RETURNING`), in column order.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// The rows it returned, in column order. A BLOB is
+    /// `{"$base64": "..."}`.
     rows: Vec<Vec<Value>>,
     /// Whether it returned more rows than these.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     truncated: bool,
+}
+
+/// What a row tool did.
+#[derive(Debug, Serialize, JsonSchema)]
+struct RowChange {
+    /// How many rows were inserted, updated or deleted.
+    changes: u64,
+    /// The rowid of the last row inserted on this connection.
+    last_insert_rowid: i64,
+    /// The row's resource URI (absent once the row is deleted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    uri: Option<String>,
 }
 
 /// The tools offered in every mode.

@@ -7,7 +7,9 @@ use mcp_server::{Context, HandlerError, ToolDef};
 use rusqlite::types::Value as SqlValue;
 use serde_json::{Map, Value};
 
-use super::{ChangeOutput, DeleteArgs, ExecuteArgs, InsertArgs, Params, UpdateArgs, hints};
+use super::{
+    DeleteArgs, ExecuteArgs, ExecuteOutput, InsertArgs, Params, RowChange, UpdateArgs, hints,
+};
 use crate::sqlite::Database;
 use crate::sqlite::engine::Session;
 use crate::sqlite::resources;
@@ -29,8 +31,9 @@ pub(super) fn execute(database: &Arc<Database>) -> ToolDef {
     ToolDef::structured(
         "execute",
         "Runs one SQL statement that changes the database (INSERT, UPDATE, DELETE, CREATE, DROP, \
-         ALTER...) in a transaction of its own, and returns how many rows it changed and the last \
-         inserted rowid (and rows it returns with RETURNING). Values go in `params`.",
+         ALTER...) in a transaction of its own, and returns how many rows it changed, the last \
+         inserted rowid, and the columns and rows it returns (with RETURNING; empty otherwise). \
+         Values go in `params`.",
         move |args: ExecuteArgs, ctx: Context| {
             let database = Arc::clone(&database);
             async move {
@@ -46,15 +49,10 @@ pub(super) fn execute(database: &Arc<Database>) -> ToolDef {
                         let rows =
                             statements::read_rows(session, &mut statement, max_rows, max_bytes)?;
                         drop(statement);
-                        Ok::<_, String>(ChangeOutput {
+                        Ok::<_, String>(ExecuteOutput {
                             changes: statements::changes_since(session, total_before),
                             last_insert_rowid: session.conn().last_insert_rowid(),
-                            uri: None,
-                            columns: if rows.rows.is_empty() {
-                                Vec::new()
-                            } else {
-                                rows.columns
-                            },
+                            columns: rows.columns,
                             rows: rows.rows,
                             truncated: rows.truncated,
                         })
@@ -124,13 +122,16 @@ fn columns_and_values(
         .collect()
 }
 
-/// `insert_row`: one new row from values by column name.
+/// `insert_row`: one new row from values by column name. It only adds:
+/// `OR ABORT` overrides any `ON CONFLICT REPLACE` the table declares, so a
+/// conflict is an error rather than a replaced row.
 pub(super) fn insert_row(database: &Arc<Database>) -> ToolDef {
     let database = Arc::clone(database);
     ToolDef::structured(
         "insert_row",
         "Inserts one row into a table, given its values by column name, and returns the new \
-         row's URI and rowid.",
+         row's URI and rowid. A row whose key or unique values are taken already is refused, \
+         never replaced.",
         move |args: InsertArgs, _: Context| {
             let database = Arc::clone(&database);
             async move {
@@ -147,12 +148,12 @@ pub(super) fn insert_row(database: &Arc<Database>) -> ToolDef {
                             .join(", ");
                         let sql = if assigned.is_empty() {
                             format!(
-                                "INSERT INTO main.{} DEFAULT VALUES RETURNING {returning}",
+                                "INSERT OR ABORT INTO main.{} DEFAULT VALUES RETURNING {returning}",
                                 quote(&table.name)
                             )
                         } else {
                             format!(
-                                "INSERT INTO main.{} ({}) VALUES ({}) RETURNING {returning}",
+                                "INSERT OR ABORT INTO main.{} ({}) VALUES ({}) RETURNING {returning}",
                                 quote(&table.name),
                                 assigned
                                     .iter()
@@ -174,13 +175,10 @@ pub(super) fn insert_row(database: &Arc<Database>) -> ToolDef {
                                 row.iter().map(json_to_sql_lossless).collect();
                             resources::row_uri(&table.name, &key.uri_key(&key_values))
                         });
-                        Ok::<_, String>(ChangeOutput {
+                        Ok::<_, String>(RowChange {
                             changes,
                             last_insert_rowid,
                             uri,
-                            columns: Vec::new(),
-                            rows: Vec::new(),
-                            truncated: false,
                         })
                     })
                     .await?
@@ -213,7 +211,7 @@ pub(super) fn update_row(database: &Arc<Database>) -> ToolDef {
                         let key_values = key.parse_tool_key(&args.key)?;
                         let assigned = columns_and_values(&table, &args.values)?;
                         if assigned.is_empty() {
-                            return Err::<ChangeOutput, String>(
+                            return Err::<RowChange, String>(
                                 "`values` names no column to change".to_owned(),
                             );
                         }
@@ -241,13 +239,10 @@ pub(super) fn update_row(database: &Arc<Database>) -> ToolDef {
                                 table.name, args.key
                             ));
                         }
-                        Ok(ChangeOutput {
+                        Ok(RowChange {
                             changes,
                             last_insert_rowid,
                             uri: Some(resources::row_uri(&table.name, &key.uri_key(&key_values))),
-                            columns: Vec::new(),
-                            rows: Vec::new(),
-                            truncated: false,
                         })
                     })
                     .await?
@@ -280,13 +275,10 @@ pub(super) fn delete_row(database: &Arc<Database>) -> ToolDef {
                         );
                         let (_, changes, last_insert_rowid) =
                             statements::run_statement(session, &sql, &key_values, 1, 1)?;
-                        Ok::<_, String>(ChangeOutput {
+                        Ok::<_, String>(RowChange {
                             changes,
                             last_insert_rowid,
                             uri: None,
-                            columns: Vec::new(),
-                            rows: Vec::new(),
-                            truncated: false,
                         })
                     })
                     .await?
