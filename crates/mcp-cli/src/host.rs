@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{Context as _, Result, bail};
 use axum::routing::get;
-use mcp_host::config::{HostConfig, InputProvider, InputSpec, ServerConfig, Variables};
+use mcp_host::config::{GivenInputs, HostConfig, ServerConfig, Variables};
 use mcp_host::{
     AuditLog, AuditSettings, AuthorizerFactory, Gateway, Host, HostSettings, UpstreamState,
 };
@@ -21,6 +21,7 @@ use crate::serve::{
 };
 use crate::stderr::print_err;
 use crate::stdout::{print_json, print_out};
+use crate::tty_inputs::TtyInputs;
 
 /// The flags of `mcp host`.
 #[derive(clap::Args, Debug)]
@@ -52,6 +53,16 @@ pub struct HostArgs {
     /// `${workspaceFolder}` in config files (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// The value of VS Code input ID (`${input:ID}`), so no one is asked
+    /// (repeatable). Also: `--inputs-file`, or the environment variable
+    /// MCP_INPUT_<ID> (the id in capitals, `-` and `.` as `_`). Without any,
+    /// the terminal is asked; with no terminal, the input's default is
+    /// used.
+    #[arg(long, value_name = "ID=VALUE")]
+    pub input: Vec<String>,
+    /// A file of `ID=VALUE` lines giving VS Code inputs (an env file).
+    #[arg(long, value_name = "FILE")]
+    pub inputs_file: Option<PathBuf>,
     /// Print the effective configuration (secrets masked) and exit.
     #[arg(long)]
     pub print_config: bool,
@@ -110,7 +121,7 @@ pub async fn run(args: &HostArgs) -> Result<()> {
     if redis.is_some() && stdio {
         bail!("--redis shares the HTTP endpoint's sessions; it cannot be used with --stdio");
     }
-    let vars = variables(args);
+    let vars = variables(args)?;
     let config = load(args, &vars)?;
     let mut audit = settings.audit();
     if let Some(path) = &args.audit {
@@ -120,8 +131,28 @@ pub async fn run(args: &HostArgs) -> Result<()> {
     }
     if args.print_config {
         let mut effective = masked(&config);
+        // Every setting as it takes effect: flags, the file, defaults.
         let mut shown = settings.clone();
-        shown.serve.redis = redis.as_deref().map(mcp_host::settings::mask_url_password);
+        let defaults = mcp_http::HttpConfig::loopback(0);
+        let serve = &mut shown.serve;
+        serve.stdio = stdio;
+        serve.http = match stdio {
+            true => None,
+            false => Some(http.unwrap_or(DEFAULT_ADDR.parse()?)),
+        };
+        serve.allow = allow.clone();
+        serve.redis = redis.as_deref().map(mcp_host::settings::mask_url_password);
+        serve.max_sessions.get_or_insert(defaults.max_sessions);
+        serve
+            .session_idle_timeout
+            .get_or_insert(defaults.session_idle_timeout.as_secs_f64());
+        serve
+            .max_connections
+            .get_or_insert(defaults.max_connections);
+        serve.max_connections_per_ip = serve
+            .max_connections_per_ip
+            .or(defaults.max_connections_per_ip);
+        shown.servers = (&options.supervisor).into();
         shown.audit = audit.as_ref().map(Into::into);
         effective["settings"] = serde_json::to_value(&shown)?;
         return print_json(&effective);
@@ -288,12 +319,24 @@ fn share_subscriptions(
     });
 }
 
-fn variables(args: &HostArgs) -> Variables {
-    let mut vars = Variables::from_process().inputs(Arc::new(TtyInputs));
+/// Where variables come from: the environment, `--workspace`, and for
+/// `${input:id}` the values given (`--input`, `--inputs-file`, the
+/// environment), the terminal, then the input's default.
+fn variables(args: &HostArgs) -> Result<Variables> {
+    let mut inputs = GivenInputs::new().person(Arc::new(TtyInputs));
+    if let Some(file) = &args.inputs_file {
+        inputs = inputs.file(file).map_err(anyhow::Error::msg)?;
+    }
+    for given in &args.input {
+        inputs = inputs
+            .assignment(given)
+            .map_err(|e| anyhow::anyhow!("--input {e}"))?;
+    }
+    let mut vars = Variables::from_process().inputs(Arc::new(inputs));
     if let Some(workspace) = &args.workspace {
         vars = vars.workspace(workspace.clone());
     }
-    vars
+    Ok(vars)
 }
 
 /// The configuration: the files given, or the embedded default.
@@ -559,50 +602,26 @@ fn looks_secret(name: &str) -> bool {
     .any(|word| name.contains(word))
 }
 
-/// Asks for `${input:id}` on the controlling terminal (not stdin, which
-/// may carry MCP messages); secrets are typed without echo.
-pub(crate) struct TtyInputs;
-
-impl InputProvider for TtyInputs {
-    fn ask(&self, input: &InputSpec) -> Result<String, String> {
-        use std::io::{BufRead, Write};
-        let prompt = match &input.default {
-            Some(default) => format!("{} [{default}]: ", input.description),
-            None => format!("{}: ", input.description),
-        };
-        let no_terminal = |e: std::io::Error| {
-            format!(
-                "input {:?} ({}) needs a person at a terminal: {e}",
-                input.id, input.description
-            )
-        };
-        let answer = if input.password {
-            rpassword::prompt_password(&prompt).map_err(no_terminal)?
-        } else {
-            let tty = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open("/dev/tty")
-                .map_err(no_terminal)?;
-            let mut writer = &tty;
-            writer.write_all(prompt.as_bytes()).map_err(no_terminal)?;
-            let mut line = String::new();
-            std::io::BufReader::new(&tty)
-                .read_line(&mut line)
-                .map_err(no_terminal)?;
-            line.trim_end_matches(['\r', '\n']).to_owned()
-        };
-        match (answer.is_empty(), &input.default) {
-            (true, Some(default)) => Ok(default.clone()),
-            _ => Ok(answer),
-        }
+/// The base URL of a host named as `--url` takes it: a URL (with or
+/// without `/mcp`), an address (`127.0.0.1:8080`, `localhost:8080`), or a
+/// port alone (on 127.0.0.1), as `--http` takes them.
+fn status_base(given: &str) -> String {
+    let given = given.trim().trim_end_matches('/');
+    let base = given.trim_end_matches("/mcp").trim_end_matches('/');
+    if base.contains("://") {
+        return base.to_owned();
+    }
+    match crate::serve::parse_listen_addr(base) {
+        Ok(addr) => format!("http://{addr}"),
+        Err(_) => format!("http://{base}"),
     }
 }
 
 /// The flags of `mcp host status`.
 #[derive(clap::Args, Debug)]
 pub struct StatusArgs {
-    /// The running host's address (its --http).
+    /// The running host's address, as its --http took it (a port alone,
+    /// an address such as 127.0.0.1:8080, or a URL).
     #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8080")]
     pub url: String,
     /// Print the JSON status as it is.
@@ -612,8 +631,7 @@ pub struct StatusArgs {
 
 /// Runs `mcp host status`.
 pub async fn status(args: &StatusArgs) -> Result<()> {
-    let base = args.url.trim_end_matches('/').trim_end_matches("/mcp");
-    let url = format!("{base}/status");
+    let url = format!("{}/status", status_base(&args.url));
     let response = reqwest::Client::new()
         .get(&url)
         .timeout(Duration::from_secs(10))
@@ -630,16 +648,27 @@ pub async fn status(args: &StatusArgs) -> Result<()> {
     if args.json {
         return print_json(&status);
     }
+    let servers = status["servers"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let width = servers
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .map(|name| name.chars().count())
+        .max()
+        .unwrap_or_default()
+        .max("server".len());
     let mut out = String::new();
     out.push_str(&format!(
-        "{:<20} {:<11} {:<16} {:<11} {:>5} {:>9} {:>7} {:>8}  last error\n",
+        "{:<width$} {:<11} {:<16} {:<11} {:>5} {:>9} {:>7} {:>8}  last error\n",
         "server", "state", "transport", "revision", "tools", "resources", "prompts", "restarts"
     ));
-    for server in status["servers"].as_array().into_iter().flatten() {
+    for server in servers {
         let text = |key: &str| server[key].as_str().unwrap_or("-").to_owned();
         let count = |key: &str| server[key].as_u64().unwrap_or_default();
         out.push_str(&format!(
-            "{:<20} {:<11} {:<16} {:<11} {:>5} {:>9} {:>7} {:>8}  {}\n",
+            "{:<width$} {:<11} {:<16} {:<11} {:>5} {:>9} {:>7} {:>8}  {}\n",
             text("name"),
             text("state"),
             text("transport"),
@@ -686,4 +715,35 @@ pub async fn status(args: &StatusArgs) -> Result<()> {
         ));
     }
     print_out(&out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_takes_the_host_as_http_takes_it() {
+        for (given, base) in [
+            ("18080", "http://127.0.0.1:18080"),
+            ("127.0.0.1:18080", "http://127.0.0.1:18080"),
+            ("localhost:18080", "http://127.0.0.1:18080"),
+            ("http://127.0.0.1:18080/mcp", "http://127.0.0.1:18080"),
+            ("http://host.example:8080/", "http://host.example:8080"),
+            ("host.example:8080", "http://host.example:8080"),
+        ] {
+            assert_eq!(status_base(given), base, "{given}");
+        }
+    }
+
+    #[test]
+    fn reloads_are_said_in_words() {
+        let names = |list: &[&str]| list.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            reload_summary(&names(&["a", "b"]), &names(&["b", "c"])),
+            "restarted b; started a; stopped c"
+        );
+        assert_eq!(reload_summary(&[], &[]), "no server changed");
+        assert_eq!(counted(1, "resource"), "1 resource");
+        assert_eq!(counted(0, "prompt"), "0 prompts");
+    }
 }

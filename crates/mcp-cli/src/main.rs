@@ -23,6 +23,7 @@ mod target;
 mod task;
 mod terminal;
 mod tool_table;
+mod tty_inputs;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};

@@ -13,8 +13,8 @@ use mcp_client::EraChoice;
 use mcp_host::config::{HostConfig, HttpKind, ServerConfig, TransportSpec, Variables};
 use mcp_http::HttpTransportKind;
 
-use crate::host::TtyInputs;
 use crate::target::Target;
+use crate::tty_inputs::TtyInputs;
 
 /// The flags that say how to reach a server, besides `--server`.
 #[derive(clap::Args, Debug, Clone, Default)]

@@ -421,6 +421,13 @@ async fn print_config_shows_the_effective_config_with_secrets_masked() {
         printed["servers"][1]["transport"]["headers"]["Authorization"],
         "***"
     );
+    // Every setting as it takes effect, defaults included.
+    let settings = &printed["settings"];
+    assert_eq!(settings["serve"]["http"], "127.0.0.1:8080", "{settings}");
+    assert_eq!(settings["serve"]["stdio"], false);
+    assert_eq!(settings["serve"]["max_sessions"], 10000);
+    assert_eq!(settings["servers"]["connect_timeout"], 30.0);
+    assert_eq!(settings["servers"]["max_in_flight"], 256);
 
     // The settings file is shown with them; a mistake in it names the key.
     let settings = dir.0.join("host.toml");
@@ -573,4 +580,72 @@ async fn a_busy_port_fails_before_any_server_starts() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains(&addr), "{stderr}");
     assert!(!started.exists(), "a server was started: {stderr}");
+}
+
+/// Without a terminal (as Claude Desktop starts `mcp host --stdio`), VS
+/// Code inputs come from `--input`, an inputs file, the environment or
+/// their defaults, and the log says which, never the values; an input
+/// none of them gives stops only its server, saying how to give it.
+#[tokio::test]
+async fn inputs_are_given_without_a_terminal() {
+    let dir = ConfigDir::new("inputs");
+    let config = dir.write(&json!({
+        "inputs": [
+            {"id": "greeting", "type": "promptString", "description": "Greeting", "default": "hello-default"},
+            {"id": "flagged", "type": "promptString", "description": "Flagged", "password": true},
+            {"id": "filed", "type": "promptString", "description": "Filed", "password": true},
+            {"id": "env-one", "type": "promptString", "description": "From the environment"},
+            {"id": "missing", "type": "promptString", "description": "Never given"}
+        ],
+        "servers": {
+            "e": {"command": "srv", "env": {
+                "A": "${input:greeting}", "B": "${input:flagged}",
+                "C": "${input:filed}", "D": "${input:env-one}"
+            }},
+            "f": {"command": "srv", "env": {"X": "${input:missing}"}}
+        }
+    }));
+    let inputs_file = dir.0.join("inputs.env");
+    std::fs::write(
+        &inputs_file,
+        "# given in a file\nfiled=\"value-from-file\"\n",
+    )
+    .unwrap();
+    // setsid: no controlling terminal, whoever runs the tests.
+    let output = tokio::process::Command::new("setsid")
+        .arg(MCP)
+        .args([
+            "host",
+            "--print-config",
+            "--input",
+            "flagged=value-from-flag",
+        ])
+        .arg("--inputs-file")
+        .arg(&inputs_file)
+        .arg("--config")
+        .arg(&config)
+        .env("MCP_INPUT_ENV_ONE", "value-from-env")
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let env = &printed["servers"][0]["transport"]["env"];
+    assert_eq!(env["A"], "hello-default", "{printed}");
+    assert_eq!(env["B"], "value-from-flag");
+    assert_eq!(env["C"], "value-from-file");
+    assert_eq!(env["D"], "value-from-env");
+    assert_eq!(printed["servers"].as_array().map(Vec::len), Some(1));
+    assert_eq!(printed["problems"][0]["server"], "f", "{printed}");
+    let problem = printed["problems"][0]["message"].to_string();
+    assert!(problem.contains("--input missing=VALUE"), "{problem}");
+    assert!(problem.contains("MCP_INPUT_MISSING"), "{problem}");
+    for said in ["\"greeting\"", "\"flagged\"", "\"filed\"", "\"env-one\""] {
+        assert!(stderr.contains(said), "{said} not in: {stderr}");
+    }
+    assert!(!stderr.contains("value-from"), "{stderr}");
+    assert!(!stderr.contains("hello-default"), "{stderr}");
 }

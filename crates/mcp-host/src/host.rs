@@ -55,7 +55,7 @@ pub enum HostEvent {
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct HostStatus {
-    /// Each running upstream, in config order.
+    /// Each running upstream, in config order (a reload keeps it).
     pub servers: Vec<UpstreamStatus>,
     /// Config entries that could not be used.
     pub problems: Vec<ConfigProblem>,
@@ -130,6 +130,8 @@ pub(crate) struct Inner {
     problems: Mutex<Vec<ConfigProblem>>,
     /// Why the last reload failed, until one succeeds.
     reload_error: Mutex<Option<String>>,
+    /// The servers' names in the order of the config, for showing.
+    order: Mutex<Vec<String>>,
     pub(crate) downstream: Downstream,
     pub(crate) tasks: crate::tasks::TaskRoutes,
     pub(crate) held: crate::rounds::HeldCalls,
@@ -190,6 +192,7 @@ impl Host {
                 catalog: RwLock::default(),
                 problems: Mutex::new(config.problems.clone()),
                 reload_error: Mutex::default(),
+                order: Mutex::new(config.servers.iter().map(|s| s.name.clone()).collect()),
                 downstream: Downstream::default(),
                 tasks: Default::default(),
                 held: Default::default(),
@@ -269,6 +272,7 @@ impl Host {
         for problem in &config.problems {
             tracing::error!("{problem}; that server is not started");
         }
+        *lock(&self.inner.order) = config.servers.iter().map(|s| s.name.clone()).collect();
         *lock(&self.inner.problems) = config.problems;
         *lock(&self.inner.reload_error) = None;
         tracing::info!(?started, ?stopped, "configuration reloaded");
@@ -389,8 +393,18 @@ impl Host {
     pub fn status(&self) -> HostStatus {
         let catalog = self.catalog();
         let (sessions, listeners) = self.inner.downstream.counts();
+        let mut servers: Vec<UpstreamStatus> =
+            self.upstreams().iter().map(|u| u.status()).collect();
+        let order = lock(&self.inner.order);
+        servers.sort_by_key(|s| {
+            order
+                .iter()
+                .position(|name| *name == s.name)
+                .unwrap_or(usize::MAX)
+        });
+        drop(order);
         HostStatus {
-            servers: self.upstreams().iter().map(|u| u.status()).collect(),
+            servers,
             problems: lock(&self.inner.problems).clone(),
             collisions: catalog.collisions.clone(),
             reload_error: lock(&self.inner.reload_error).clone(),

@@ -15,6 +15,7 @@
 //!
 //! [servers]                   # how every upstream is supervised
 //! connect_timeout = 30        # seconds to start, handshake and list
+//! probe_patience = 10         # seconds server/discover is waited for before initialize is sent too
 //! request_timeout = 60        # seconds per request (an entry's "timeout" wins)
 //! health_interval = 30        # seconds between pings
 //! backoff_initial = 0.5       # seconds before the first restart
@@ -126,6 +127,9 @@ pub struct ServeSettings {
 pub struct ServerSettings {
     /// Seconds to start, handshake and list.
     pub connect_timeout: Option<f64>,
+    /// Seconds a server's answer to `server/discover` is waited for alone
+    /// before `initialize` is sent too.
+    pub probe_patience: Option<f64>,
     /// Seconds per request.
     pub request_timeout: Option<f64>,
     /// Seconds between pings.
@@ -143,6 +147,25 @@ pub struct ServerSettings {
     /// The longest message a stdio server may send, in bytes; a longer
     /// one ends its connection.
     pub max_message_bytes: Option<usize>,
+}
+
+impl From<&SupervisorOptions> for ServerSettings {
+    /// Every key set, as `options` says.
+    fn from(options: &SupervisorOptions) -> Self {
+        let seconds = |d: Duration| Some(d.as_secs_f64());
+        ServerSettings {
+            connect_timeout: seconds(options.connect_timeout),
+            probe_patience: seconds(options.probe_patience),
+            request_timeout: seconds(options.request_timeout),
+            health_interval: seconds(options.health_interval),
+            backoff_initial: seconds(options.backoff_initial),
+            backoff_max: seconds(options.backoff_max),
+            shutdown_grace: seconds(options.shutdown_grace),
+            max_in_flight: Some(options.max_in_flight),
+            start_concurrency: Some(options.start_concurrency),
+            max_message_bytes: Some(options.max_message_bytes),
+        }
+    }
 }
 
 /// A settings file that cannot be used.
@@ -242,6 +265,11 @@ impl HostSettings {
                 s.connect_timeout,
                 "servers.connect_timeout",
                 &mut supervisor.connect_timeout,
+            ),
+            (
+                s.probe_patience,
+                "servers.probe_patience",
+                &mut supervisor.probe_patience,
             ),
             (
                 s.request_timeout,

@@ -499,10 +499,13 @@ async fn reload_starts_stops_and_restarts_only_what_changed() {
     .await;
     let kept = Arc::clone(&host.upstreams()[0]);
     let mut events = host.events();
-    host.reload(HostConfig {
-        servers: vec![keep, ServerConfig::remote("added", &probe_url)],
+    // The added server comes first in the new config.
+    let reloaded = host.reload(HostConfig {
+        servers: vec![ServerConfig::remote("added", &probe_url), keep],
         problems: Vec::new(),
     });
+    assert_eq!(reloaded.started, ["added"]);
+    assert_eq!(reloaded.stopped, ["gone"]);
     within("the added server", async {
         loop {
             let names: Vec<String> = host
@@ -531,6 +534,9 @@ async fn reload_starts_stops_and_restarts_only_what_changed() {
     );
     assert_eq!(kept.status().restarts, 0);
     assert_eq!(kept.status().state, UpstreamState::Ready);
+    // The status shows them in the config's order.
+    let shown: Vec<String> = host.status().servers.into_iter().map(|s| s.name).collect();
+    assert_eq!(shown, ["added", "keep"]);
     host.shutdown(Duration::from_secs(5)).await;
 }
 

@@ -8,6 +8,7 @@
 //! unset variable, no command and no URL) is a [`ConfigProblem`] naming the
 //! server, and only that server is left out.
 
+mod inputs;
 mod vars;
 
 use std::collections::BTreeMap;
@@ -17,6 +18,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+pub use inputs::{GivenInputs, input_env_name};
 pub use vars::{InputProvider, InputSpec, NoInputs, Variables};
 
 use crate::names::sanitize_namespace;
