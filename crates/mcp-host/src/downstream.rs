@@ -177,9 +177,11 @@ impl Downstream {
     /// flight on it (`callers`): a server on a shared connection does not
     /// say which call a message belongs to, so with several calls in flight
     /// it goes to none of them, rather than to a client it may not concern.
-    /// With no call in flight, it goes to the legacy sessions that asked
-    /// for messages with `logging/setLevel`. A legacy session's level is
-    /// applied; a 2026-07-28 client's was sent with its request.
+    /// With no call in flight, it goes to every legacy session, as a direct
+    /// connection to the server would: from the level a session chose with
+    /// `logging/setLevel`, and all of them to a session that chose none (the
+    /// server's own default applies). A 2026-07-28 client's level was sent
+    /// with its request; it hears messages only within its calls.
     pub(crate) fn log_message(&self, callers: Vec<Peer>, params: &Value) {
         let level: Option<LoggingLevel> = params
             .get("level")
@@ -190,11 +192,7 @@ impl Downstream {
                 .and_then(|l| *lock(&l.0))
         };
         let targets: Vec<Peer> = match callers.len() {
-            0 => lock(&self.sessions)
-                .values()
-                .filter(|peer| chosen(peer).is_some())
-                .cloned()
-                .collect(),
+            0 => lock(&self.sessions).values().cloned().collect(),
             1 => callers,
             _ => {
                 tracing::debug!("a log message with several calls in flight is not passed on");

@@ -174,17 +174,25 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    /// Ends the session, then stops the child as the specification says
-    /// (stdin closed, wait, SIGTERM, wait, SIGKILL) and sweeps whatever
-    /// the child left running in its process group. Returns how a child
-    /// exited.
+    /// Ends the session and stops the child as the specification says
+    /// (stdin closed, wait, SIGTERM, wait, SIGKILL), then sweeps whatever
+    /// the child left running in its process group. The session's end is
+    /// not waited for before the signals: a child that outlives its stdin
+    /// (a timer keeps it running) keeps its output open until it is
+    /// signalled. Returns how a child exited.
     pub(crate) async fn close(self, grace: Duration) -> Option<std::process::ExitStatus> {
-        self.client.close().await;
-        drop(self.http);
-        let exited = match self.child {
-            Some(child) => child.with_grace(grace).shutdown().await.ok(),
-            None => None,
+        let closed = async {
+            // A remote session's end is bounded too.
+            let _ = tokio::time::timeout(grace.saturating_mul(3), self.client.close()).await;
         };
+        let exited = async {
+            match self.child {
+                Some(child) => child.with_grace(grace).shutdown().await.ok(),
+                None => None,
+            }
+        };
+        let ((), exited) = tokio::join!(closed, exited);
+        drop(self.http);
         drop(self.group);
         exited
     }

@@ -701,8 +701,9 @@ impl Upstream {
             })
             .elicitation_url(true)
             .on_notification(move |n: &Notification| {
-                // A flood beyond the queue is dropped, not buffered.
-                if notifications.try_send(n.clone()).is_err()
+                // A flood beyond the queue is dropped, not buffered; once
+                // the connection is being closed, nothing is handled.
+                if let Err(mpsc::error::TrySendError::Full(_)) = notifications.try_send(n.clone())
                     && let Some(upstream) = flooded.upgrade()
                 {
                     if n.method.ends_with("/list_changed") {
