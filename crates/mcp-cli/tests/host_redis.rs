@@ -120,7 +120,9 @@ impl Events {
 
 #[tokio::test]
 async fn an_answer_posted_to_another_host_reaches_the_host_that_asked() {
-    let redis = Redis::start();
+    let Some(redis) = Redis::start_or_skip() else {
+        return;
+    };
     let config = ConfigDir::everything("host-redis-relay");
     let (_a, a) = host(&config, &redis.url).await;
     let (_b, b) = host(&config, &redis.url).await;
@@ -200,7 +202,9 @@ async fn update_until_heard(url: &str, session: &str, stream: &mut Events) -> Va
 
 #[tokio::test]
 async fn an_update_through_any_host_reaches_a_subscriber_on_another() {
-    let redis = Redis::start();
+    let Some(redis) = Redis::start_or_skip() else {
+        return;
+    };
     let config = ConfigDir::everything("host-redis-updates");
     let (_a, a) = host(&config, &redis.url).await;
     let (_b, b) = host(&config, &redis.url).await;
@@ -323,7 +327,9 @@ async fn answer(url: &str, session: &str, body: Value) -> Value {
 
 #[tokio::test]
 async fn a_task_started_through_one_host_is_followed_through_another() {
-    let redis = Redis::start();
+    let Some(redis) = Redis::start_or_skip() else {
+        return;
+    };
     // The upstream speaks 2026-07-28: each host bridges the legacy
     // client's task to the upstream's.
     let config = ConfigDir::everything("host-redis-tasks");

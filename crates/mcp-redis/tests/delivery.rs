@@ -142,7 +142,9 @@ impl Received {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standalone_stream_gets_what_every_instance_sends_once_and_in_order() {
     const EACH: u64 = 600;
-    let redis = Redis::start();
+    let Some(redis) = Redis::start_or_skip() else {
+        return;
+    };
     let conn = redis.connect().await;
     let a = Instance::start_delivering(server(), &redis, &conn).await;
     let b = Instance::start_delivering(server(), &redis, &conn).await;
@@ -210,7 +212,9 @@ async fn a_standalone_stream_gets_what_every_instance_sends_once_and_in_order() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resource_update_on_one_instance_reaches_subscribers_on_the_others() {
-    let redis = Redis::start();
+    let Some(redis) = Redis::start_or_skip() else {
+        return;
+    };
     let conn = redis.connect().await;
     let a = Instance::start_delivering(server(), &redis, &conn).await;
     let b = Instance::start_delivering(server(), &redis, &conn).await;
@@ -345,7 +349,9 @@ async fn a_resource_update_on_one_instance_reaches_subscribers_on_the_others() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resource_updates_raised_while_no_instance_holds_the_stream_wait_for_its_resume() {
-    let redis = Redis::start();
+    let Some(redis) = Redis::start_or_skip() else {
+        return;
+    };
     let conn = redis.connect().await;
     let a = Instance::start_delivering(server(), &redis, &conn).await;
     let b = Instance::start_delivering(server(), &redis, &conn).await;
@@ -450,7 +456,9 @@ async fn resource_updates_raised_while_no_instance_holds_the_stream_wait_for_its
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cursors_from_one_instance_are_accepted_by_another_with_the_same_key() {
-    let redis = Redis::start();
+    let Some(redis) = Redis::start_or_skip() else {
+        return;
+    };
     let mut conn = redis.connect().await;
     let paged = || Server::builder("paged", "1.0").page_size(1);
     let paged = |key: &[u8]| {
@@ -519,7 +527,9 @@ async fn cursors_from_one_instance_are_accepted_by_another_with_the_same_key() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_posted_to_another_instance_reaches_the_request() {
-    let redis = Redis::start();
+    let Some(redis) = Redis::start_or_skip() else {
+        return;
+    };
     let conn = redis.connect().await;
     let a = Instance::start_delivering(server(), &redis, &conn).await;
     let b = Instance::start_delivering(server(), &redis, &conn).await;
@@ -602,7 +612,9 @@ impl mcp_core::Service for Nothing {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_on_an_instance_that_dies_ends_with_an_error_and_its_stream_resumes_elsewhere() {
-    let redis = Redis::start();
+    let Some(redis) = Redis::start_or_skip() else {
+        return;
+    };
     let conn = redis.connect().await;
     let mut a = Killable::start(&redis, server);
     let b = Instance::start_delivering(server(), &redis, &conn).await;
@@ -715,7 +727,9 @@ async fn a_call_on_an_instance_that_dies_ends_with_an_error_and_its_stream_resum
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_without_priming_events_is_fed_from_the_start() {
     const OLDER: &str = "2025-06-18";
-    let redis = Redis::start();
+    let Some(redis) = Redis::start_or_skip() else {
+        return;
+    };
     let conn = redis.connect().await;
     let a = Instance::start_delivering(server(), &redis, &conn).await;
     let b = Instance::start_delivering(server(), &redis, &conn).await;
@@ -782,7 +796,9 @@ async fn a_stream_without_priming_events_is_fed_from_the_start() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_followed_stream_ends_when_replaced_or_when_its_session_ends() {
-    let redis = Redis::start();
+    let Some(redis) = Redis::start_or_skip() else {
+        return;
+    };
     let conn = redis.connect().await;
     let a = Instance::start_delivering(server(), &redis, &conn).await;
     let http = client();
@@ -846,7 +862,9 @@ async fn modern_call(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_state_from_one_instance_is_accepted_by_another_with_the_same_key() {
     const TOOL: &str = "test_input_required_result_elicitation";
-    let redis = Redis::start();
+    let Some(redis) = Redis::start_or_skip() else {
+        return;
+    };
     let conn = redis.connect().await;
     let keyed = |key: &[u8]| {
         let server = mcp_servers::everything::server();
@@ -881,7 +899,9 @@ async fn request_state_from_one_instance_is_accepted_by_another_with_the_same_ke
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bus_comes_back_after_a_redis_outage() {
-    let mut redis = Redis::start();
+    let Some(mut redis) = Redis::start_or_skip() else {
+        return;
+    };
     let conn = redis.connect().await;
     let a = Instance::start_delivering(server(), &redis, &conn).await;
     let b = Instance::start_delivering(server(), &redis, &conn).await;

@@ -88,7 +88,9 @@ async fn messages(response: reqwest::Response) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_opened_on_one_instance_continues_on_another() {
-    let redis = Redis::start();
+    let Some(redis) = Redis::start_or_skip() else {
+        return;
+    };
     let conn = redis.connect().await;
     let gate = Arc::new(Notify::new());
     let a = Instance::start(server(Arc::clone(&gate)), &conn, |c| c).await;
@@ -212,7 +214,9 @@ impl Collected {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_started_on_one_instance_resumes_on_another_without_loss_or_repeat() {
     const COUNT: u64 = 1500;
-    let redis = Redis::start();
+    let Some(redis) = Redis::start_or_skip() else {
+        return;
+    };
     let conn = redis.connect().await;
     let gate = Arc::new(Notify::new());
     let a = Instance::start(server(Arc::clone(&gate)), &conn, |c| c).await;
@@ -264,7 +268,9 @@ async fn a_stream_started_on_one_instance_resumes_on_another_without_loss_or_rep
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outage_gives_clear_errors_and_the_instances_recover() {
-    let mut redis = Redis::start();
+    let Some(mut redis) = Redis::start_or_skip() else {
+        return;
+    };
     let conn = redis.connect().await;
     let gate = Arc::new(Notify::new());
     let a = Instance::start(server(Arc::clone(&gate)), &conn, |c| c).await;

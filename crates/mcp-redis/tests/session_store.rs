@@ -13,7 +13,9 @@ const TTL: Duration = Duration::from_secs(60);
 
 #[tokio::test]
 async fn records_are_saved_loaded_renewed_and_removed() {
-    let redis = Redis::start();
+    let Some(redis) = Redis::start_or_skip() else {
+        return;
+    };
     let mut conn = redis.connect().await;
     let store = RedisSessionStore::new(conn.clone());
     let mut record = SessionRecord::new("2025-06-18")
@@ -49,7 +51,9 @@ async fn records_are_saved_loaded_renewed_and_removed() {
 
 #[tokio::test]
 async fn records_expire_when_unused() {
-    let redis = Redis::start();
+    let Some(redis) = Redis::start_or_skip() else {
+        return;
+    };
     let conn = redis.connect().await;
     let store = RedisSessionStore::new(conn.clone()).prefix("test:");
     store
@@ -80,7 +84,9 @@ async fn records_expire_when_unused() {
 
 #[tokio::test]
 async fn an_unreadable_record_or_an_outage_is_an_error() {
-    let mut redis = Redis::start();
+    let Some(mut redis) = Redis::start_or_skip() else {
+        return;
+    };
     let mut conn = redis.connect().await;
     let store = RedisSessionStore::new(conn.clone());
     let _: () = redis::cmd("SET")
