@@ -295,12 +295,23 @@ async fn the_host_reaches_a_protected_server_with_the_stored_credentials() {
     // No credentials yet: the host asks for a sign-in (on its stderr), and
     // the server stays down rather than holding the others.
     let (mut unsigned, host_url) = host(&config, &settings, &dir.join("none.json")).await;
-    let status: serde_json::Value = reqwest::get(host_url.replace("/mcp", "/status"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    // The host serves at once; the server's first start then fails.
+    let status = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let status: serde_json::Value = reqwest::get(host_url.replace("/mcp", "/status"))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if status["servers"][0]["state"] != "starting" {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the server's first start ends within 30 s");
     assert_eq!(status["servers"][0]["state"], "restarting", "{status}");
     unsigned.kill().await.unwrap();
     let mut stderr = String::new();

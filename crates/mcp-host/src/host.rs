@@ -356,6 +356,8 @@ impl Host {
     /// the server raises. Nothing for a resource no server has, or a
     /// server that takes no subscriptions; a refusal is only logged.
     pub async fn subscribe_upstream(&self, uri: &str) {
+        // At start, the servers coming up are waited for.
+        self.settled().await;
         let Some(route) = self.catalog().resource(uri) else {
             return;
         };
@@ -444,11 +446,7 @@ impl Host {
     /// after the start), so that a client's first requests find what comes
     /// up quickly; at once afterwards.
     pub async fn settled(&self) {
-        if self
-            .inner
-            .settled
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
+        if self.is_settled() {
             return;
         }
         let deadline = *lock(&self.inner.start_deadline);
@@ -459,6 +457,13 @@ impl Host {
         self.inner
             .settled
             .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether [`Host::settled`] waits no more.
+    pub(crate) fn is_settled(&self) -> bool {
+        self.inner
+            .settled
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Stops every upstream (children are closed as the specification

@@ -150,8 +150,6 @@ impl Gateway {
         // without it (a 2026-07-28 client's is large, and repeated each
         // time), and what of it goes on is taken from the context.
         let params = params?;
-        // The first requests find the servers that come up quickly.
-        self.host.settled().await;
         if let Some(list) = ListOf::asked_by(method) {
             let params = params.into_map()?;
             return pages::page(&self.host.catalog(), list, &params, ctx.revision);
@@ -584,6 +582,13 @@ impl Service for Gateway {
         ctx: RequestContext,
     ) -> BoxFuture<'static, HandlerResult> {
         let gateway = self.clone();
+        if !self.host.is_settled() {
+            // The first requests find the servers that come up quickly.
+            return Box::pin(async move {
+                gateway.host.settled().await;
+                gateway.handle_request(request, ctx).await
+            });
+        }
         let params = Params::read_parsed(request.params_past_meta().as_deref());
         let method = request.method;
         match self.host.audit() {
