@@ -234,6 +234,117 @@ async def sse_resume_after_sigkill(rig):
         check(updates == EVENTS, f"{updates} of {EVENTS} resources/updated arrived")
 
 
+async def read_answer(response, id, deadline, first_id=False):
+    """Reads a request's SSE stream until the answer to `id`, the stream's
+    end, or `deadline` (or, with `first_id`, the first event with an id):
+    (the answer or None, the last event id, the methods of the
+    notifications before it)."""
+    answer, last_id, notes = None, None, []
+
+    async def read():
+        nonlocal answer, last_id
+        async for event in wire.events(response):
+            if event["id"]:
+                last_id = event["id"]
+                if first_id:
+                    return
+            if event["data"]:
+                message = json.loads(event["data"])
+                if message.get("id") == id and "method" not in message:
+                    answer = message
+                    return
+                if "method" in message:
+                    notes.append(message["method"])
+
+    try:
+        await asyncio.wait_for(read(), max(0.1, deadline - time.monotonic()))
+    except (asyncio.TimeoutError, wire.httpx.ReadError, wire.httpx.RemoteProtocolError):
+        pass
+    return answer, last_id, notes
+
+
+async def call_resumed_after_sigkill(rig):
+    """A call whose instance is killed mid-call ends within a bounded time:
+    its stream, resumed through nginx on another instance with
+    Last-Event-ID, delivers a JSON-RPC error for it, rather than ending
+    without an answer again and again."""
+    async with wire.client() as http:
+        session = await wire.Session(http, rig.url).initialize()
+        call = {"jsonrpc": "2.0", "id": 77, "method": "tools/call",
+                "params": {"name": "test_tool_slow", "arguments": {"durationMs": 60000},
+                           "_meta": {"progressToken": "slow"}}}
+        response = await session.post(call, stream=True)
+        check(response.status_code == 200, f"tools/call answered {response.status_code}")
+        victim = stream_instance(response, rig)
+        _, last_id, _ = await read_answer(response, 77, time.monotonic() + 10, first_id=True)
+        check(last_id, "the call's stream carried no event id to resume from")
+        rig.kill_instance(victim)
+        await response.aclose()
+        deadline = time.monotonic() + 20
+        answer, resumes = None, 0
+        while answer is None and time.monotonic() < deadline:
+            resumes += 1
+            stream = await session.listen(last_event_id=last_id)
+            check(stream_instance(stream, rig) != victim, "resumed on the dead instance")
+            answer, resumed_id, _ = await read_answer(stream, 77, deadline)
+            last_id = resumed_id or last_id
+            await stream.aclose()
+        check(answer is not None, f"no answer to the call in 20 s, after {resumes} resumption(s)")
+        check("error" in answer, f"the call was answered with no error: {answer}")
+        print(f"  after {resumes} resumption(s): {json.dumps(answer)[:200]}")
+
+
+async def call_resumed_elsewhere_while_running(rig):
+    """A call whose stream is resumed on another instance while its own
+    instance still runs it is not answered there with an error: it is
+    answered, once done, on its own instance."""
+    async with wire.client() as http:
+        session = await wire.Session(http, rig.url).initialize()
+        call = {"jsonrpc": "2.0", "id": 78, "method": "tools/call",
+                "params": {"name": "test_tool_slow", "arguments": {"durationMs": 1500},
+                           "_meta": {"progressToken": "slow"}}}
+        response = await session.post(call, url=rig.instance_url(0), stream=True)
+        check(response.status_code == 200, f"tools/call answered {response.status_code}")
+        _, last_id, _ = await read_answer(response, 78, time.monotonic() + 10, first_id=True)
+        check(last_id, "the call's stream carried no event id to resume from")
+        await response.aclose()
+        elsewhere = await session.listen(url=rig.instance_url(1), last_event_id=last_id)
+        answer, _, _ = await read_answer(elsewhere, 78, time.monotonic() + 5)
+        await elsewhere.aclose()
+        check(answer is None, f"answered on another instance while it runs: {answer}")
+        home = await session.listen(url=rig.instance_url(0), last_event_id=last_id)
+        answer, _, _ = await read_answer(home, 78, time.monotonic() + 20)
+        await home.aclose()
+        check(answer is not None and "result" in answer, f"no result on its own instance: {answer}")
+
+
+async def progress_after_redis_restart(rig):
+    """After Redis restarts, a new session's call on every instance
+    streams its progress notifications and its result."""
+    async with wire.client() as http:
+        rig.stop_redis()
+        rig.start_redis()
+        deadline = time.monotonic() + 20
+        for i in range(rig.count):
+            while True:
+                try:
+                    session = await wire.Session(http, rig.instance_url(i)).initialize()
+                    break
+                except AssertionError:
+                    check(time.monotonic() < deadline, f"instance {i}: no new session 20 s after Redis came back")
+                    await asyncio.sleep(0.2)
+            call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                    "params": {"name": "test_tool_with_progress", "arguments": {},
+                               "_meta": {"progressToken": f"p{i}"}}}
+            response = await session.post(call, stream=True)
+            check(response.status_code == 200, f"instance {i}: tools/call answered {response.status_code}")
+            answer, _, notes = await read_answer(response, 5, time.monotonic() + 30)
+            await response.aclose()
+            progress = notes.count("notifications/progress")
+            check(answer is not None and "result" in answer, f"instance {i}: no result within 30 s: {answer}")
+            check(progress == 3, f"instance {i}: {progress} of 3 progress notifications ({notes})")
+
+
 async def resources_updated_across_instances(rig):
     """resources/updated raised on instance 1 (by another session) reaches
     a subscriber whose stream is on instance 0."""
@@ -456,6 +567,9 @@ def cases(rig):
         ("tasks-across-instances", lambda: tasks_across_instances(rig)),
         ("tasks-across-instances-modern", lambda: tasks_across_instances_modern(rig)),
         ("redis-restart", lambda: redis_restart(rig)),
+        ("call-resumed-after-sigkill", lambda: call_resumed_after_sigkill(rig)),
+        ("call-resumed-elsewhere-while-running", lambda: call_resumed_elsewhere_while_running(rig)),
+        ("progress-after-redis-restart", lambda: progress_after_redis_restart(rig)),
     ]
 
 

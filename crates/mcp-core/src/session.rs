@@ -891,9 +891,23 @@ impl Engine {
                 .initialize(identity, params)
                 .map(|r| Admission::Answer(Ok(r), None));
         }
-        let state = self.shared.state();
+        let mut state = self.shared.state();
+        let mut became_ready = false;
         let negotiated = match (state.phase, &state.negotiated) {
-            (Phase::Initializing | Phase::Ready, Some(negotiated)) => Arc::clone(negotiated),
+            (Phase::Ready, Some(negotiated)) => Arc::clone(negotiated),
+            (Phase::Initializing, Some(negotiated)) => {
+                let negotiated = Arc::clone(negotiated);
+                // A client's request (a ping aside) says it is past its
+                // handshake, whether or not its `notifications/initialized`
+                // came first: over HTTP the two race on separate
+                // connections, or reach different instances sharing the
+                // session.
+                if method != methods::PING {
+                    state.phase = Phase::Ready;
+                    became_ready = true;
+                }
+                negotiated
+            }
             // Legacy clients may ping before initializing.
             _ if method == methods::PING && meta.protocol_version.is_none() => {
                 return Ok(Admission::Answer(Ok(empty_result()), None));
@@ -912,6 +926,9 @@ impl Engine {
             },
         };
         drop(state);
+        if became_ready {
+            self.service.session_ready(&self.peer);
+        }
         let revision = negotiated.revision_in_force();
         if !revision.defines_client_request(method) {
             return Err(

@@ -1246,29 +1246,31 @@ async fn server_does_not_ask_a_client_without_sampling() {
 }
 
 #[tokio::test]
-async fn server_sends_only_ping_before_initialized() {
+async fn a_clients_request_ends_its_handshake_a_ping_does_not() {
+    // Over HTTP, `notifications/initialized` and the client's first
+    // request race on separate connections, or reach different instances
+    // sharing the session: a request (a ping aside) says the client is
+    // past its handshake as surely as the notification.
     let mut h = start();
     h.initialize("2025-06-18", json!({ "sampling": {} })).await;
-    // No notifications/initialized yet.
-    let response = h.request(call(1, "ask_client", json!({}))).await;
-    assert_eq!(response["result"]["errorKind"], "not_allowed", "{response}");
-    h.expect_no_message_within(200).await;
-
-    // ping is allowed.
-    h.send(call(2, "ping_client", json!({}))).await;
-    let ping = h.recv().await;
-    assert_eq!(ping["method"], "ping", "{ping}");
-    h.send(json!({ "jsonrpc": "2.0", "id": ping["id"], "result": {} }))
+    let response = h
+        .request(json!({ "jsonrpc": "2.0", "id": "p", "method": "ping" }))
         .await;
-    let response = h.recv().await;
-    assert_eq!(response["id"], 2, "{response}");
-    assert_eq!(response["result"]["answer"], json!({}), "{response}");
-
-    // After notifications/initialized, sampling goes out.
-    h.initialized().await;
-    h.send(call(3, "ask_client", json!({}))).await;
+    assert_eq!(response["result"], json!({}), "{response}");
+    h.expect_no_message_within(200).await;
+    // No notifications/initialized yet: the call's own question goes out.
+    h.send(call(1, "ask_client", json!({}))).await;
     let request = h.recv().await;
     assert_eq!(request["method"], "sampling/createMessage", "{request}");
+    h.send(json!({ "jsonrpc": "2.0", "id": request["id"], "result": {
+        "role": "assistant", "content": { "type": "text", "text": "hi" }, "model": "m" } }))
+        .await;
+    let response = h.recv().await;
+    assert_eq!(response["id"], 1, "{response}");
+    // The notification, late, changes nothing.
+    h.initialized().await;
+    let echo = h.request(call(2, "echo", json!({}))).await;
+    assert!(echo.get("result").is_some(), "{echo}");
 }
 
 #[tokio::test]

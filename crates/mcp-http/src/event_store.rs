@@ -27,6 +27,26 @@ pub struct Replay {
     pub stream: StreamId,
     /// The events strictly after the client's last event id on that stream, oldest first.
     pub events: Vec<(EventId, Arc<str>)>,
+    /// The note of the stream's priming event, without its mark, where
+    /// it has one (see [`PRIMING_NOTE`]) and the store still holds it.
+    pub note: Option<Arc<str>>,
+}
+
+/// The first character of a priming event that carries a note for the
+/// instance a client resumes on (which requests the stream carries, and
+/// where they run). A priming event is stored with an empty message, or
+/// this mark and its note; either way it is never replayed. Messages
+/// proper are JSON, which never starts with it.
+pub const PRIMING_NOTE: char = '#';
+
+/// Whether a stored message is a priming event, never replayed.
+pub fn is_priming(message: &str) -> bool {
+    message.is_empty() || message.starts_with(PRIMING_NOTE)
+}
+
+/// The note a stored priming event carries, if it is one with a note.
+pub fn priming_note(message: &str) -> Option<&str> {
+    message.strip_prefix(PRIMING_NOTE)
 }
 
 /// Why a resume cannot be served.
@@ -403,12 +423,18 @@ impl MemoryEventStore {
         let events = st
             .events
             .range(start..)
-            .filter(|(_, message)| !message.is_empty())
+            .filter(|(_, message)| !is_priming(message))
             .map(|(s, message)| (self.event_id(session, stream, *s), message.clone()))
             .collect();
+        let note = st
+            .events
+            .front()
+            .and_then(|(_, message)| priming_note(message))
+            .map(Arc::from);
         Ok(Replay {
             stream: stream.to_owned(),
             events,
+            note,
         })
     }
 

@@ -28,4 +28,19 @@ pub trait ResponseRelay: Send + Sync + 'static {
         let _ = session;
         Box::pin(async {})
     }
+
+    /// This instance's id among those sharing the sessions, where the
+    /// relay knows one: the streams of requests running here name it, so
+    /// that a client resuming one on another instance after this one
+    /// died learns its requests' fate. `None` (the default): not noted.
+    fn instance(&self) -> Option<&str> {
+        None
+    }
+
+    /// Whether instance `instance` still runs (the default, which cannot
+    /// tell, says it does).
+    fn alive(&self, instance: &str) -> BoxFuture<'_, bool> {
+        let _ = instance;
+        Box::pin(async { true })
+    }
 }

@@ -259,6 +259,15 @@ impl RedisBus {
 }
 
 impl ResponseRelay for RedisBus {
+    fn instance(&self) -> Option<&str> {
+        Some(&self.inner.instance)
+    }
+
+    fn alive(&self, instance: &str) -> BoxFuture<'_, bool> {
+        let instance = instance.to_owned();
+        Box::pin(async move { RedisBus::alive(self, &instance).await })
+    }
+
     fn session_changed(&self, session: &str) -> BoxFuture<'_, ()> {
         let payload = format!("{} {session}", self.inner.instance);
         Box::pin(async move {

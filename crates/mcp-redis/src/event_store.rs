@@ -18,6 +18,7 @@ use std::time::Duration;
 use mcp_core::BoxFuture;
 use mcp_http::event_store::{
     EventId, EventStore, EventStoreError, EventStoreStats, FollowStream, Replay, ReplayError,
+    is_priming, priming_note,
 };
 use redis::aio::ConnectionManager;
 use redis::{Script, Value};
@@ -45,9 +46,9 @@ return id
 
 /// The events after an entry, if the entry is there with this tag.
 ///
-/// KEYS: the stream. ARGV: entry id, tag. Returns `{1, entries}`; `{-1,
-/// first id}` when the entry is gone but others are there; `{0}` when the
-/// tag does not match or the stream is empty.
+/// KEYS: the stream. ARGV: entry id, tag. Returns `{1, entries, first
+/// entry}`; `{-1, first id}` when the entry is gone but others are there;
+/// `{0}` when the tag does not match or the stream is empty.
 static REPLAY: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -61,7 +62,8 @@ local fields = found[1][2]
 for i = 1, #fields, 2 do
   if fields[i] == 't' then
     if fields[i + 1] == ARGV[2] then
-      return {1, redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+')}
+      local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
+      return {1, redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+'), first}
     end
     return {0}
   end
@@ -198,8 +200,26 @@ fn parse_entry_id(id: &[u8]) -> Option<(u64, u64)> {
     Some((ms.parse().ok()?, seq.parse().ok()?))
 }
 
-/// The events of a replay's reply: `[[id, [field, value, ...]], ...]`.
+/// The events of a replay's reply: `[[id, [field, value, ...]], ...]`,
+/// priming events left out.
 fn replayed_events(stream: &str, entries: Vec<Value>) -> Option<Vec<(EventId, Arc<str>)>> {
+    let mut events = stored_events(stream, entries)?;
+    events.retain(|(_, message)| !is_priming(message));
+    Some(events)
+}
+
+/// The note of a stream whose first entry is `first` (`[[id, fields]]`,
+/// or none), where it is a priming event with a note.
+fn stream_note(stream: &str, first: Option<Value>) -> Option<Arc<str>> {
+    let Some(Value::Array(first)) = first else {
+        return None;
+    };
+    let (_, message) = stored_events(stream, first)?.into_iter().next()?;
+    priming_note(&message).map(Arc::from)
+}
+
+/// The events of entries `[[id, [field, value, ...]], ...]`, as stored.
+fn stored_events(stream: &str, entries: Vec<Value>) -> Option<Vec<(EventId, Arc<str>)>> {
     let mut events = Vec::with_capacity(entries.len());
     for entry in entries {
         let Value::Array(mut parts) = entry else {
@@ -223,10 +243,7 @@ fn replayed_events(stream: &str, entries: Vec<Value>) -> Option<Vec<(EventId, Ar
             }
         }
         let (tag, message) = (tag?, message?);
-        // Priming events carry no message and are never replayed.
-        if !message.is_empty() {
-            events.push((format!("{stream}:{id}-{tag}"), Arc::from(message)));
-        }
+        events.push((format!("{stream}:{id}-{tag}"), Arc::from(message)));
     }
     Some(events)
 }
@@ -283,6 +300,7 @@ impl EventStore for RedisEventStore {
             let Value::Array(mut parts) = reply else {
                 return Err(ReplayError::UnknownEvent);
             };
+            let third = (parts.len() > 2).then(|| parts.remove(2));
             let second = (parts.len() > 1).then(|| parts.remove(1));
             match (parts.first(), second) {
                 (Some(Value::Int(1)), Some(Value::Array(entries))) => {
@@ -290,7 +308,12 @@ impl EventStore for RedisEventStore {
                         tracing::warn!(%key, "unreadable events in Redis");
                         ReplayError::UnknownEvent
                     })?;
-                    Ok(Replay { stream, events })
+                    let note = stream_note(&stream, third);
+                    Ok(Replay {
+                        stream,
+                        events,
+                        note,
+                    })
                 }
                 // The entry was trimmed away, and some after it too.
                 (Some(Value::Int(-1)), Some(Value::BulkString(first)))

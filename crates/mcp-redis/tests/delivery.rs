@@ -705,15 +705,20 @@ async fn a_call_on_an_instance_that_dies_ends_with_an_error_and_its_stream_resum
     while events.next().await.is_some() {}
 
     // Resumed on B from the first message: the two stored after it, once;
-    // the call's stream then ends (no instance runs it any more).
+    // then, as no instance runs the call any more, an error answering it,
+    // and the stream ends.
     let response = resume(&http, &b.url, &session, &first_id).await;
     assert_eq!(response.status(), StatusCode::OK);
     let mut resumed = Events::new(response);
     let mut again = Vec::new();
+    let mut answers = Vec::new();
     while let Some(event) = resumed.next().await {
         if !event.data.is_empty() {
             let message: Value = serde_json::from_str(&event.data).expect("JSON");
-            again.push(message["params"]["data"]["n"].as_u64().expect("numbered"));
+            match message.get("id") {
+                Some(_) => answers.push(message),
+                None => again.push(message["params"]["data"]["n"].as_u64().expect("numbered")),
+            }
         }
     }
     assert_eq!(seen, [0, 1, 2]);
@@ -722,6 +727,10 @@ async fn a_call_on_an_instance_that_dies_ends_with_an_error_and_its_stream_resum
         [1, 2],
         "what was stored after the first message, once"
     );
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert_eq!(answers[0]["id"], 50, "{answers:?}");
+    let message = answers[0]["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("stopped before answering"), "{answers:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -461,10 +461,12 @@ fn conformance_tools(watched: Arc<AtomicU64>) -> Vec<ToolDef> {
         ),
         ToolDef::new(
             "test_tool_slow",
-            "Works for durationMs milliseconds (default 5000), honouring cancellation",
+            "Works for durationMs milliseconds (default 5000), honouring cancellation; \
+             reports progress 0 at the start when asked (a progress token)",
             |args: SlowArgs, ctx: Context| async move {
                 let duration = Duration::from_millis(args.duration_ms.unwrap_or(5000).min(600_000));
                 ctx.log(LoggingLevel::Info, None, "slow tool started").await;
+                ctx.progress(0.0, None, Some("started")).await;
                 tokio::select! {
                     _ = tokio::time::sleep(duration) => text_result("slow done"),
                     _ = ctx.cancelled() => Err(HandlerError::failed("cancelled")),

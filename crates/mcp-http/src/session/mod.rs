@@ -22,17 +22,20 @@ use mcp_schema::ProtocolVersion;
 use mcp_schema::jsonrpc::{Frame, RequestId};
 use smallvec::smallvec;
 
-use crate::event_store::{EventStoreError, ReplayError};
+use crate::event_store::{EventStoreError, Replay, ReplayError, is_priming};
+use mcp_schema::jsonrpc::ErrorObject;
 
 mod delivery;
 mod manager;
 mod routes;
+mod stream_note;
 
 pub(crate) use delivery::{Delivery, MessageText};
 pub(crate) use manager::{Lookup, SessionLimit, SessionManager};
 use manager::{RouteSettings, idle_intervals};
 pub(crate) use routes::Outlet;
 use routes::{RequestIds, RouteTable, Routes, StreamRoute};
+use stream_note::{StreamNote, answered_id};
 
 /// The id of the standalone (GET) stream of a session.
 pub(crate) const STANDALONE: RouteKey = 0;
@@ -281,7 +284,7 @@ impl HttpSession {
         if priming || self.routes.follows {
             // A stream that follows the store starts after its priming
             // event, sent to clients that expect one.
-            let primed = self.routes.prime(STANDALONE).await?;
+            let primed = self.routes.prime(STANDALONE, &[]).await?;
             after.clone_from(&primed.event_id);
             if priming {
                 let _ = sink.send(primed);
@@ -318,14 +321,26 @@ impl HttpSession {
             .await;
         let outcome = match replay {
             Ok(replay) => {
+                let orphans = self.orphaned_requests(&replay).await;
                 let mut after = last_event_id;
                 for (id, text) in replay
                     .events
                     .into_iter()
-                    .filter(|(_, text)| !text.is_empty())
+                    .filter(|(_, text)| !is_priming(text))
                 {
                     after.clone_from(&id);
                     let _ = sink.replay(Delivery::new(MessageText::Shared(text), Some(id), false));
+                }
+                if !orphans.is_empty() {
+                    // Nothing will answer them: they are answered here.
+                    let error = ErrorObject::internal(
+                        "the server instance handling this request stopped before answering; \
+                         whether it took effect is unknown",
+                    );
+                    for id in &orphans {
+                        let text = mcp_schema::jsonrpc::write_error(Some(id), &error);
+                        let _ = sink.replay(Delivery::new(MessageText::Owned(text), None, false));
+                    }
                 }
                 // A request stream has a route while a request of it is
                 // pending; the new connection carries the same requests.
@@ -361,6 +376,36 @@ impl HttpSession {
             Err(ReplayError::UnknownEvent | ReplayError::Evicted) => ResumeOutcome::Unknown,
         };
         (outcome, rx)
+    }
+
+    /// The requests of a resumed stream that will never be answered: those
+    /// its note names (see [`StreamNote`]) that the replay does not answer,
+    /// where the instance that ran them is not this one and no longer
+    /// runs. None where the store keeps no note or no relay can tell.
+    async fn orphaned_requests(&self, replay: &Replay) -> Vec<RequestId> {
+        let (Some(relay), Some(note)) = (&self.routes.relay, &replay.note) else {
+            return Vec::new();
+        };
+        let Some(note) = StreamNote::read(note) else {
+            return Vec::new();
+        };
+        if relay.instance() == Some(note.instance.as_str()) {
+            return Vec::new();
+        }
+        let answered: Vec<RequestId> = replay
+            .events
+            .iter()
+            .filter_map(|(_, text)| answered_id(text))
+            .collect();
+        let pending: Vec<RequestId> = note
+            .requests
+            .into_iter()
+            .filter(|id| !answered.contains(id))
+            .collect();
+        if pending.is_empty() || relay.alive(&note.instance).await {
+            return Vec::new();
+        }
+        pending
     }
 
     /// Whether this instance sent the client request `id` and awaits its

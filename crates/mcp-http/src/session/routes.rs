@@ -167,11 +167,21 @@ impl FrameSink for Routes {
 impl Routes {
     /// Stores an empty event at the start of `stream`, and gives it to be
     /// sent first, so the client has an id to resume from before any
-    /// message arrives.
-    pub(super) async fn prime(&self, stream: RouteKey) -> Result<Delivery, EventStoreError> {
+    /// message arrives. Where instances share the session, the stored
+    /// event notes the stream's `requests` and this instance
+    /// ([`StreamNote`]).
+    pub(super) async fn prime(
+        &self,
+        stream: RouteKey,
+        requests: &[RequestId],
+    ) -> Result<Delivery, EventStoreError> {
+        let stored = match self.relay.as_ref().and_then(|relay| relay.instance()) {
+            Some(instance) if !requests.is_empty() => StreamNote::new(instance, requests).stored(),
+            _ => Arc::from(""),
+        };
         let id = self
             .store
-            .append(&self.session, &stream.to_string(), Arc::from(""))
+            .append(&self.session, &stream.to_string(), stored)
             .await?;
         Ok(Delivery::new(
             MessageText::Owned(String::new()),
@@ -259,16 +269,20 @@ impl Routes {
             // The first message of a stream that is not a plain reply
             // makes it an event stream, primed where that is due.
             let priming = match table.streams.get_mut(&stream) {
-                Some(route) if route.fresh => {
+                Some(route) if route.fresh && route.priming => {
                     route.fresh = false;
-                    route.priming
+                    Some(route.requests.clone())
                 }
-                _ => false,
+                Some(route) => {
+                    route.fresh = false;
+                    None
+                }
+                None => None,
             };
             (stream, last, priming)
         };
-        if priming {
-            match self.prime(stream).await {
+        if let Some(requests) = priming {
+            match self.prime(stream, &requests).await {
                 Ok(primed) => {
                     if let Some(route) = self.table().streams.get_mut(&stream) {
                         let _ = route.outlet.send(primed);
