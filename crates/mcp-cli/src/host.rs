@@ -680,6 +680,16 @@ pub async fn status(args: &StatusArgs) -> Result<()> {
             text("lastError"),
         ));
     }
+    for server in status["servers"].as_array().into_iter().flatten() {
+        for hint in server["hints"].as_array().into_iter().flatten() {
+            let (name, hint) = (server["name"].as_str(), hint.as_str());
+            out.push_str(&format!(
+                "hint: {}: {}\n",
+                name.unwrap_or("?"),
+                hint.unwrap_or("?")
+            ));
+        }
+    }
     for problem in status["problems"].as_array().into_iter().flatten() {
         out.push_str(&format!(
             "not started: {} ({})\n",

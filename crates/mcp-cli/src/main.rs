@@ -3,7 +3,6 @@
 mod bench;
 mod bench_http;
 mod call;
-mod child_stderr;
 mod cpu_use;
 mod form;
 mod host;
@@ -138,9 +137,10 @@ enum HostAction {
     Status(host::StatusArgs),
 }
 
-/// The log on stderr, filtered by `--log` (or RUST_LOG, else warnings);
-/// beside it, the children's last stderr lines are kept whatever the
-/// filter (see [`child_stderr`]).
+/// The log on stderr, filtered by `--log` (or RUST_LOG, else warnings).
+/// A child server's stderr lines are in it at `info` (target
+/// `mcp_core::child`); its last lines are kept whatever the filter, to
+/// tell why it failed (see [`mcp_core::child::StderrTail`]).
 fn init_logging(filter: Option<&str>) {
     use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
@@ -153,10 +153,7 @@ fn init_logging(filter: Option<&str>) {
         .with_writer(|| stderr::QuietStderr)
         .with_ansi(false)
         .with_filter(filter);
-    tracing_subscriber::registry()
-        .with(log)
-        .with(child_stderr::Capture.with_filter(child_stderr::Capture::filter()))
-        .init();
+    tracing_subscriber::registry().with(log).init();
 }
 
 fn main() -> std::process::ExitCode {

@@ -14,7 +14,6 @@ use mcp_core::Transport;
 use mcp_core::child::ChildProcess;
 use mcp_schema::{EXTENSION_TASKS, JsonObject, LoggingLevel};
 
-use crate::child_stderr;
 use crate::server_config::Setup;
 use crate::server_log::ServerLog;
 use crate::stderr::print_err;
@@ -277,11 +276,7 @@ impl Connection {
             // Its stdin has been closed for the whole grace period already.
             child = child.with_grace(STOP_GRACE);
         }
-        let pid = child.id();
         let _ = child.shutdown().await;
-        if let Some(pid) = pid {
-            child_stderr::forget(pid);
-        }
     }
 }
 
@@ -340,16 +335,18 @@ fn handshake(era: EraChoice) -> &'static str {
 /// own before it is stopped.
 const FAILED_CHILD_GRACE: Duration = Duration::from_millis(500);
 
+/// How long the last stderr lines of a child that ended are waited for
+/// (something it started may keep its stderr open).
+const STDERR_PATIENCE: Duration = Duration::from_millis(500);
+
 /// Stops a child that failed to start a session (`timed_out`: one that
 /// was still waited for), and says how it ended and what it last wrote on
 /// stderr.
 async fn stopped(target: &Target, child: ChildProcess, timed_out: bool) -> String {
-    let pid = child.id();
+    let stderr = child.stderr_tail();
     let status = child.with_grace(FAILED_CHILD_GRACE).shutdown().await;
-    let tail = match pid {
-        Some(pid) => child_stderr::take(pid).await,
-        None => Vec::new(),
-    };
+    stderr.closed(STDERR_PATIENCE).await;
+    let tail = stderr.lines();
     let mut report = match status {
         _ if timed_out => format!("{target} was stopped"),
         Ok(status) => format!("{target} exited ({status})"),

@@ -1,5 +1,6 @@
 //! The child-process transport: spawn a server and talk to it over its
-//! stdin and stdout, forwarding its stderr to the log.
+//! stdin and stdout, forwarding its stderr to the log and keeping its last
+//! lines ([`StderrTail`]) to tell why it failed.
 //!
 //! Shutdown follows the specification: close the child's stdin, wait; send
 //! SIGTERM, wait; send SIGKILL.
@@ -9,7 +10,9 @@
 //! once, rather than one of them waiting for its timeout because its
 //! response was skipped); [`ChildProcess::output_fault`] says why.
 
+use std::collections::VecDeque;
 use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 #[cfg(unix)]
@@ -27,6 +30,84 @@ pub struct ChildProcess {
     child: Child,
     grace: Duration,
     fault: StreamFault,
+    stderr: StderrTail,
+}
+
+/// How many of a child's last stderr lines [`StderrTail`] keeps.
+pub const STDERR_TAIL_LINES: usize = 20;
+
+/// How many bytes of a child's last stderr lines [`StderrTail`] keeps.
+pub const STDERR_TAIL_BYTES: usize = 4096;
+
+/// The last lines a child wrote on stderr: at most [`STDERR_TAIL_LINES`]
+/// lines and [`STDERR_TAIL_BYTES`] bytes, whatever the log shows. Shared,
+/// so it can be read once the child is gone.
+#[derive(Clone, Debug)]
+pub struct StderrTail {
+    lines: Arc<Mutex<Lines>>,
+    /// Its sender is dropped when the child's stderr closes.
+    open: tokio::sync::watch::Receiver<()>,
+}
+
+/// The lines a [`StderrTail`] keeps, and their size.
+#[derive(Debug, Default)]
+struct Lines {
+    kept: VecDeque<String>,
+    bytes: usize,
+}
+
+impl Lines {
+    fn push(&mut self, mut line: String) {
+        if line.len() > STDERR_TAIL_BYTES {
+            let mut cut = STDERR_TAIL_BYTES;
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            line.truncate(cut);
+        }
+        self.bytes += line.len();
+        self.kept.push_back(line);
+        while self.kept.len() > STDERR_TAIL_LINES || self.bytes > STDERR_TAIL_BYTES {
+            match self.kept.pop_front() {
+                Some(old) => self.bytes -= old.len(),
+                None => break,
+            }
+        }
+    }
+}
+
+impl StderrTail {
+    /// A tail and the sender whose drop says the stream closed.
+    fn new() -> (StderrTail, tokio::sync::watch::Sender<()>) {
+        let (closed, open) = tokio::sync::watch::channel(());
+        let tail = StderrTail {
+            lines: Arc::default(),
+            open,
+        };
+        (tail, closed)
+    }
+
+    fn push(&self, line: String) {
+        self.lines
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(line);
+    }
+
+    /// The lines kept, oldest first.
+    pub fn lines(&self) -> Vec<String> {
+        let lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        lines.kept.iter().cloned().collect()
+    }
+
+    /// Waits until the child's stderr is closed, so that its last lines
+    /// are in, or `patience` has passed (something the child started may
+    /// hold it open).
+    pub async fn closed(&self, patience: Duration) {
+        let mut open = self.open.clone();
+        let _ =
+            tokio::time::timeout(patience, async { while open.changed().await.is_ok() {} }).await;
+    }
 }
 
 /// How a child server's output is read.
@@ -92,13 +173,17 @@ impl ChildProcess {
             .stdout
             .take()
             .ok_or_else(|| std::io::Error::other("child stdout missing"))?;
+        let (tail, closed) = StderrTail::new();
         if let Some(stderr) = child.stderr.take() {
             let pid = child.id().unwrap_or_default();
+            let tail = tail.clone();
             tokio::spawn(async move {
                 let mut lines = BufReader::new(stderr).lines();
                 while let Ok(Some(line)) = lines.next_line().await {
                     tracing::info!(target: "mcp_core::child", pid, "{line}");
+                    tail.push(line);
                 }
+                drop(closed);
             });
         }
         let fault = StreamFault::default();
@@ -116,6 +201,7 @@ impl ChildProcess {
                 child,
                 grace: DEFAULT_SHUTDOWN_GRACE,
                 fault,
+                stderr: tail,
             },
             transport,
         ))
@@ -125,6 +211,12 @@ impl ChildProcess {
     /// once it was; shared, so it can be read after the session ended.
     pub fn output_fault(&self) -> StreamFault {
         self.fault.clone()
+    }
+
+    /// The last lines the child wrote on stderr; shared, so it can be read
+    /// after the child is gone.
+    pub fn stderr_tail(&self) -> StderrTail {
+        self.stderr.clone()
     }
 
     /// Sets how long each shutdown step waits.
@@ -193,6 +285,38 @@ mod tests {
             status.success(),
             "cat exits by itself when stdin closes: {status:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn the_last_stderr_lines_are_kept_after_the_child_exits() {
+        let mut cmd = Command::new("sh");
+        cmd.args([
+            "-c",
+            "for i in $(seq 1 30); do echo line $i >&2; done; exit 3",
+        ]);
+        let (child, transport) = ChildProcess::spawn(cmd).unwrap();
+        let tail = child.stderr_tail();
+        drop(transport);
+        let status = child.shutdown().await.unwrap();
+        assert_eq!(status.code(), Some(3));
+        tail.closed(Duration::from_secs(5)).await;
+        let lines = tail.lines();
+        assert_eq!(lines.len(), STDERR_TAIL_LINES);
+        assert_eq!(lines.first().map(String::as_str), Some("line 11"));
+        assert_eq!(lines.last().map(String::as_str), Some("line 30"));
+    }
+
+    #[test]
+    fn a_tail_is_bounded_in_lines_and_bytes() {
+        let mut lines = Lines::default();
+        for i in 0..100 {
+            lines.push(format!("line {i}"));
+        }
+        assert_eq!(lines.kept.len(), STDERR_TAIL_LINES);
+        assert_eq!(lines.kept.back().map(String::as_str), Some("line 99"));
+        lines.push("é".repeat(STDERR_TAIL_BYTES));
+        assert_eq!(lines.kept.len(), 1);
+        assert!(lines.bytes <= STDERR_TAIL_BYTES);
     }
 
     #[tokio::test]

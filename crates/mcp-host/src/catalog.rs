@@ -102,6 +102,7 @@ impl Catalog {
             }
             let (tools, tool_routes) = (&mut catalog.tools, &mut catalog.tool_routes);
             add_named(
+                sources,
                 source,
                 &source.listing.tools,
                 tools,
@@ -111,6 +112,7 @@ impl Catalog {
             );
             let (prompts, prompt_routes) = (&mut catalog.prompts, &mut catalog.prompt_routes);
             add_named(
+                sources,
                 source,
                 &source.listing.prompts,
                 prompts,
@@ -368,7 +370,10 @@ fn rewrite_namespace(source: &Source) -> String {
     }
 }
 
+/// Adds `source`'s `items` under their exposed names; one whose name an
+/// earlier server of `sources` took is left out and told in `collisions`.
 fn add_named(
+    sources: &[Source],
     source: &Source,
     items: &[Item],
     shown: &mut Vec<Item>,
@@ -382,10 +387,14 @@ fn add_named(
         };
         let exposed = expose(&source.namespace, name);
         if let Some(taken) = routes.get(&exposed) {
+            let owner = sources
+                .iter()
+                .find(|s| s.index == taken.upstream)
+                .map_or("?", |s| s.name.as_str());
             collisions.push(format!(
                 "{kind} {exposed:?}: {name:?} of server {:?} is left out, the name is taken by \
-                 {:?} of an earlier server (index {}); give one of them another namespace",
-                source.name, taken.original, taken.upstream
+                 {:?} of server {owner:?}; give one of them another namespace",
+                source.name, taken.original
             ));
             continue;
         }
@@ -485,10 +494,14 @@ mod tests {
         assert_eq!(names(&catalog.prompts), ["p"]);
         assert_eq!(catalog.tool("t").unwrap().upstream, 0);
         assert_eq!(catalog.collisions.len(), 2, "{:?}", catalog.collisions);
+        let told = &catalog.collisions[0];
         assert!(
-            catalog.collisions[0].contains("\"two\"")
-                && catalog.collisions[0].contains("namespace")
+            told.contains("of server \"two\" is left out")
+                && told.contains("of server \"one\";")
+                && told.contains("namespace"),
+            "{told}"
         );
+        assert!(!told.contains("index"), "{told}");
     }
 
     #[test]

@@ -27,26 +27,57 @@ pub fn is_valid(name: &str) -> bool {
     !name.is_empty() && name.len() <= MAX_NAME && name.chars().all(allowed)
 }
 
-/// A namespace from a config entry's name: characters outside
-/// `[A-Za-z0-9_-]` become `_`, runs of the separator are broken up, and
-/// it is at most 32 characters; `server` if nothing is left.
+/// The longest namespace.
+pub const MAX_NAMESPACE: usize = 32;
+
+/// A namespace from a config entry's name. A name of at most
+/// [`MAX_NAMESPACE`] characters of `[A-Za-z0-9_-]`, without the separator
+/// and not starting or ending in `_`, is kept as it is. Any other name
+/// gets a readable prefix (characters outside the set become `_`, runs of
+/// the separator are broken up; `server` if nothing is left) and `_` with
+/// eight hex digits of a hash of the whole name: two different names never
+/// share a namespace, however long, and the same name always gets the
+/// same one.
 pub fn sanitize_namespace(name: &str) -> String {
-    let mut out: String = name
-        .trim()
+    let kept = name.len() <= MAX_NAMESPACE
+        && name.chars().all(allowed)
+        && !name.contains(SEPARATOR)
+        && !name.starts_with('_')
+        && !name.ends_with('_');
+    if kept && !name.is_empty() {
+        return name.to_owned();
+    }
+    let mut prefix: String = name
         .chars()
         .map(|c| if allowed(c) { c } else { '_' })
         .collect();
     // A namespace must not contain the separator, or splitting an exposed
     // name would be ambiguous to a person reading it.
-    while out.contains(SEPARATOR) {
-        out = out.replace(SEPARATOR, "_");
+    while prefix.contains(SEPARATOR) {
+        prefix = prefix.replace(SEPARATOR, "_");
     }
-    let out = out.trim_matches('_');
-    let mut out: String = out.chars().take(32).collect();
-    if out.is_empty() {
-        out.push_str("server");
+    let suffix = short_hash(&[name.as_bytes()]);
+    // ASCII after cleaning: byte length is character count.
+    let room = MAX_NAMESPACE - 1 - suffix.len();
+    let prefix = prefix.trim_matches('_');
+    let prefix = prefix[..prefix.len().min(room)].trim_end_matches('_');
+    let prefix = if prefix.is_empty() { "server" } else { prefix };
+    format!("{prefix}_{suffix}")
+}
+
+/// Eight hex digits of a SHA-256 of `parts`, joined by a zero byte.
+fn short_hash(parts: &[&[u8]]) -> String {
+    let mut hasher = Sha256::new();
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            hasher.update([0]);
+        }
+        hasher.update(part);
     }
-    out
+    hasher.finalize()[..4]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The exposed name of upstream `name` in `namespace`.
@@ -63,12 +94,7 @@ pub fn expose(namespace: &str, name: &str) -> String {
         .chars()
         .map(|c| if allowed(c) { c } else { '_' })
         .collect();
-    let digest = Sha256::new()
-        .chain_update(namespace.as_bytes())
-        .chain_update([0])
-        .chain_update(name.as_bytes())
-        .finalize();
-    let suffix: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    let suffix = short_hash(&[namespace.as_bytes(), name.as_bytes()]);
     // ASCII after cleaning: byte length is character count.
     let keep = cleaned.len().min(MAX_NAME - 1 - suffix.len());
     format!("{}_{suffix}", &cleaned[..keep])
@@ -107,12 +133,49 @@ mod tests {
     }
 
     #[test]
-    fn namespaces_are_sanitized() {
+    fn valid_namespaces_are_kept() {
         assert_eq!(sanitize_namespace("filesystem"), "filesystem");
-        assert_eq!(sanitize_namespace("My Server!"), "My_Server");
-        assert_eq!(sanitize_namespace("a__b"), "a_b");
-        assert_eq!(sanitize_namespace("a___b"), "a_b");
-        assert_eq!(sanitize_namespace("..."), "server");
-        assert_eq!(sanitize_namespace(&"n".repeat(50)).len(), 32);
+        assert_eq!(sanitize_namespace("a-b_C9"), "a-b_C9");
+        assert_eq!(sanitize_namespace(&"n".repeat(32)), "n".repeat(32));
+    }
+
+    /// `^[A-Za-z0-9_-]{1,32}$`, without the separator or an `_` at an end.
+    fn is_namespace(ns: &str) -> bool {
+        is_valid(ns)
+            && ns.len() <= MAX_NAMESPACE
+            && !ns.contains(SEPARATOR)
+            && !ns.starts_with('_')
+            && !ns.ends_with('_')
+    }
+
+    #[test]
+    fn other_namespaces_get_a_readable_prefix_and_a_hash_of_the_whole_name() {
+        let spaced = sanitize_namespace("My Server!");
+        assert!(spaced.starts_with("My_Server_"), "{spaced}");
+        assert_eq!(spaced.len(), "My_Server_".len() + 8);
+        assert_eq!(spaced, sanitize_namespace("My Server!"), "stable");
+        assert_ne!(spaced, sanitize_namespace("My Server?"));
+        assert!(sanitize_namespace("a__b").starts_with("a_b_"));
+        assert!(sanitize_namespace("...").starts_with("server_"));
+        assert_ne!(sanitize_namespace("..."), sanitize_namespace("!!!"));
+        for name in ["My Server!", "a__b", "a___b", "...", "", "_x_", "résumé"] {
+            let ns = sanitize_namespace(name);
+            assert!(is_namespace(&ns), "{name:?} -> {ns:?}");
+        }
+    }
+
+    #[test]
+    fn long_names_sharing_a_start_get_different_namespaces() {
+        let shared = "a-long-server-name-shared-by-two-entries";
+        let one = sanitize_namespace(&format!("{shared}-one"));
+        let two = sanitize_namespace(&format!("{shared}-two"));
+        assert_ne!(one, two);
+        for ns in [&one, &two] {
+            assert!(is_namespace(ns), "{ns}");
+            assert_eq!(ns.len(), MAX_NAMESPACE);
+            assert!(ns.starts_with("a-long-server-name-shar"), "{ns}");
+        }
+        let exposed = expose(&one, &"t".repeat(40));
+        assert!(is_valid(&exposed), "{exposed}");
     }
 }

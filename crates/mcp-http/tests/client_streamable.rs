@@ -600,6 +600,11 @@ async fn html_server(status: &'static str) -> String {
 }
 
 async fn initialize_error(config: HttpClientConfig) -> String {
+    initialize_failure(config).await.message
+}
+
+/// The error an `initialize` over `config` fails with.
+async fn initialize_failure(config: HttpClientConfig) -> mcp_schema::ErrorObject {
     let client = start_client(config).await;
     let outcome: Result<Value, _> = within(
         "initialize",
@@ -615,7 +620,7 @@ async fn initialize_error(config: HttpClientConfig) -> String {
     )
     .await;
     match outcome {
-        Err(RequestError::Rpc(e)) => e.message,
+        Err(RequestError::Rpc(e)) => e,
         other => panic!("expected an error, got {other:?}"),
     }
 }
@@ -635,10 +640,31 @@ async fn http_failures_become_errors_for_the_caller() {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let port = listener.local_addr().expect("addr").port();
     drop(listener);
-    let config = HttpClientConfig::new(format!("http://127.0.0.1:{port}/mcp"))
-        .transport(HttpTransportKind::StreamableHttp);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let config = HttpClientConfig::new(&url).transport(HttpTransportKind::StreamableHttp);
     let message = initialize_error(config).await;
-    assert!(message.contains("HTTP request failed"), "{message}");
+    assert_eq!(
+        message,
+        format!("cannot connect to {url}: the connection was refused")
+    );
+}
+
+#[tokio::test]
+async fn a_request_that_reaches_no_server_is_told_apart_from_an_answer() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    drop(listener);
+    for kind in [HttpTransportKind::Auto, HttpTransportKind::StreamableHttp] {
+        let config = HttpClientConfig::new(format!("http://127.0.0.1:{port}/mcp")).transport(kind);
+        let error = initialize_failure(config).await;
+        assert!(
+            mcp_http::client::is_unreached(&error),
+            "{kind:?}: {error:?}"
+        );
+    }
+    let url = html_server("500 Internal Server Error").await;
+    let error = initialize_failure(HttpClientConfig::new(&url)).await;
+    assert!(!mcp_http::client::is_unreached(&error), "{error:?}");
 }
 
 #[tokio::test]

@@ -9,6 +9,7 @@
 //! server, and only that server is left out.
 
 mod inputs;
+mod keys;
 mod vars;
 
 use std::collections::BTreeMap;
@@ -86,8 +87,9 @@ pub struct ServerConfig {
     /// The protocol era to speak to it (`auto`, `legacy`, `modern` or a
     /// revision); `auto` finds out.
     pub era: String,
-    /// Approval-like keys of other hosts (`autoApprove`, `alwaysAllow`):
-    /// shown to the user as hints, never granted.
+    /// Warnings about the entry, logged when it starts: approval-like keys
+    /// of other hosts (`autoApprove`, `alwaysAllow`), never granted, and
+    /// keys no host is known to use, with the key probably meant.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hints: Vec<String>,
     /// The file it came from.
@@ -200,13 +202,14 @@ impl std::fmt::Display for ConfigProblem {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
-    /// Reading the file failed.
-    #[error("cannot read {path}: {source}")]
+    /// Reading the file failed. The cause is told in the message, once:
+    /// it is not also the error's source.
+    #[error("cannot read {path}: {cause}")]
     Read {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The file is not JSON (with comments).
     #[error("{path} is not JSON: {message}")]
@@ -239,9 +242,9 @@ impl HostConfig {
     pub fn load(paths: &[PathBuf], vars: &Variables) -> Result<HostConfig, ConfigError> {
         let mut config = HostConfig::default();
         for path in paths {
-            let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            let text = std::fs::read_to_string(path).map_err(|cause| ConfigError::Read {
                 path: path.clone(),
-                source,
+                cause,
             })?;
             config.merge(parse(&text, path, vars)?);
         }
@@ -490,7 +493,7 @@ impl EntryReader<'_> {
             }
             Some(other) => return Err(format!("\"era\" must be a string, not {other}")),
         };
-        let hints = ["autoApprove", "alwaysAllow"]
+        let mut hints: Vec<String> = ["autoApprove", "alwaysAllow"]
             .iter()
             .filter_map(|key| {
                 let tools = entry.get(*key)?.as_array()?;
@@ -501,6 +504,7 @@ impl EntryReader<'_> {
                 ))
             })
             .collect();
+        hints.extend(keys::unknown(entry).iter().map(keys::Unknown::hint));
         // Disabled entries are kept unexpanded enough to show, but their
         // variables must not stop anything: they are read leniently.
         let transport = match self.transport(entry) {
@@ -542,13 +546,22 @@ impl EntryReader<'_> {
             None | Some("stdio") if entry.contains_key("command") => self.stdio(entry),
             None => match self.string(entry, "url")? {
                 Some(url) => self.remote(entry, url, None),
-                None => Err("the entry has neither \"command\" nor \"url\"".to_owned()),
+                None => Err(format!(
+                    "the entry has neither \"command\" nor \"url\"{}",
+                    keys::meant_command_or_url(entry)
+                )),
             },
-            Some("stdio") => Err("a stdio entry needs \"command\"".to_owned()),
+            Some("stdio") => Err(format!(
+                "a stdio entry needs \"command\"{}",
+                keys::meant_command_or_url(entry)
+            )),
             Some(kind) => {
-                let url = self
-                    .string(entry, "url")?
-                    .ok_or_else(|| format!("a {kind:?} entry needs \"url\""))?;
+                let url = self.string(entry, "url")?.ok_or_else(|| {
+                    format!(
+                        "a {kind:?} entry needs \"url\"{}",
+                        keys::meant_command_or_url(entry)
+                    )
+                })?;
                 self.remote(entry, url, Some(kind))
             }
         }

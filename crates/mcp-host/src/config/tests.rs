@@ -300,3 +300,76 @@ fn later_files_override_earlier_entries_of_the_same_name() {
     let problems: Vec<_> = config.problems.iter().map(|p| p.server.as_str()).collect();
     assert_eq!(problems, ["c", "b"]);
 }
+
+#[test]
+fn a_missing_file_tells_its_path_and_cause_once() {
+    let e = HostConfig::load(&[PathBuf::from("/nonexistent/mcp.json")], &vars()).unwrap_err();
+    // The whole chain, as `{:#}` shows it.
+    let mut told = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(cause) = source {
+        told.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    assert!(
+        told.starts_with("cannot read /nonexistent/mcp.json: No such file"),
+        "{told}"
+    );
+    assert_eq!(told.matches("No such file").count(), 1, "{told}");
+}
+
+#[test]
+fn unknown_keys_are_warned_with_the_key_meant() {
+    let config = read(
+        r#"{"mcpServers": {
+            "a": {"command": "x", "envs": {"A": "1"}, "frobnicate": true},
+            "b": {"comand": "x"},
+            "c": {"type": "http", "ulr": "http://127.0.0.1:1/mcp"},
+            "d": {"cmd": "x"}
+        }}"#,
+    );
+    let a = &config.servers[0];
+    assert_eq!(
+        a.hints,
+        [
+            "unknown key \"envs\" is ignored; did you mean \"env\"?",
+            "unknown key \"frobnicate\" is ignored"
+        ]
+    );
+    let problems: Vec<_> = config.problems.iter().map(|p| p.message.as_str()).collect();
+    assert_eq!(
+        problems,
+        [
+            "the entry has neither \"command\" nor \"url\" (did you mean \"command\" for \"comand\"?)",
+            "a \"http\" entry needs \"url\" (did you mean \"url\" for \"ulr\"?)",
+            "the entry has neither \"command\" nor \"url\" (unknown keys: \"cmd\")",
+        ]
+    );
+}
+
+#[test]
+fn keys_of_other_hosts_are_not_warned_about() {
+    let config = read(
+        r#"{
+          "inputs": [],
+          "servers": {
+            "vscode": {"type": "stdio", "command": "x", "args": [], "env": {}, "envFile": null,
+                       "cwd": ".", "dev": {"watch": "src/**"}, "gallery": true, "version": "1.0.0"},
+            "claude": {"command": "x", "disabled": false, "autoApprove": [], "alwaysAllow": [],
+                       "timeout": 60, "transport": "stdio"},
+            "remote": {"url": "http://127.0.0.1:1/mcp", "headers": {}, "namespace": "r", "era": "auto"},
+            "zed": {"source": "custom", "command": "x", "settings": {}}
+          }
+        }"#,
+    );
+    assert!(config.problems.is_empty(), "{:?}", config.problems);
+    for server in &config.servers {
+        let unknown: Vec<_> = server
+            .hints
+            .iter()
+            .filter(|h| h.contains("unknown key"))
+            .collect();
+        assert!(unknown.is_empty(), "{}: {unknown:?}", server.name);
+    }
+    assert_eq!(config.servers.len(), 4);
+}

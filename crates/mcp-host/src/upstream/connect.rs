@@ -150,6 +150,16 @@ pub(crate) async fn open(
     }
 }
 
+/// What a failed handshake says: the failure alone when no server was
+/// reached (the connection was refused, say), else `handshake failed: `
+/// and what went wrong.
+pub(crate) fn handshake_failed(error: &mcp_client::ClientError) -> String {
+    match error.rpc() {
+        Some(rpc) if mcp_http::client::is_unreached(rpc) => rpc.message.clone(),
+        _ => format!("handshake failed: {error}"),
+    }
+}
+
 fn add_headers(
     mut config: mcp_http::HttpClientConfig,
     headers: &BTreeMap<String, String>,
@@ -179,22 +189,66 @@ impl Connection {
     /// the child left running in its process group. The session's end is
     /// not waited for before the signals: a child that outlives its stdin
     /// (a timer keeps it running) keeps its output open until it is
-    /// signalled. Returns how a child exited.
-    pub(crate) async fn close(self, grace: Duration) -> Option<std::process::ExitStatus> {
+    /// signalled. Returns how a child ended.
+    pub(crate) async fn close(self, grace: Duration) -> Option<ChildEnd> {
         let closed = async {
             // A remote session's end is bounded too.
             let _ = tokio::time::timeout(grace.saturating_mul(3), self.client.close()).await;
         };
-        let exited = async {
+        let ended = async {
             match self.child {
-                Some(child) => child.with_grace(grace).shutdown().await.ok(),
+                Some(child) => Some(ChildEnd::of(child, grace).await),
                 None => None,
             }
         };
-        let ((), exited) = tokio::join!(closed, exited);
+        let ((), ended) = tokio::join!(closed, ended);
         drop(self.http);
         drop(self.group);
-        exited
+        ended
+    }
+}
+
+/// How long a child's last stderr lines are waited for once it ended
+/// (something it started may keep its stderr open).
+const STDERR_PATIENCE: Duration = Duration::from_millis(500);
+
+/// How a child server ended: its exit status and its last lines on stderr.
+#[derive(Debug)]
+pub(crate) struct ChildEnd {
+    status: std::io::Result<std::process::ExitStatus>,
+    stderr: Vec<String>,
+}
+
+impl ChildEnd {
+    /// Stops `child` as [`Connection::close`] does, if it still runs.
+    pub(crate) async fn of(child: ChildProcess, grace: Duration) -> ChildEnd {
+        let stderr = child.stderr_tail();
+        let status = child.with_grace(grace).shutdown().await;
+        stderr.closed(STDERR_PATIENCE).await;
+        ChildEnd {
+            status,
+            stderr: stderr.lines(),
+        }
+    }
+
+    /// Said after what went wrong: `; the server ended with exit status: 3;
+    /// its last lines on stderr: ...` (the lines joined by ` | `).
+    pub(crate) fn told(&self) -> String {
+        let mut told = match &self.status {
+            Ok(status) => format!("; the server ended with {status}"),
+            Err(e) => format!("; the server could not be waited for: {e}"),
+        };
+        let lines: Vec<&str> = self
+            .stderr
+            .iter()
+            .map(|line| line.trim_end())
+            .filter(|line| !line.is_empty())
+            .collect();
+        if !lines.is_empty() {
+            told.push_str("; its last lines on stderr: ");
+            told.push_str(&lines.join(" | "));
+        }
+        told
     }
 }
 

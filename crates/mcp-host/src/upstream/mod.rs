@@ -31,7 +31,7 @@ pub use connect::{INHERITED_ENV, minimal_env};
 pub use listing::{Item, Listing};
 
 use crate::config::ServerConfig;
-use connect::Connection;
+use connect::{ChildEnd, Connection};
 
 /// Where an upstream is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -89,6 +89,9 @@ pub struct UpstreamStatus {
     /// Notifications it sent faster than the host could handle them,
     /// dropped rather than buffered (a flood).
     pub dropped_notifications: u64,
+    /// Warnings about its config entry (see [`ServerConfig::hints`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hints: Vec<String>,
 }
 
 /// Makes the credential hook for a remote server at a URL (an OAuth client
@@ -289,6 +292,7 @@ impl Upstream {
             in_flight: 0,
             failed_calls: 0,
             dropped_notifications: 0,
+            hints: config.hints.clone(),
         };
         Arc::new(Upstream {
             permits: Semaphore::new(options.max_in_flight.max(1)),
@@ -548,7 +552,7 @@ impl Upstream {
                 Ended::Stopped => break,
                 Ended::Lost(mut why) => {
                     if let Some(exited) = exited {
-                        why.push_str(&format!("; the server ended with {exited}"));
+                        why.push_str(&exited.told());
                     }
                     tracing::warn!(server = %self.config.name, "connection lost: {why}");
                     self.lost(why);
@@ -619,7 +623,17 @@ impl Upstream {
             .client_builder(weak, notify_tx)
             .connect(opened.transport)
             .await;
-        let client = client.map_err(|e| format!("handshake failed: {e}"))?;
+        let client = match client {
+            Ok(client) => client,
+            Err(e) => {
+                let mut why = connect::handshake_failed(&e);
+                if let Some(child) = opened.child {
+                    let ended = ChildEnd::of(child, self.options.shutdown_grace).await;
+                    why.push_str(&ended.told());
+                }
+                return Err(why);
+            }
+        };
         let connection = Connection {
             client,
             child: opened.child,
@@ -629,8 +643,10 @@ impl Upstream {
         };
         let listing = match Listing::fetch(&connection.client).await {
             Ok(listing) => listing,
-            Err(e) => {
-                connection.close(self.options.shutdown_grace).await;
+            Err(mut e) => {
+                if let Some(ended) = connection.close(self.options.shutdown_grace).await {
+                    e.push_str(&ended.told());
+                }
                 return Err(e);
             }
         };

@@ -8,7 +8,9 @@ use reqwest::Url;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use tokio::sync::oneshot;
 
-use super::message::{Outgoing, error_for_reply, http_error, with_causes};
+use super::message::{
+    Outgoing, connect_failure, error_for_reply, http_error, unreached, unreached_error, with_causes,
+};
 use super::streamable::{Inner, media_type};
 use crate::sse::SseParser;
 
@@ -22,7 +24,9 @@ pub(crate) async fn open(inner: &Arc<Inner>) -> Result<(), String> {
     let response = tokio::time::timeout(inner.config.connect_timeout, request)
         .await
         .map_err(|_| "timed out opening the event stream".to_owned())?
-        .map_err(|e| format!("GET failed: {e}"))?;
+        .map_err(|e| {
+            connect_failure(&inner.url, &e).unwrap_or_else(|| format!("GET failed: {e}"))
+        })?;
     let status = response.status();
     if !status.is_success() || media_type(&response) != "text/event-stream" {
         return Err(format!(
@@ -140,10 +144,13 @@ pub(crate) async fn post(inner: Arc<Inner>, out: Outgoing) {
             }
         }
         Err(e) => match &out.id {
-            Some(id) => {
-                let message = format!("HTTP request failed: {}", with_causes(&e));
-                inner.deliver(http_error(id, true, &message)).await;
-            }
+            Some(id) => match unreached(&endpoint, &e) {
+                Some(why) => inner.deliver(unreached_error(id, &why)).await,
+                None => {
+                    let message = format!("HTTP request failed: {}", with_causes(&e));
+                    inner.deliver(http_error(id, true, &message)).await;
+                }
+            },
             None => tracing::warn!(method = ?out.method, error = %e, "message not sent"),
         },
     }

@@ -122,6 +122,81 @@ pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// Why a request to `url` that reached no server failed, in words
+/// (`cannot connect to URL: ` and [`connect_failure`]); `None` for a
+/// request that got as far as a server.
+pub(crate) fn unreached(url: &reqwest::Url, error: &reqwest::Error) -> Option<String> {
+    connect_failure(url, error).map(|why| format!("cannot connect to {url}: {why}"))
+}
+
+/// Why connecting to `url` failed, when it did: the connection was
+/// refused, its host could not be resolved, or connecting timed out.
+pub(crate) fn connect_failure(url: &reqwest::Url, error: &reqwest::Error) -> Option<String> {
+    use std::error::Error as _;
+    if !error.is_connect() {
+        return None;
+    }
+    let mut causes: Vec<&dyn std::error::Error> = Vec::new();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        causes.push(e);
+        cause = e.source();
+    }
+    let refused = causes.iter().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+    });
+    // hyper-util's resolver failure has no type of its own.
+    let unresolved = causes
+        .iter()
+        .any(|e| e.to_string().starts_with("dns error"));
+    let why = if error.is_timeout() {
+        "connecting timed out".to_owned()
+    } else if refused {
+        "the connection was refused".to_owned()
+    } else if unresolved {
+        format!(
+            "the host {:?} could not be resolved",
+            url.host_str().unwrap_or_default()
+        )
+    } else {
+        match causes.last() {
+            Some(cause) => cause.to_string(),
+            None => error.to_string(),
+        }
+    };
+    Some(why)
+}
+
+/// The error answering request `id` that reached no server, `message`
+/// saying why (see [`unreached`]): its `data` marks it as the client's
+/// own, so that [`is_unreached`] tells it from anything a server says.
+pub(crate) fn unreached_error(id: &Value, message: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": error_codes::CONNECTION_CLOSED,
+        "message": message,
+        "data": {UNREACHED: true},
+    }})
+    .to_string()
+}
+
+/// The member of an error's `data` that marks it as [`unreached_error`].
+const UNREACHED: &str = "unreachedServer";
+
+/// Whether `error` is the HTTP client's own answer to a request that
+/// reached no server (the connection was refused, the host could not be
+/// resolved, connecting timed out), not anything a server said; its
+/// message says which, and names the URL.
+pub fn is_unreached(error: &mcp_schema::ErrorObject) -> bool {
+    error.code == error_codes::CONNECTION_CLOSED
+        && error
+            .data
+            .as_ref()
+            .and_then(|data| data.get(UNREACHED))
+            .and_then(Value::as_bool)
+            == Some(true)
+}
+
 /// Whether `version` names a stateless-era revision (anything newer than
 /// the last legacy one).
 pub(crate) fn is_modern_version(version: &str) -> bool {

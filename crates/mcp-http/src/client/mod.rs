@@ -28,6 +28,7 @@ use tokio::sync::mpsc;
 
 pub use auth::{AuthFuture, Authorizer, Challenge};
 pub use config::{HttpClientConfig, HttpTransportKind};
+pub use message::is_unreached;
 
 use streamable::Inner;
 

@@ -20,7 +20,8 @@ use tokio::task::{AbortHandle, JoinSet};
 
 use super::config::{HttpClientConfig, HttpTransportKind};
 use super::message::{
-    IdKey, InProbe, Outgoing, error_for_reply, http_error, is_modern_jsonrpc_error, with_causes,
+    IdKey, InProbe, Outgoing, error_for_reply, http_error, is_modern_jsonrpc_error, unreached,
+    unreached_error, with_causes,
 };
 use super::modern::{ToolHeaders, request_headers};
 use super::{WireProtocol, legacy_sse};
@@ -373,10 +374,31 @@ impl Inner {
 
     /// Answers the exchange's request with an error made up here.
     async fn fail(&self, ex: &Exchange, connection: bool, message: &str) {
+        self.answer_failure(ex, message, |id| http_error(id, connection, message))
+            .await
+    }
+
+    /// Answers `ex` for a request that could not be sent: plainly when it
+    /// reached no server (see [`unreached`]).
+    async fn request_failed(&self, ex: &Exchange, error: &reqwest::Error) {
+        match unreached(&self.url, error) {
+            Some(why) => {
+                self.answer_failure(ex, &why, |id| unreached_error(id, &why))
+                    .await
+            }
+            None => {
+                let message = format!("HTTP request failed: {}", with_causes(error));
+                self.fail(ex, true, &message).await
+            }
+        }
+    }
+
+    /// Answers `ex`, if it is a request, with the error `error` makes.
+    async fn answer_failure(&self, ex: &Exchange, message: &str, error: impl Fn(&Value) -> String) {
         match &ex.id {
             Some(id) => {
                 tracing::debug!(%id, message, "request failed");
-                let text = http_error(id, connection, message);
+                let text = error(id);
                 match &ex.captured {
                     Some(slot) => *lock(slot) = Some(text),
                     None => self.deliver(text).await,
@@ -730,14 +752,7 @@ impl Inner {
         let body = Bytes::from(out.text.clone());
         match self.send(&out, &body).await {
             Ok(response) => self.handle_reply(&out, &ex, response).await,
-            Err(e) => {
-                self.fail(
-                    &ex,
-                    true,
-                    &format!("HTTP request failed: {}", with_causes(&e)),
-                )
-                .await
-            }
+            Err(e) => self.request_failed(&ex, &e).await,
         }
     }
 
@@ -752,12 +767,7 @@ impl Inner {
             Ok(r) => r,
             Err(e) => {
                 drop(decided);
-                self.fail(
-                    &ex,
-                    true,
-                    &format!("HTTP request failed: {}", with_causes(&e)),
-                )
-                .await;
+                self.request_failed(&ex, &e).await;
                 return;
             }
         };
