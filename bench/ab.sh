@@ -6,7 +6,8 @@
 # Builds `mcp` of each commit (HEAD defaults to the working tree as
 # committed: HEAD) in worktrees under ${CARGO_TARGET_DIR:-target}/ab/,
 # sharing one target directory, so the dependencies are built once. Then,
-# for each target, runs BASE, HEAD, BASE, HEAD ... (AB_ROUNDS pairs) with
+# for each target, runs AB_ROUNDS pairs, BASE first then HEAD first in
+# turn (BASE HEAD, HEAD BASE, ...), with
 # HEAD's `mcp bench` as the load for both, and prints each side's median,
 # the ratio HEAD / BASE of the medians, and the spread of the pairs'
 # ratios (the lowest and highest). Above 1 HEAD is faster, except for
@@ -132,8 +133,15 @@ measure() {
   if [ -n "$only" ] && [[ ",$only," != *",$name,"* ]]; then return 0; fi
   : >"$tmp/pairs"
   for i in $(seq 1 "$rounds"); do
-    b="$("$run" "$base" "$@")"
-    h="$("$run" "$head" "$@")"
+    # Which side runs first alternates (ABBA...): a machine that warms
+    # up or slows down over a pair weighs on both alike.
+    if [ $((i % 2)) = 1 ]; then
+      b="$("$run" "$base" "$@")"
+      h="$("$run" "$head" "$@")"
+    else
+      h="$("$run" "$head" "$@")"
+      b="$("$run" "$base" "$@")"
+    fi
     echo "$b $h" >>"$tmp/pairs"
     echo "  $name, round $i: base $b, head $h" >&2
   done
