@@ -58,6 +58,15 @@ type TaskHandler = Arc<dyn Fn(RelayedRequest) -> BoxFuture<'static, String> + Se
 /// The askers waiting for other instances' answers, by envelope id.
 type Waiting = Arc<Mutex<HashMap<u64, oneshot::Sender<String>>>>;
 
+/// How many times, [`GONE_CHECK_INTERVAL`] apart, an instance must be off
+/// the bus to be taken for gone: longer in all than the receiver's longest
+/// wait before reconnecting ([`MAX_RECONNECT_DELAY`]).
+const GONE_CHECKS: u32 = 3;
+const GONE_CHECK_INTERVAL: Duration = Duration::from_millis(1500);
+
+/// The longest wait of the receiver before it reconnects to the bus.
+const MAX_RECONNECT_DELAY: Duration = Duration::from_secs(2);
+
 /// How often an asker checks that the instance it waits on is alive.
 const LIVENESS_CHECK: Duration = Duration::from_secs(2);
 
@@ -263,9 +272,22 @@ impl ResponseRelay for RedisBus {
         Some(&self.inner.instance)
     }
 
+    /// Gone only when it stays off the bus past the longest wait of a bus
+    /// reconnecting (after Redis restarted, every instance is off the bus
+    /// for a moment).
     fn alive(&self, instance: &str) -> BoxFuture<'_, bool> {
         let instance = instance.to_owned();
-        Box::pin(async move { RedisBus::alive(self, &instance).await })
+        Box::pin(async move {
+            for check in 0..GONE_CHECKS {
+                if check > 0 {
+                    tokio::time::sleep(GONE_CHECK_INTERVAL).await;
+                }
+                if RedisBus::alive(self, &instance).await {
+                    return true;
+                }
+            }
+            false
+        })
     }
 
     fn session_changed(&self, session: &str) -> BoxFuture<'_, ()> {
@@ -581,7 +603,7 @@ async fn receive(
                             () = tokio::time::sleep(delay) => {}
                             _ = &mut stopped => return,
                         }
-                        delay = (delay * 2).min(Duration::from_secs(2));
+                        delay = (delay * 2).min(MAX_RECONNECT_DELAY);
                         continue;
                     }
                 }

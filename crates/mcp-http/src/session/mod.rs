@@ -310,7 +310,7 @@ impl HttpSession {
     /// Resumes the stream of `last_event_id` on a new connection.
     pub(crate) async fn resume(&self, last_event_id: String) -> (ResumeOutcome, StreamReceiver) {
         let (sink, rx) = outbound::channel(self.routes.limits);
-        let _order = self.routes.order.lock().await;
+        let order = self.routes.order.lock().await;
         if self.is_closed() {
             return (ResumeOutcome::Unknown, rx);
         }
@@ -319,9 +319,10 @@ impl HttpSession {
             .store
             .replay_after(&self.routes.session, &last_event_id)
             .await;
+        let mut unanswered = None;
         let outcome = match replay {
             Ok(replay) => {
-                let orphans = self.orphaned_requests(&replay).await;
+                unanswered = self.unanswered(&replay);
                 let mut after = last_event_id;
                 for (id, text) in replay
                     .events
@@ -330,17 +331,6 @@ impl HttpSession {
                 {
                     after.clone_from(&id);
                     let _ = sink.replay(Delivery::new(MessageText::Shared(text), Some(id), false));
-                }
-                if !orphans.is_empty() {
-                    // Nothing will answer them: they are answered here.
-                    let error = ErrorObject::internal(
-                        "the server instance handling this request stopped before answering; \
-                         whether it took effect is unknown",
-                    );
-                    for id in &orphans {
-                        let text = mcp_schema::jsonrpc::write_error(Some(id), &error);
-                        let _ = sink.replay(Delivery::new(MessageText::Owned(text), None, false));
-                    }
                 }
                 // A request stream has a route while a request of it is
                 // pending; the new connection carries the same requests.
@@ -364,7 +354,7 @@ impl HttpSession {
                         }
                         let route = StreamRoute {
                             requests: previous.map(|route| route.requests).unwrap_or_default(),
-                            ..StreamRoute::started(sink)
+                            ..StreamRoute::started(sink.clone())
                         };
                         table.streams.insert(stream, route);
                         ResumeOutcome::Live
@@ -375,22 +365,24 @@ impl HttpSession {
             Err(ReplayError::Unavailable) => ResumeOutcome::Unavailable,
             Err(ReplayError::UnknownEvent | ReplayError::Evicted) => ResumeOutcome::Unknown,
         };
+        // Whether their instance is gone may take a while to tell: the
+        // session's other streams are not held up meanwhile.
+        drop(order);
+        if let (ResumeOutcome::Ended, Some((instance, requests))) = (outcome, unanswered) {
+            self.answer_orphans(&instance, &requests, &sink).await;
+        }
         (outcome, rx)
     }
 
-    /// The requests of a resumed stream that will never be answered: those
-    /// its note names (see [`StreamNote`]) that the replay does not answer,
-    /// where the instance that ran them is not this one and no longer
-    /// runs. None where the store keeps no note or no relay can tell.
-    async fn orphaned_requests(&self, replay: &Replay) -> Vec<RequestId> {
-        let (Some(relay), Some(note)) = (&self.routes.relay, &replay.note) else {
-            return Vec::new();
-        };
-        let Some(note) = StreamNote::read(note) else {
-            return Vec::new();
-        };
+    /// The requests of a resumed stream that nothing answered yet, and the
+    /// instance that ran them, where its note names them (see
+    /// [`StreamNote`]) and that instance is not this one. None where the
+    /// store keeps no note or no relay can tell.
+    fn unanswered(&self, replay: &Replay) -> Option<(String, Vec<RequestId>)> {
+        let relay = self.routes.relay.as_ref()?;
+        let note = StreamNote::read(replay.note.as_deref()?)?;
         if relay.instance() == Some(note.instance.as_str()) {
-            return Vec::new();
+            return None;
         }
         let answered: Vec<RequestId> = replay
             .events
@@ -402,10 +394,31 @@ impl HttpSession {
             .into_iter()
             .filter(|id| !answered.contains(id))
             .collect();
-        if pending.is_empty() || relay.alive(&note.instance).await {
-            return Vec::new();
+        (!pending.is_empty()).then_some((note.instance, pending))
+    }
+
+    /// Answers `requests` with an error on `sink` where `instance`, which
+    /// ran them, is gone: nothing else will answer them.
+    async fn answer_orphans(
+        &self,
+        instance: &str,
+        requests: &[RequestId],
+        sink: &outbound::StreamSender,
+    ) {
+        let Some(relay) = &self.routes.relay else {
+            return;
+        };
+        if relay.alive(instance).await {
+            return;
         }
-        pending
+        let error = ErrorObject::internal(
+            "the server instance handling this request stopped before answering; \
+             whether it took effect is unknown",
+        );
+        for id in requests {
+            let text = mcp_schema::jsonrpc::write_error(Some(id), &error);
+            let _ = sink.replay(Delivery::new(MessageText::Owned(text), None, false));
+        }
     }
 
     /// Whether this instance sent the client request `id` and awaits its
