@@ -10,6 +10,8 @@ mod idle_sessions;
 mod inspect;
 mod listing;
 mod login;
+#[cfg(feature = "mimalloc")]
+mod memory;
 mod oauth;
 mod progress;
 mod serve;
@@ -215,7 +217,9 @@ fn threads_for(command: &Command, cores: usize, workers_set: bool) -> Threads {
     }
 }
 
-/// A runtime on `threads`, with its I/O and time drivers.
+/// A runtime on `threads`, with its I/O and time drivers. The workers of
+/// a multi-threaded runtime give freed memory back as they go idle (see
+/// [`memory`]): memory one allocates, another frees.
 fn runtime(threads: Threads) -> std::io::Result<tokio::runtime::Runtime> {
     let mut builder = match threads {
         Threads::One => tokio::runtime::Builder::new_current_thread(),
@@ -226,6 +230,10 @@ fn runtime(threads: Threads) -> std::io::Result<tokio::runtime::Runtime> {
         }
         Threads::PerCore => tokio::runtime::Builder::new_multi_thread(),
     };
+    #[cfg(feature = "mimalloc")]
+    if threads != Threads::One {
+        builder.on_thread_park(memory::collect_when_idle);
+    }
     builder.enable_all().build()
 }
 

@@ -519,11 +519,17 @@ impl Inner {
         }
     }
 
-    /// Drops stale global entries once they outnumber the live ones (amortized O(1)).
+    /// Drops stale global entries once they outnumber the live ones (amortized O(1)),
+    /// and gives back the room the queue kept for a flood once far fewer
+    /// events are stored (its sessions ended, say).
     fn compact(&mut self) {
-        if self.global.len() > 2 * self.events + 64 {
+        let room = 2 * self.events + 64;
+        if self.global.len() > room {
             let mut global = std::mem::take(&mut self.global);
             global.retain(|entry| self.is_live(entry));
+            if global.capacity() > 4 * room {
+                global.shrink_to(room);
+            }
             self.global = global;
         }
     }
@@ -883,6 +889,28 @@ mod tests {
             inner.global.len() <= 2 * inner.events + 65,
             "{}",
             inner.global.len()
+        );
+    }
+
+    #[tokio::test]
+    async fn ended_sessions_leave_no_room_behind() {
+        let store = MemoryEventStore::default();
+        let sessions: Vec<String> = (0..20).map(|i| format!("s{i}")).collect();
+        for _ in 0..5_000 {
+            for session in &sessions {
+                store.append(session, "0", msg("{}")).await.unwrap();
+            }
+        }
+        assert!(store.lock().global.capacity() >= 20 * 1024);
+        for session in &sessions {
+            store.drop_session(session).await;
+        }
+        let inner = store.lock();
+        assert_eq!(inner.events, 0);
+        assert!(
+            inner.global.capacity() <= 4 * 64,
+            "{}",
+            inner.global.capacity()
         );
     }
 

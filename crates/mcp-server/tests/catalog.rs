@@ -278,6 +278,39 @@ async fn legacy_sessions_hear_of_every_change_and_nothing_else() {
 }
 
 #[tokio::test]
+async fn a_flood_of_changes_waits_as_one_notification_per_client() {
+    let server = server(100);
+    let mut client = Client::connect(&server, ProtocolVersion::V2025_11_25);
+    client.initialize(ProtocolVersion::V2025_11_25).await;
+    client
+        .result("resources/subscribe", json!({"uri": "memo://one"}))
+        .await;
+
+    // On this test's single thread, no notification goes out before the
+    // flood ends: each change finds the one before it still waiting.
+    for _ in 0..1_000 {
+        if !server.remove_tool("late") {
+            server.add_tool(tool("late"));
+        }
+        server.notify_resource_updated("memo://one");
+    }
+    client
+        .notification("notifications/tools/list_changed")
+        .await;
+    client.notification("notifications/resources/updated").await;
+    client.expect_quiet(Duration::from_millis(200)).await;
+
+    // Sent: the next change has a notification of its own.
+    server.add_tool(tool("later"));
+    client
+        .notification("notifications/tools/list_changed")
+        .await;
+    server.notify_resource_updated("memo://one");
+    client.notification("notifications/resources/updated").await;
+    client.expect_quiet(Duration::from_millis(200)).await;
+}
+
+#[tokio::test]
 async fn subscribers_hear_of_updates_to_their_resources_only() {
     let server = server(100);
     let mut subscriber = Client::connect(&server, ProtocolVersion::V2025_11_25);

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -223,6 +223,8 @@ struct Listener {
     peer: Peer,
     id: RequestId,
     filter: SubscriptionFilter,
+    /// The server-wide notifications waiting to go to it.
+    waiting: Arc<Waiting>,
 }
 
 /// A server-wide change: every instance of a server that serves the same
@@ -256,8 +258,9 @@ struct Inner {
     page_size: usize,
     cache_ttl: Duration,
     state_ttl: Duration,
-    /// Legacy sessions that completed their handshake, by session key.
-    sessions: Mutex<HashMap<usize, Peer>>,
+    /// Legacy sessions that completed their handshake, by session key,
+    /// with the server-wide notifications waiting to go to each.
+    sessions: Mutex<HashMap<usize, (Peer, Arc<Waiting>)>>,
     listeners: Mutex<HashMap<u64, Listener>>,
     next_listener: AtomicU64,
     tasks: TaskStore,
@@ -374,7 +377,12 @@ impl Server {
                 meta: None,
                 task: task.task(),
             };
-            spawn_notify(peer.clone(), methods::NOTIFICATION_TASKS_STATUS, &params);
+            spawn_notify(
+                peer.clone(),
+                methods::NOTIFICATION_TASKS_STATUS,
+                &params,
+                None,
+            );
         }
         if task.owner != TaskScope::Anyone {
             return;
@@ -392,7 +400,12 @@ impl Server {
                     meta: Some(subscription_meta(&listener.id)),
                     task: detailed.get_or_insert_with(|| task.detailed()).clone(),
                 };
-                spawn_notify(listener.peer.clone(), methods::NOTIFICATION_TASKS, &params);
+                spawn_notify(
+                    listener.peer.clone(),
+                    methods::NOTIFICATION_TASKS,
+                    &params,
+                    None,
+                );
             }
         }
     }
@@ -439,12 +452,78 @@ fn subscription_meta(id: &RequestId) -> Meta {
     meta
 }
 
-fn spawn_notify<P: Serialize>(peer: Peer, method: &'static str, params: &P) {
+/// The server-wide notifications (list changes, resource updates) waiting
+/// to go to one client: a legacy session or a `subscriptions/listen`
+/// stream. A change raised while the same notification still waits is
+/// told by that one, which goes out after it (and the client reads what
+/// changed then): so a flood of changes costs a client at most one waiting
+/// notification per list and per resource, not a task per change.
+#[derive(Default)]
+struct Waiting {
+    /// One bit per [`ListKind`] whose `list_changed` waits.
+    lists: AtomicU8,
+    /// The resources whose `resources/updated` waits.
+    updates: Mutex<HashSet<String>>,
+}
+
+impl Waiting {
+    /// Marks the `list_changed` of `kind` as waiting; `None` if it was.
+    fn claim_list(self: &Arc<Self>, kind: ListKind) -> Option<Claim> {
+        let bit = 1 << kind as u8;
+        let was = self.lists.fetch_or(bit, Ordering::AcqRel);
+        (was & bit == 0).then(|| Claim {
+            waiting: Arc::clone(self),
+            what: Claimed::List(bit),
+        })
+    }
+
+    /// Marks the `resources/updated` of `uri` as waiting; `None` if it was.
+    fn claim_update(self: &Arc<Self>, uri: &str) -> Option<Claim> {
+        lock(&self.updates).insert(uri.to_owned()).then(|| Claim {
+            waiting: Arc::clone(self),
+            what: Claimed::Update(uri.to_owned()),
+        })
+    }
+}
+
+/// A notification marked as waiting, until this is dropped.
+struct Claim {
+    waiting: Arc<Waiting>,
+    what: Claimed,
+}
+
+/// What a [`Claim`] marks.
+enum Claimed {
+    /// A `list_changed`, by its bit.
+    List(u8),
+    /// The `resources/updated` of a resource.
+    Update(String),
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        match &self.what {
+            Claimed::List(bit) => {
+                self.waiting.lists.fetch_and(!bit, Ordering::AcqRel);
+            }
+            Claimed::Update(uri) => {
+                lock(&self.waiting.updates).remove(uri);
+            }
+        }
+    }
+}
+
+/// Sends a notification on a task of its own; `claim`, if any, is let go
+/// as the sending starts (see [`Waiting`]).
+fn spawn_notify<P: Serialize>(peer: Peer, method: &'static str, params: &P, claim: Option<Claim>) {
     let Ok(params) = jsonrpc::to_raw(params) else {
         return;
     };
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         runtime.spawn(async move {
+            // A change from now on may come after the client has read
+            // this notification: it needs one of its own.
+            drop(claim);
             let _ = peer.notify_raw(method, Some(&params)).await;
         });
     }
@@ -465,7 +544,7 @@ impl Service for Server {
     }
 
     fn session_ready(&self, peer: &Peer) {
-        lock(&self.inner.sessions).insert(peer.session_key(), peer.clone());
+        lock(&self.inner.sessions).insert(peer.session_key(), (peer.clone(), Arc::default()));
     }
 
     fn session_closed(&self, peer: &Peer) {

@@ -8,7 +8,7 @@ impl Server {
     /// session's `resources/subscribe`, or a `subscriptions/listen` stream.
     pub fn subscribed_resources(&self) -> BTreeSet<String> {
         let mut uris = BTreeSet::new();
-        for peer in lock(&self.inner.sessions).values() {
+        for (peer, _) in lock(&self.inner.sessions).values() {
             if let Some(subscriptions) = peer.extensions().get::<SessionSubscriptions>() {
                 uris.extend(lock(&subscriptions.0).iter().cloned());
             }
@@ -70,16 +70,17 @@ impl Server {
 
     fn resource_updated_here(&self, uri: &str) {
         let params = ResourceUpdatedNotificationParams::new(uri);
-        for peer in lock(&self.inner.sessions).values() {
+        for (peer, waiting) in lock(&self.inner.sessions).values() {
             let subscribed = peer
                 .extensions()
                 .get::<SessionSubscriptions>()
                 .is_some_and(|s| lock(&s.0).contains(uri));
-            if subscribed {
+            if let Some(claim) = subscribed.then(|| waiting.claim_update(uri)).flatten() {
                 spawn_notify(
                     peer.clone(),
                     methods::NOTIFICATION_RESOURCES_UPDATED,
                     &params,
+                    Some(claim),
                 );
             }
         }
@@ -90,6 +91,7 @@ impl Server {
                 .iter()
                 .flatten()
                 .any(|u| u == uri)
+                && let Some(claim) = listener.waiting.claim_update(uri)
             {
                 let mut params = params.clone();
                 params.meta = Some(subscription_meta(&listener.id));
@@ -97,6 +99,7 @@ impl Server {
                     listener.peer.clone(),
                     methods::NOTIFICATION_RESOURCES_UPDATED,
                     &params,
+                    Some(claim),
                 );
             }
         }
@@ -117,8 +120,15 @@ impl Server {
             ListKind::Resources => methods::NOTIFICATION_RESOURCES_LIST_CHANGED,
             ListKind::Prompts => methods::NOTIFICATION_PROMPTS_LIST_CHANGED,
         };
-        for peer in lock(&self.inner.sessions).values() {
-            spawn_notify(peer.clone(), method, &NotificationParams::default());
+        for (peer, waiting) in lock(&self.inner.sessions).values() {
+            if let Some(claim) = waiting.claim_list(kind) {
+                spawn_notify(
+                    peer.clone(),
+                    method,
+                    &NotificationParams::default(),
+                    Some(claim),
+                );
+            }
         }
         for listener in lock(&self.inner.listeners).values() {
             let wanted = match kind {
@@ -126,11 +136,13 @@ impl Server {
                 ListKind::Resources => listener.filter.resources_list_changed,
                 ListKind::Prompts => listener.filter.prompts_list_changed,
             };
-            if wanted == Some(true) {
+            if wanted == Some(true)
+                && let Some(claim) = listener.waiting.claim_list(kind)
+            {
                 let params = NotificationParams {
                     meta: Some(subscription_meta(&listener.id)),
                 };
-                spawn_notify(listener.peer.clone(), method, &params);
+                spawn_notify(listener.peer.clone(), method, &params, Some(claim));
             }
         }
     }
@@ -166,6 +178,7 @@ impl Server {
                 peer: ctx.peer.clone(),
                 id: ctx.id.clone(),
                 filter: agreed,
+                waiting: Arc::default(),
             },
         );
         if names_resources {
