@@ -452,18 +452,16 @@ fn subscription_meta(id: &RequestId) -> Meta {
     meta
 }
 
-/// The server-wide notifications (list changes, resource updates) waiting
-/// to go to one client: a legacy session or a `subscriptions/listen`
-/// stream. A change raised while the same notification still waits is
-/// told by that one, which goes out after it (and the client reads what
-/// changed then): so a flood of changes costs a client at most one waiting
-/// notification per list and per resource, not a task per change.
+/// The list changes waiting to go to one client: a legacy session or a
+/// `subscriptions/listen` stream. A change raised while the same
+/// `list_changed` still waits is told by that one, which goes out after it
+/// (and the client reads the list then): so a flood of changes costs a
+/// client at most one waiting notification per list, not a task per
+/// change. (Resource updates are told one by one.)
 #[derive(Default)]
 struct Waiting {
     /// One bit per [`ListKind`] whose `list_changed` waits.
     lists: AtomicU8,
-    /// The resources whose `resources/updated` waits.
-    updates: Mutex<HashSet<String>>,
 }
 
 impl Waiting {
@@ -473,43 +471,21 @@ impl Waiting {
         let was = self.lists.fetch_or(bit, Ordering::AcqRel);
         (was & bit == 0).then(|| Claim {
             waiting: Arc::clone(self),
-            what: Claimed::List(bit),
-        })
-    }
-
-    /// Marks the `resources/updated` of `uri` as waiting; `None` if it was.
-    fn claim_update(self: &Arc<Self>, uri: &str) -> Option<Claim> {
-        lock(&self.updates).insert(uri.to_owned()).then(|| Claim {
-            waiting: Arc::clone(self),
-            what: Claimed::Update(uri.to_owned()),
+            bit,
         })
     }
 }
 
-/// A notification marked as waiting, until this is dropped.
+/// A `list_changed` marked as waiting, until this is dropped.
 struct Claim {
     waiting: Arc<Waiting>,
-    what: Claimed,
-}
-
-/// What a [`Claim`] marks.
-enum Claimed {
-    /// A `list_changed`, by its bit.
-    List(u8),
-    /// The `resources/updated` of a resource.
-    Update(String),
+    /// Its list's bit.
+    bit: u8,
 }
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        match &self.what {
-            Claimed::List(bit) => {
-                self.waiting.lists.fetch_and(!bit, Ordering::AcqRel);
-            }
-            Claimed::Update(uri) => {
-                lock(&self.waiting.updates).remove(uri);
-            }
-        }
+        self.waiting.lists.fetch_and(!self.bit, Ordering::AcqRel);
     }
 }
 

@@ -68,19 +68,21 @@ impl Server {
         }
     }
 
+    /// Each update is told on its own (a subscriber may count them; a
+    /// gateway passes each on): only subscribed clients get them.
     fn resource_updated_here(&self, uri: &str) {
         let params = ResourceUpdatedNotificationParams::new(uri);
-        for (peer, waiting) in lock(&self.inner.sessions).values() {
+        for (peer, _) in lock(&self.inner.sessions).values() {
             let subscribed = peer
                 .extensions()
                 .get::<SessionSubscriptions>()
                 .is_some_and(|s| lock(&s.0).contains(uri));
-            if let Some(claim) = subscribed.then(|| waiting.claim_update(uri)).flatten() {
+            if subscribed {
                 spawn_notify(
                     peer.clone(),
                     methods::NOTIFICATION_RESOURCES_UPDATED,
                     &params,
-                    Some(claim),
+                    None,
                 );
             }
         }
@@ -91,7 +93,6 @@ impl Server {
                 .iter()
                 .flatten()
                 .any(|u| u == uri)
-                && let Some(claim) = listener.waiting.claim_update(uri)
             {
                 let mut params = params.clone();
                 params.meta = Some(subscription_meta(&listener.id));
@@ -99,7 +100,7 @@ impl Server {
                     listener.peer.clone(),
                     methods::NOTIFICATION_RESOURCES_UPDATED,
                     &params,
-                    Some(claim),
+                    None,
                 );
             }
         }
