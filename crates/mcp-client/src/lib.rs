@@ -37,6 +37,7 @@ mod cache;
 mod client;
 mod error;
 mod handlers;
+mod handshake;
 mod listing;
 
 pub use client::{Client, ClientBuilder, EraChoice};
