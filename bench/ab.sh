@@ -26,6 +26,7 @@
 # starts is stopped on exit; the load goes to 127.0.0.1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. .ci/ports.sh
 
 [ $# -ge 1 ] || { echo "usage: bench/ab.sh BASE [HEAD]" >&2; exit 2; }
 base_rev="$(git rev-parse --verify "$1^{commit}")"
@@ -69,22 +70,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 tests/free_port.py; }
-
 # serve NAME PORT COMMAND...: starts a server in the background and waits
-# until it listens on PORT (30 s at most); sets server_pid.
+# until it listens on PORT; sets server_pid.
 serve() {
   local name="$1" port="$2"
   shift 2
   "$@" >"$tmp/$name.log" 2>&1 &
   server_pid=$!
   pids+=("$server_pid")
-  for _ in $(seq 1 300); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-    kill -0 "$server_pid" 2>/dev/null || { cat "$tmp/$name.log" >&2; return 1; }
-    sleep 0.1
-  done
-  return 1
+  wait_for_port "$port" "$server_pid" || { cat "$tmp/$name.log" >&2; return 1; }
 }
 
 stop() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
