@@ -445,6 +445,9 @@ pub struct SharedStores {
     /// The session store (also asked for the subscriptions of a session
     /// another instance changed).
     sessions: mcp_redis::RedisSessionStore,
+    /// The resource updates raised here, once standalone streams follow
+    /// the store ([`SharedStores::following`]): answers wait for them.
+    updates: Option<mcp_http::fanout::UpdateQueue>,
 }
 
 impl SharedStores {
@@ -460,6 +463,7 @@ impl SharedStores {
             manager: redis,
             bus: None,
             on_subscriptions: None,
+            updates: None,
         })
     }
 
@@ -502,6 +506,7 @@ impl SharedStores {
             self.events.clone(),
             std::sync::Arc::new(self.sessions.clone()),
         );
+        self.updates = Some(updates.clone());
         (self, updates)
     }
 
@@ -636,6 +641,9 @@ pub async fn serve_shared(
         config = config
             .event_store(shared.events)
             .session_store(std::sync::Arc::new(shared.sessions));
+        if let Some(updates) = shared.updates {
+            config = config.stored_updates(updates);
+        }
         if let Some(bus) = &shared.bus {
             config = config
                 .response_relay(std::sync::Arc::new(bus.clone()))

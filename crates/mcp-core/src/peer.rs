@@ -316,6 +316,59 @@ impl Peer {
         .await
     }
 
+    /// Sends a notification without waiting for the transport, from
+    /// synchronous code (a resource or a list changed): it goes out before
+    /// anything this session sends after it whenever the transport takes
+    /// it at once (a queue with room), and from a task of its own
+    /// otherwise, so that the answer of the request that raised it follows
+    /// it rather than overtaking it. Dropped, as [`Peer::notify_raw`]
+    /// would refuse it, when the session may not send it or has closed.
+    pub fn notify_detached(&self, method: &str, params: Option<&RawValue>) {
+        self.notify_detached_holding(method, params, ());
+    }
+
+    /// [`Peer::notify_detached`], keeping `held` until the transport has
+    /// taken the notification (or it is dropped): a guard that marks the
+    /// notification as still waiting to go out.
+    pub fn notify_detached_holding<G: Send + 'static>(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        held: G,
+    ) {
+        if self.check_may_send(method, false).is_err() {
+            return;
+        }
+        let Some(sender) = self.shared.sender() else {
+            return;
+        };
+        let frame = OutboundFrame {
+            text: jsonrpc::write_notification(method, params),
+            related: self.related.clone(),
+            kind: FrameKind::Notification,
+        };
+        let mut sending: futures::future::BoxFuture<'static, ()> = match sender {
+            Outbound::Channel(queue) => match queue.try_send(frame) {
+                Err(mpsc::error::TrySendError::Full(frame)) => Box::pin(async move {
+                    let _ = queue.send(frame).await;
+                    drop(held);
+                }),
+                Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => return,
+            },
+            Outbound::Sink(sink) => Box::pin(async move {
+                let _ = sink.send(frame).await;
+                drop(held);
+            }),
+        };
+        // Tried once here; a transport that must wait finishes in a task.
+        let mut tried = std::task::Context::from_waker(std::task::Waker::noop());
+        if sending.as_mut().poll(&mut tried).is_pending()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(sending);
+        }
+    }
+
     /// Sends a request and deserializes its result.
     pub async fn request<P, R>(
         &self,

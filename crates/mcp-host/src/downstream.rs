@@ -6,10 +6,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
-use mcp_core::Peer;
-use mcp_schema::jsonrpc::{self, RequestId};
+use mcp_core::{Outbox, Peer};
+use mcp_schema::jsonrpc::RequestId;
 use mcp_schema::{LoggingLevel, Meta, SubscriptionFilter, methods};
-use serde::Serialize;
 use serde_json::{Value, json};
 
 /// Which list changed.
@@ -118,33 +117,33 @@ impl Downstream {
 
     /// Tells every client that `kind` changed.
     pub(crate) fn list_changed(&self, kind: ListKind) {
+        let mut outbox = Outbox::new();
         for peer in lock(&self.sessions).values() {
-            spawn_notify(peer.clone(), kind.method(), &json!({}));
+            outbox.push(peer, kind.method(), &json!({}), ());
         }
         for listener in lock(&self.listeners).1.values() {
             if kind.wanted(&listener.filter) {
                 let params = json!({ "_meta": subscription_meta(&listener.id) });
-                spawn_notify(listener.peer.clone(), kind.method(), &params);
+                outbox.push(&listener.peer, kind.method(), &params, ());
             }
         }
+        outbox.send();
     }
 
     /// Tells the clients subscribed to exposed `uri` that it changed.
     pub(crate) fn resource_updated(&self, uri: &str, mut params: serde_json::Map<String, Value>) {
         params.insert("uri".into(), Value::String(uri.to_owned()));
+        let mut outbox = Outbox::new();
         for peer in lock(&self.sessions).values() {
             let subscribed = peer
                 .extensions()
                 .get::<Subscriptions>()
                 .is_some_and(|s| lock(&s.0).contains(uri));
             if subscribed {
-                spawn_notify(
-                    peer.clone(),
-                    methods::NOTIFICATION_RESOURCES_UPDATED,
-                    &params,
-                );
+                outbox.push(peer, methods::NOTIFICATION_RESOURCES_UPDATED, &params, ());
             }
         }
+        outbox.send();
         self.resource_updated_to_listeners(&params);
     }
 
@@ -154,6 +153,7 @@ impl Downstream {
         let Some(uri) = params.get("uri").and_then(Value::as_str) else {
             return;
         };
+        let mut outbox = Outbox::new();
         for listener in lock(&self.listeners).1.values() {
             let wanted = listener
                 .filter
@@ -164,13 +164,11 @@ impl Downstream {
             if wanted {
                 let mut params = params.clone();
                 params.insert("_meta".into(), subscription_meta(&listener.id));
-                spawn_notify(
-                    listener.peer.clone(),
-                    methods::NOTIFICATION_RESOURCES_UPDATED,
-                    &params,
-                );
+                let method = methods::NOTIFICATION_RESOURCES_UPDATED;
+                outbox.push(&listener.peer, method, &params, ());
             }
         }
+        outbox.send();
     }
 
     /// Sends a server's log message to the one client with a call in
@@ -199,6 +197,7 @@ impl Downstream {
                 return;
             }
         };
+        let mut outbox = Outbox::new();
         for peer in targets {
             let send = match (chosen(&peer), level) {
                 (Some(min), Some(level)) => level >= min,
@@ -206,9 +205,10 @@ impl Downstream {
                 (Some(_), None) => false,
             };
             if send {
-                spawn_notify(peer, methods::NOTIFICATION_MESSAGE, params);
+                outbox.push(&peer, methods::NOTIFICATION_MESSAGE, params, ());
             }
         }
+        outbox.send();
     }
 }
 
@@ -220,15 +220,4 @@ pub(crate) fn subscription_meta(id: &RequestId) -> Value {
         serde_json::to_value(id).unwrap_or(Value::Null),
     );
     Value::Object(meta)
-}
-
-fn spawn_notify<P: Serialize + ?Sized>(peer: Peer, method: &'static str, params: &P) {
-    let Ok(params) = jsonrpc::to_raw(params) else {
-        return;
-    };
-    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-        runtime.spawn(async move {
-            let _ = peer.notify_raw(method, Some(&params)).await;
-        });
-    }
 }

@@ -237,9 +237,29 @@ impl Host {
             index,
             self.inner.signals.clone(),
             Arc::clone(&self.inner.starting),
+            self.update_hook_caller(),
         );
         upstreams.push(Some(Arc::clone(&upstream)));
         lock(&self.inner.supervisors).spawn(upstream.supervise());
+    }
+
+    /// Calls the resource update hook, if one is set, with the URI
+    /// clients know for an upstream's update.
+    fn update_hook_caller(&self) -> crate::upstream::OnUpdate {
+        let host = Arc::downgrade(&self.inner);
+        Arc::new(move |index, notification| {
+            let Some(inner) = host.upgrade() else { return };
+            let Some(hook) = inner.update_hook.get() else {
+                return;
+            };
+            let params = notification.params.as_deref().map(|p| p.get());
+            let updated = params.and_then(|params| {
+                serde_json::from_str::<mcp_schema::ResourceUpdatedNotificationParams>(params).ok()
+            });
+            if let Some(updated) = updated {
+                hook(&read(&inner.catalog).exposed_uri(index, &updated.uri));
+            }
+        })
     }
 
     /// Applies a new config: servers added are started, removed ones
@@ -324,7 +344,9 @@ impl Host {
 
     /// Also passes each resource update an upstream raises, by the URI the
     /// host's clients know, to `hook`: hosts that share their sessions
-    /// (on Redis) store it for the subscribed sessions of every host. Set
+    /// (on Redis) store it for the subscribed sessions of every host. It
+    /// is called as the update is read from the server, before the answer
+    /// the server sent after it is passed on, so it must not block. Set
     /// once; later calls are ignored.
     pub fn set_resource_update_hook(&self, hook: impl Fn(&str) + Send + Sync + 'static) {
         let _ = self.inner.update_hook.set(Arc::new(hook));
@@ -595,10 +617,8 @@ fn pass_on(inner: &Inner, index: usize, notification: Notification) {
             let Some(uri) = params.get("uri").and_then(Value::as_str).map(str::to_owned) else {
                 return;
             };
+            // The update hook was told as the notification was read.
             let exposed = read(&inner.catalog).exposed_uri(index, &uri);
-            if let Some(hook) = inner.update_hook.get() {
-                hook(&exposed);
-            }
             inner.downstream.resource_updated(&exposed, params);
         }
         methods::NOTIFICATION_MESSAGE => {

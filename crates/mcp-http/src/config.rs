@@ -75,6 +75,11 @@ pub struct HttpConfig {
     /// others run (by default nowhere: a task is found only where it
     /// runs).
     pub task_relay: Option<Arc<dyn crate::task_relay::TaskRelay>>,
+    /// The resource updates raised here for the sessions of every
+    /// instance (by default none): each answer to a legacy session kept
+    /// in a shared store waits until the updates raised before it are
+    /// stored (see [`crate::fanout`]).
+    pub stored_updates: Option<crate::fanout::UpdateQueue>,
     /// The GET path of the legacy HTTP+SSE transport (2024-11-05), or
     /// `None` to leave it off.
     pub legacy_sse_path: Option<String>,
@@ -113,6 +118,7 @@ impl HttpConfig {
             session_store: Arc::new(LocalSessionStore),
             response_relay: None,
             task_relay: None,
+            stored_updates: None,
             legacy_sse_path: Some("/sse".to_owned()),
             legacy_message_path: "/message".to_owned(),
             websocket_path: Some("/ws".to_owned()),
@@ -213,6 +219,15 @@ impl HttpConfig {
     /// [`crate::task_relay::TaskRelay`]).
     pub fn task_relay(mut self, relay: Arc<dyn crate::task_relay::TaskRelay>) -> Self {
         self.task_relay = Some(relay);
+        self
+    }
+
+    /// Makes each answer to a legacy session kept in a shared store wait
+    /// until the resource updates `updates` took before it are stored, so
+    /// that a client that has an answer can resume every update raised
+    /// before it on any instance, even if this one dies.
+    pub fn stored_updates(mut self, updates: crate::fanout::UpdateQueue) -> Self {
+        self.stored_updates = Some(updates);
         self
     }
 

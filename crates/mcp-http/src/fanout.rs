@@ -13,6 +13,7 @@
 //! instance gets every update, once.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use mcp_schema::jsonrpc;
 use mcp_schema::methods;
@@ -90,36 +91,86 @@ pub async fn store_resource_updated(
 
 /// Resource updates raised on this instance, stored in the order raised
 /// by a task of their own ([`store_resource_updated`]), so that raising
-/// one never waits for the store.
+/// one never waits for the store; an answer can wait for those raised
+/// before it ([`UpdateQueue::stored`]).
 #[derive(Debug, Clone)]
-pub struct UpdateQueue(tokio::sync::mpsc::Sender<String>);
+pub struct UpdateQueue(Arc<Queue>);
+
+#[derive(Debug)]
+struct Queue {
+    /// The storing task's inbox: each update with its number.
+    sender: tokio::sync::mpsc::Sender<(String, u64)>,
+    /// How many were queued; held while one is, so numbers go in order.
+    queued: std::sync::Mutex<u64>,
+    /// How many were stored (or given up on) so far.
+    stored: tokio::sync::watch::Sender<u64>,
+}
 
 impl UpdateQueue {
     /// How many updates may wait for the store before more are dropped
     /// (each with a warning).
     pub const CAPACITY: usize = 4096;
 
+    /// How long [`UpdateQueue::stored`] waits at most, when the store is
+    /// slow or unreachable.
+    pub const PATIENCE: Duration = Duration::from_secs(5);
+
     /// Starts the task that stores updates in `events` for the sessions
     /// `sessions` finds subscribed; it ends when the last clone is
     /// dropped.
     pub fn start(events: Arc<dyn EventStore>, sessions: Arc<dyn SessionStore>) -> Self {
-        let (sender, mut receiver) = tokio::sync::mpsc::channel::<String>(Self::CAPACITY);
+        let (sender, mut receiver) = tokio::sync::mpsc::channel::<(String, u64)>(Self::CAPACITY);
+        let (stored, _) = tokio::sync::watch::channel(0);
+        let queue = Arc::new(Queue {
+            sender,
+            queued: std::sync::Mutex::new(0),
+            stored,
+        });
+        let progress = Arc::downgrade(&queue);
         tokio::spawn(async move {
-            while let Some(uri) = receiver.recv().await {
+            while let Some((uri, number)) = receiver.recv().await {
                 if let Err(error) = store_resource_updated(&*events, &*sessions, &uri).await {
                     tracing::warn!(%error, "a resource update is lost");
                 }
+                let Some(queue) = progress.upgrade() else {
+                    continue;
+                };
+                queue.stored.send_replace(number);
             }
         });
-        UpdateQueue(sender)
+        UpdateQueue(queue)
     }
 
     /// Queues the update of `uri`.
     pub fn push(&self, uri: &str) {
-        if self.0.try_send(uri.to_owned()).is_err() {
-            tracing::warn!(
+        let mut queued = self.0.queued.lock().unwrap_or_else(|p| p.into_inner());
+        match self.0.sender.try_send((uri.to_owned(), *queued + 1)) {
+            Ok(()) => *queued += 1,
+            Err(_) => tracing::warn!(
                 uri,
                 "a resource update is lost: too many wait for the store"
+            ),
+        }
+    }
+
+    /// Resolves once every update queued before this call is stored (or
+    /// its failure logged), or after [`UpdateQueue::PATIENCE`]: an answer
+    /// that waits for it reaches its client only after the updates raised
+    /// before it are where any instance can resume them from. At once
+    /// when none waits.
+    pub async fn stored(&self) {
+        let queued = *self.0.queued.lock().unwrap_or_else(|p| p.into_inner());
+        if *self.0.stored.borrow() >= queued {
+            return;
+        }
+        let mut stored = self.0.stored.subscribe();
+        let caught_up = stored.wait_for(|stored| *stored >= queued);
+        if tokio::time::timeout(Self::PATIENCE, caught_up)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "an answer goes out before the resource updates raised before it are stored"
             );
         }
     }

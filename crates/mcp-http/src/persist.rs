@@ -152,8 +152,12 @@ impl Change {
 }
 
 /// The endpoint's service, for legacy sessions kept in a shared store:
-/// records what changes a session's record.
-pub(crate) struct Recording(pub(crate) Arc<dyn Service>);
+/// records what changes a session's record, and holds each answer until
+/// the resource updates raised before it are stored, where set.
+pub(crate) struct Recording {
+    pub(crate) service: Arc<dyn Service>,
+    pub(crate) updates: Option<crate::fanout::UpdateQueue>,
+}
 
 impl Service for Recording {
     fn handle_request(
@@ -161,19 +165,25 @@ impl Service for Recording {
         request: IncomingRequest,
         ctx: RequestContext,
     ) -> BoxFuture<'static, HandlerResult> {
-        let Some(change) = Change::of(&request) else {
-            return self.0.handle_request(request, ctx);
-        };
-        let Some(persisted) = ctx.peer.extensions().get::<Persisted>() else {
-            return self.0.handle_request(request, ctx);
-        };
-        let handling = self.0.handle_request(request, ctx);
+        let change = Change::of(&request)
+            .and_then(|change| Some((change, ctx.peer.extensions().get::<Persisted>()?)));
+        let handling = self.service.handle_request(request, ctx);
+        let updates = self.updates.clone();
+        if change.is_none() && updates.is_none() {
+            return handling;
+        }
         Box::pin(async move {
-            let result = handling.await?;
-            persisted.apply(change).await.map_err(|error| {
-                tracing::warn!(session = %persisted.id, %error, "cannot record a session change");
-                ErrorObject::internal(format!("{error}; try again"))
-            })?;
+            let result = handling.await;
+            if let Some(updates) = updates {
+                updates.stored().await;
+            }
+            let result = result?;
+            if let Some((change, persisted)) = change {
+                persisted.apply(change).await.map_err(|error| {
+                    tracing::warn!(session = %persisted.id, %error, "cannot record a session change");
+                    ErrorObject::internal(format!("{error}; try again"))
+                })?;
+            }
             Ok(result)
         })
     }
@@ -183,23 +193,23 @@ impl Service for Recording {
         notification: Notification,
         peer: Peer,
     ) -> BoxFuture<'static, ()> {
-        self.0.handle_notification(notification, peer)
+        self.service.handle_notification(notification, peer)
     }
 
     fn session_ready(&self, peer: &Peer) {
-        self.0.session_ready(peer)
+        self.service.session_ready(peer)
     }
 
     fn session_closed(&self, peer: &Peer) {
-        self.0.session_closed(peer)
+        self.service.session_closed(peer)
     }
 
     fn tool_header_params(&self, name: &str) -> Option<Arc<[HeaderParam]>> {
-        self.0.tool_header_params(name)
+        self.service.tool_header_params(name)
     }
 
     fn tool_required_scopes(&self, name: &str) -> Option<Arc<[String]>> {
-        self.0.tool_required_scopes(name)
+        self.service.tool_required_scopes(name)
     }
 }
 

@@ -8,6 +8,8 @@ mod support;
 
 use std::collections::BTreeMap;
 
+use mcp_core::BoxFuture;
+use mcp_http::EventStore;
 use mcp_schema::ResourceContents;
 use mcp_server::{Context, HandlerError, NoArguments, ResourceDef, Server, ToolDef};
 use reqwest::StatusCode;
@@ -452,6 +454,103 @@ async fn resource_updates_raised_while_no_instance_holds_the_stream_wait_for_its
         .expect("SMEMBERS");
     assert!(index.is_empty(), "the index still lists {index:?}");
     drop((b, c));
+}
+
+/// An event store whose appends each take `delay` longer.
+struct SlowAppends {
+    inner: std::sync::Arc<dyn EventStore>,
+    delay: std::time::Duration,
+}
+
+impl EventStore for SlowAppends {
+    fn append(
+        &self,
+        session: &str,
+        stream: &str,
+        message: std::sync::Arc<str>,
+    ) -> BoxFuture<'_, Result<mcp_http::EventId, mcp_http::EventStoreError>> {
+        let (session, stream) = (session.to_owned(), stream.to_owned());
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            self.inner.append(&session, &stream, message).await
+        })
+    }
+
+    fn replay_after(
+        &self,
+        session: &str,
+        last_event_id: &str,
+    ) -> BoxFuture<'_, Result<mcp_http::Replay, mcp_http::ReplayError>> {
+        self.inner.replay_after(session, last_event_id)
+    }
+
+    fn drop_session(&self, session: &str) -> BoxFuture<'_, ()> {
+        self.inner.drop_session(session)
+    }
+
+    fn stats(&self) -> mcp_http::EventStoreStats {
+        self.inner.stats()
+    }
+}
+
+/// The answer of a call that raised a resource update goes out only once
+/// the update is stored for the subscribers: a client that has the answer
+/// finds the update on any instance, even if the one that raised it died
+/// at once. Here the store takes half a second longer for each update.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_waits_until_the_updates_raised_before_it_are_stored() {
+    let Some(redis) = Redis::start_or_skip() else {
+        return;
+    };
+    let conn = redis.connect().await;
+    let slow = |events| {
+        std::sync::Arc::new(SlowAppends {
+            inner: events,
+            delay: std::time::Duration::from_millis(500),
+        }) as std::sync::Arc<dyn EventStore>
+    };
+    let a = Instance::start_delivering_with(server(), &redis.url(), &conn, |c| c, slow).await;
+    let http = client();
+    let subscriber = initialize(&http, &a.url).await;
+    let subscribe = json!({"uri": WATCHED});
+    let (status, body) = call(
+        &http,
+        &a.url,
+        &subscriber,
+        1,
+        "resources/subscribe",
+        subscribe,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mut stream = Events::new(listen(&http, &a.url, &subscriber).await);
+    let primed = stream
+        .next()
+        .await
+        .expect("priming event")
+        .id
+        .expect("an id");
+
+    let producer = initialize(&http, &a.url).await;
+    for id in 10..13 {
+        let arguments = json!({"name": "touch", "arguments": {}});
+        let (status, body) = call(&http, &a.url, &producer, id, "tools/call", arguments).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let stored = mcp_redis::RedisEventStore::new(conn.clone())
+            .replay_after(&subscriber, &primed)
+            .await
+            .expect("the subscriber's stream replays");
+        let updates = stored
+            .events
+            .iter()
+            .filter(|(_, text)| text.contains("notifications/resources/updated"))
+            .count();
+        assert_eq!(
+            updates,
+            (id - 9) as usize,
+            "the answer of call {id} came before its update was stored"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -339,6 +339,38 @@ async fn subscribers_hear_of_updates_to_their_resources_only() {
     subscriber.expect_quiet(Duration::from_millis(200)).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_a_call_raises_comes_before_its_answer() {
+    let server = server(100);
+    server.add_tool(ToolDef::new(
+        "touch",
+        "Changes memo://one",
+        |_: NoArguments, ctx: Context| async move {
+            ctx.server().notify_resource_updated("memo://one");
+            Ok::<_, HandlerError>("touched")
+        },
+    ));
+    let mut client = Client::connect(&server, ProtocolVersion::V2025_11_25);
+    client.initialize(ProtocolVersion::V2025_11_25).await;
+    client
+        .result("resources/subscribe", json!({"uri": "memo://one"}))
+        .await;
+    client.expect_quiet(Duration::from_millis(100)).await;
+    for n in 0..100 {
+        let (_, before) = client
+            .request("tools/call", json!({"name": "touch", "arguments": {}}))
+            .await;
+        let updates = before
+            .iter()
+            .filter(|m| m["method"] == "notifications/resources/updated")
+            .count();
+        assert_eq!(
+            updates, 1,
+            "call {n}: the update did not come before the answer: {before:?}"
+        );
+    }
+}
+
 fn modern_params(mut params: Value) -> Value {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",

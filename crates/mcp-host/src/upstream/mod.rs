@@ -107,6 +107,12 @@ pub(crate) enum Signal {
     Fault(String),
 }
 
+/// Told of each `notifications/resources/updated` of an upstream (its
+/// index, the notification) as it is read, before anything the server
+/// sent after it: so that the update is on its way to other instances
+/// before the answer of the call that raised it goes out.
+pub(crate) type OnUpdate = Arc<dyn Fn(usize, &Notification) + Send + Sync>;
+
 /// A downstream request in flight on this upstream, which a server's own
 /// request (sampling, elicitation) made meanwhile is sent back to.
 struct Caller {
@@ -167,6 +173,7 @@ pub struct Upstream {
     relist: std::sync::atomic::AtomicBool,
     /// The `_meta` of the last forwarded request, for the next one.
     meta: crate::upstream_meta::MetaCache,
+    on_update: OnUpdate,
 }
 
 struct Live {
@@ -207,6 +214,7 @@ impl Upstream {
         index: usize,
         signals: mpsc::Sender<(usize, Signal)>,
         starting: Arc<Semaphore>,
+        on_update: OnUpdate,
     ) -> Arc<Upstream> {
         let status = UpstreamStatus {
             name: config.name.clone(),
@@ -248,6 +256,7 @@ impl Upstream {
             resubscribe: tokio::sync::Notify::new(),
             dropped: AtomicU64::new(0),
             relist: std::sync::atomic::AtomicBool::new(false),
+            on_update,
         })
     }
 
@@ -613,6 +622,7 @@ impl Upstream {
         let sampling = weak.clone();
         let elicitation = weak.clone();
         let flooded = weak;
+        let (on_update, index) = (Arc::clone(&self.on_update), self.index);
         // Calls set their own timeout (the server's `timeout`); the
         // host's own requests (the handshake, lists read again) may take
         // as long as connecting may, so that a short call timeout does not
@@ -650,6 +660,9 @@ impl Upstream {
             })
             .elicitation_url(true)
             .on_notification(move |n: &Notification| {
+                if n.method == methods::NOTIFICATION_RESOURCES_UPDATED {
+                    on_update(index, n);
+                }
                 // A flood beyond the queue is dropped, not buffered; once
                 // the connection is being closed, nothing is handled.
                 if let Err(mpsc::error::TrySendError::Full(_)) = notifications.try_send(n.clone())

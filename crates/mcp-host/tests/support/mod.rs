@@ -53,3 +53,28 @@ pub async fn on_http_endpoint(server: Server) -> (String, Arc<mcp_http::McpEndpo
     ));
     (format!("http://127.0.0.1:{port}/mcp"), endpoint)
 }
+
+/// `fut`, or a panic naming `what` after 30 s.
+pub async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(30), fut)
+        .await
+        .unwrap_or_else(|_| panic!("{what} took more than 30 s"))
+}
+
+/// The client `builder` makes, connected to a gateway of `host` over an
+/// in-memory transport.
+pub async fn gateway_client(
+    host: &mcp_host::Host,
+    builder: mcp_client::ClientBuilder,
+) -> mcp_client::Client {
+    let gateway = mcp_host::Gateway::new(host.clone(), "test-host", "1.0");
+    let (server_side, client_side) = mcp_core::Transport::pair();
+    let _session = mcp_core::serve(
+        server_side,
+        Arc::new(gateway.clone()),
+        gateway.session_config(),
+    );
+    within("connect", builder.connect(client_side))
+        .await
+        .expect("connect")
+}

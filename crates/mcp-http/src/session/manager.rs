@@ -100,7 +100,10 @@ impl SessionManager {
         let store = Arc::clone(&config.session_store);
         let shared = store.is_shared();
         let service = if shared {
-            Arc::new(Recording(service)) as Arc<dyn Service>
+            Arc::new(Recording {
+                service,
+                updates: config.stored_updates.clone(),
+            }) as Arc<dyn Service>
         } else {
             service
         };

@@ -177,6 +177,18 @@ impl Instance {
         conn: &ConnectionManager,
         tweak: impl FnOnce(HttpConfig) -> HttpConfig,
     ) -> Instance {
+        Self::start_delivering_with(server, url, conn, tweak, |events| events).await
+    }
+
+    /// [`Instance::start_delivering_tweaked`], storing the resource
+    /// updates raised here in the event store as `wrap` changes it.
+    pub async fn start_delivering_with(
+        server: mcp_server::Server,
+        url: &str,
+        conn: &ConnectionManager,
+        tweak: impl FnOnce(HttpConfig) -> HttpConfig,
+        wrap: impl FnOnce(Arc<dyn mcp_http::EventStore>) -> Arc<dyn mcp_http::EventStore>,
+    ) -> Instance {
         let client = mcp_redis::Client::open(url).expect("Redis URL");
         let bus = mcp_redis::RedisBus::join(client.clone(), conn.clone())
             .await
@@ -184,9 +196,10 @@ impl Instance {
         let events: Arc<dyn mcp_http::EventStore> =
             Arc::new(RedisEventStore::new(conn.clone()).follow_with(client));
         let updates = mcp_http::fanout::UpdateQueue::start(
-            Arc::clone(&events),
+            wrap(Arc::clone(&events)),
             Arc::new(RedisSessionStore::new(conn.clone())),
         );
+        let answers_wait_for = updates.clone();
         let publisher = bus.clone();
         server.set_broadcast(move |event| {
             if let mcp_server::ServerEvent::ResourceUpdated { uri } = event {
@@ -206,7 +219,8 @@ impl Instance {
             tweak(
                 c.event_store(events)
                     .response_relay(relay)
-                    .task_relay(tasks),
+                    .task_relay(tasks)
+                    .stored_updates(answers_wait_for),
             )
         })
         .await;

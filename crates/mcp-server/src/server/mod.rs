@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use foldhash::{HashMap, HashMapExt as _};
 use mcp_core::{
-    BoxFuture, HandlerResult, IncomingRequest, Peer, RequestContext, Role, ServerIdentity, Service,
-    SessionConfig, TaskScope, Transport, box_future,
+    BoxFuture, HandlerResult, IncomingRequest, Outbox, Peer, RequestContext, Role, ServerIdentity,
+    Service, SessionConfig, TaskScope, Transport, box_future,
 };
 use mcp_schema::header_params::HeaderParam;
 use mcp_schema::jsonrpc::{self, RequestId};
@@ -377,17 +377,15 @@ impl Server {
                 meta: None,
                 task: task.task(),
             };
-            spawn_notify(
-                peer.clone(),
-                methods::NOTIFICATION_TASKS_STATUS,
-                &params,
-                None,
-            );
+            let mut outbox = Outbox::new();
+            outbox.push(peer, methods::NOTIFICATION_TASKS_STATUS, &params, ());
+            outbox.send();
         }
         if task.owner != TaskScope::Anyone {
             return;
         }
         let mut detailed = None;
+        let mut outbox = Outbox::new();
         for listener in lock(&self.inner.listeners).values() {
             let wanted = listener
                 .filter
@@ -400,14 +398,10 @@ impl Server {
                     meta: Some(subscription_meta(&listener.id)),
                     task: detailed.get_or_insert_with(|| task.detailed()).clone(),
                 };
-                spawn_notify(
-                    listener.peer.clone(),
-                    methods::NOTIFICATION_TASKS,
-                    &params,
-                    None,
-                );
+                outbox.push(&listener.peer, methods::NOTIFICATION_TASKS, &params, ());
             }
         }
+        outbox.send();
     }
 }
 
@@ -486,22 +480,6 @@ struct Claim {
 impl Drop for Claim {
     fn drop(&mut self) {
         self.waiting.lists.fetch_and(!self.bit, Ordering::AcqRel);
-    }
-}
-
-/// Sends a notification on a task of its own; `claim`, if any, is let go
-/// as the sending starts (see [`Waiting`]).
-fn spawn_notify<P: Serialize>(peer: Peer, method: &'static str, params: &P, claim: Option<Claim>) {
-    let Ok(params) = jsonrpc::to_raw(params) else {
-        return;
-    };
-    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-        runtime.spawn(async move {
-            // A change from now on may come after the client has read
-            // this notification: it needs one of its own.
-            drop(claim);
-            let _ = peer.notify_raw(method, Some(&params)).await;
-        });
     }
 }
 

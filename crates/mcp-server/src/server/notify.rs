@@ -72,18 +72,15 @@ impl Server {
     /// gateway passes each on): only subscribed clients get them.
     fn resource_updated_here(&self, uri: &str) {
         let params = ResourceUpdatedNotificationParams::new(uri);
+        let method = methods::NOTIFICATION_RESOURCES_UPDATED;
+        let mut outbox = Outbox::new();
         for (peer, _) in lock(&self.inner.sessions).values() {
             let subscribed = peer
                 .extensions()
                 .get::<SessionSubscriptions>()
                 .is_some_and(|s| lock(&s.0).contains(uri));
             if subscribed {
-                spawn_notify(
-                    peer.clone(),
-                    methods::NOTIFICATION_RESOURCES_UPDATED,
-                    &params,
-                    None,
-                );
+                outbox.push(peer, method, &params, ());
             }
         }
         for listener in lock(&self.inner.listeners).values() {
@@ -96,14 +93,10 @@ impl Server {
             {
                 let mut params = params.clone();
                 params.meta = Some(subscription_meta(&listener.id));
-                spawn_notify(
-                    listener.peer.clone(),
-                    methods::NOTIFICATION_RESOURCES_UPDATED,
-                    &params,
-                    None,
-                );
+                outbox.push(&listener.peer, method, &params, ());
             }
         }
+        outbox.send();
     }
 
     pub(super) fn list_changed(&self, kind: ListKind) {
@@ -121,14 +114,10 @@ impl Server {
             ListKind::Resources => methods::NOTIFICATION_RESOURCES_LIST_CHANGED,
             ListKind::Prompts => methods::NOTIFICATION_PROMPTS_LIST_CHANGED,
         };
+        let mut outbox = Outbox::new();
         for (peer, waiting) in lock(&self.inner.sessions).values() {
             if let Some(claim) = waiting.claim_list(kind) {
-                spawn_notify(
-                    peer.clone(),
-                    method,
-                    &NotificationParams::default(),
-                    Some(claim),
-                );
+                outbox.push(peer, method, &NotificationParams::default(), claim);
             }
         }
         for listener in lock(&self.inner.listeners).values() {
@@ -143,9 +132,10 @@ impl Server {
                 let params = NotificationParams {
                     meta: Some(subscription_meta(&listener.id)),
                 };
-                spawn_notify(listener.peer.clone(), method, &params, Some(claim));
+                outbox.push(&listener.peer, method, &params, claim);
             }
         }
+        outbox.send();
     }
 
     pub(super) async fn listen(
