@@ -175,6 +175,7 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         (false, Some(addr)) => Some(bind(addr).await?),
         (false, None) => Some(bind(DEFAULT_ADDR.parse()?).await?),
     };
+    print_err(&policy_line(&options.policy));
     // Served at once: servers that start slowly, or never, hold no one up.
     let host = Host::start(config, options);
     let reporting = tokio::spawn(report_states(host.clone(), start_timeout));
@@ -426,6 +427,20 @@ fn server_line(server: &mcp_host::UpstreamStatus) -> String {
             server.last_error.as_deref().unwrap_or("no error yet")
         ),
     }
+}
+
+/// What the policy does, said once at start.
+fn policy_line(policy: &mcp_host::Policy) -> String {
+    if policy.allows_everything() {
+        return "policy: no rules; every request is allowed (the client application asks its \
+                own user)"
+            .into();
+    }
+    format!(
+        "policy: {}; where none matches: {}",
+        counted(policy.rules().len(), "rule"),
+        policy.default_decision()
+    )
 }
 
 /// `n` things, with the plural where English wants one.

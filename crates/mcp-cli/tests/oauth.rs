@@ -23,6 +23,7 @@ const REDIRECT: &str = "http://127.0.0.1:9/callback";
 /// A person at the login page: fills in the form the server renders and
 /// approves; counts the sign-ins.
 struct FormLogin {
+    user: &'static str,
     password: &'static str,
     sign_ins: AtomicUsize,
     http: reqwest::Client,
@@ -30,11 +31,17 @@ struct FormLogin {
 
 impl FormLogin {
     fn new(password: &'static str) -> Arc<Self> {
+        Self::of("alice", password)
+    }
+
+    /// Signs in as `user`.
+    fn of(user: &'static str, password: &'static str) -> Arc<Self> {
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .unwrap();
         Arc::new(FormLogin {
+            user,
             password,
             sign_ins: AtomicUsize::new(0),
             http,
@@ -85,7 +92,7 @@ impl UserAgent for FormLogin {
                 .form(&[
                     ("request_id", request_id.as_str()),
                     ("csrf_token", csrf.as_str()),
-                    ("username", "alice"),
+                    ("username", self.user),
                     ("password", self.password),
                     ("action", "approve"),
                 ])
@@ -352,11 +359,10 @@ async fn the_host_reaches_a_protected_server_with_the_stored_credentials() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// `mcp host --oauth --audit`: each request's record names the signed-in
-/// user who made it (the token's issuer, subject and client).
-#[tokio::test]
-async fn the_hosts_audit_log_names_the_signed_in_caller() {
-    let dir = std::env::temp_dir().join(format!("mcp-oauth-audit-{}", std::process::id()));
+/// A folder of its own for test `name`, with a config file naming `mcp
+/// serve everything` as server `e`; both paths.
+fn everything_config(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("mcp-oauth-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("servers.json");
     std::fs::write(
@@ -364,6 +370,14 @@ async fn the_hosts_audit_log_names_the_signed_in_caller() {
         json!({"mcpServers": {"e": {"command": MCP, "args": ["serve", "everything"]}}}).to_string(),
     )
     .unwrap();
+    (dir, config)
+}
+
+/// `mcp host --oauth --audit`: each request's record names the signed-in
+/// user who made it (the token's issuer, subject and client).
+#[tokio::test]
+async fn the_hosts_audit_log_names_the_signed_in_caller() {
+    let (dir, config) = everything_config("audit");
     let audit = dir.join("audit.db");
     let (mut child, url) = started(
         tokio::process::Command::new(MCP)
@@ -429,6 +443,83 @@ async fn the_hosts_audit_log_names_the_signed_in_caller() {
         );
         assert_eq!(caller[1].as_deref(), Some("alice"));
         assert_eq!(caller[2].as_deref(), Some("app"));
+    }
+    child.kill().await.unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `mcp host --oauth` with a policy: two signed-in users see different
+/// catalogs and get different decisions for the same tool, in both eras.
+#[tokio::test]
+async fn two_signed_in_users_get_what_the_policy_gives_each() {
+    let (dir, config) = everything_config("policy");
+    let settings = dir.join("host.toml");
+    std::fs::write(
+        &settings,
+        "[[policy]]\ndecision = \"deny\"\nserver = \"e\"\ntool = \"add\"\ncaller = \"bob\"\n\
+         name = \"bob does not add\"\n",
+    )
+    .unwrap();
+    let (mut child, url) = started(
+        tokio::process::Command::new(MCP)
+            .args(["host", "--http", "127.0.0.1:0", "--config"])
+            .arg(&config)
+            .arg("--settings")
+            .arg(&settings)
+            .args(["--oauth", "--oauth-user", "alice:wonderland"])
+            .args(["--oauth-user", "bob:builder"])
+            .args(["--oauth-client", &format!("app@{REDIRECT}")])
+            .arg("--oauth-db")
+            .arg(dir.join("server.sqlite")),
+    )
+    .await;
+
+    let alice = FormLogin::of("alice", "wonderland");
+    let bob = FormLogin::of("bob", "builder");
+    for era in [
+        EraChoice::Pinned(ProtocolVersion::V2025_11_25),
+        EraChoice::Pinned(ProtocolVersion::V2026_07_28),
+    ] {
+        let signed_in = |who: &Arc<FormLogin>, store: &str| {
+            let (who, store) = (Arc::clone(who), dir.join(store));
+            let url = url.clone();
+            async move {
+                tokio::time::timeout(Duration::from_secs(20), connect(&url, who, &store, era))
+                    .await
+                    .unwrap()
+                    .expect("signed in")
+            }
+        };
+        let (as_alice, as_bob) = (
+            signed_in(&alice, "alice.json").await,
+            signed_in(&bob, "bob.json").await,
+        );
+        let listed = |tools: Vec<mcp_schema::Tool>| tools.into_iter().any(|t| t.name == "e__add");
+        assert!(
+            listed(as_alice.list_all_tools().await.unwrap()),
+            "alice sees add"
+        );
+        assert!(
+            !listed(as_bob.list_all_tools().await.unwrap()),
+            "bob does not"
+        );
+        let sum = as_alice
+            .call_tool("e__add", json!({"a": 2, "b": 3}))
+            .await
+            .unwrap();
+        assert_ne!(sum.is_error, Some(true), "{sum:?}");
+        assert!(
+            sum.content[0].as_text().unwrap_or_default().contains('5'),
+            "{sum:?}"
+        );
+        let refused = as_bob
+            .call_tool("e__add", json!({"a": 2, "b": 3}))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("bob does not add"), "{refused}");
+        as_alice.close().await;
+        as_bob.close().await;
     }
     child.kill().await.unwrap();
     std::fs::remove_dir_all(&dir).ok();

@@ -104,6 +104,9 @@ pub struct HostOptions {
     /// answered at once); a server that comes up later is added with
     /// `list_changed`.
     pub start_grace: Duration,
+    /// Who may reach what (see [`crate::policy`]); by default everything
+    /// is allowed.
+    pub policy: Arc<crate::policy::Policy>,
 }
 
 impl Default for HostOptions {
@@ -112,6 +115,7 @@ impl Default for HostOptions {
             supervisor: SupervisorOptions::default(),
             audit: None,
             start_grace: Duration::from_secs(10),
+            policy: Arc::default(),
         }
     }
 }
@@ -314,6 +318,20 @@ impl Host {
             .flatten()
             .cloned()
             .collect()
+    }
+
+    /// The config name of every upstream by index (`None` where one was
+    /// removed).
+    pub(crate) fn upstream_names(&self) -> Vec<Option<String>> {
+        read(&self.inner.upstreams)
+            .iter()
+            .map(|u| u.as_ref().map(|u| u.config.name.clone()))
+            .collect()
+    }
+
+    /// The policy requests are decided by.
+    pub(crate) fn policy(&self) -> &crate::policy::Policy {
+        &self.inner.options.policy
     }
 
     /// The config name of upstream `index`, while it runs.

@@ -32,16 +32,28 @@
 //! max_records = 1000000       # older records are deleted
 //! max_age_days = 90           # and records older than this (default: kept)
 //! backlog = 10000             # records kept in memory while the file fails
+//!
+//! [guard]
+//! default = "allow"           # where no rule matches: allow | ask | deny
+//!
+//! [[policy]]                  # rules, see the policy module: deny wins over ask over allow
+//! decision = "deny"           # allow | deny | ask
+//! server = "memory"           # glob over the config's server names
+//! tool = "delete_*"           # glob over the names at the server (or prompt = , resource = )
+//! caller = "bob"              # OAuth subject, "anonymous" without OAuth (also scope = , client_id = , client = )
+//! name = "no deletes"         # how errors and the audit name it
 //! ```
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::HostOptions;
 use crate::audit::AuditSettings;
+use crate::policy::{Decision, Policy, Rule, RuleSettings};
 use crate::upstream::SupervisorOptions;
 
 /// Everything a settings file may say.
@@ -57,6 +69,24 @@ pub struct HostSettings {
     pub servers: ServerSettings,
     /// The audit log, if one is kept.
     pub audit: Option<AuditFileSettings>,
+    /// What the policy decides where no rule matches.
+    #[serde(default)]
+    pub guard: GuardSettings,
+    /// The policy's rules, in order (see [`crate::policy`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policy: Vec<RuleSettings>,
+}
+
+/// `[guard]`: the policy's default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct GuardSettings {
+    /// The decision where no `[[policy]]` rule matches (`allow`: the
+    /// client application asks its own user, as Claude Desktop and VS
+    /// Code do).
+    #[serde(default)]
+    pub default: Decision,
 }
 
 /// `[audit]`: where and how the audit log is kept; unset keys keep the
@@ -368,8 +398,15 @@ impl HostSettings {
                 return Err("audit.backlog must be at least 1".into());
             }
         }
+        let rules = self
+            .policy
+            .iter()
+            .enumerate()
+            .map(|(n, rule)| Rule::compile(rule, n + 1))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(HostOptions {
             supervisor,
+            policy: Arc::new(Policy::new(rules, self.guard.default)),
             ..HostOptions::default()
         })
     }

@@ -10,7 +10,8 @@
 //! (`ok` or `failing`, with the error) is in the host's status.
 //!
 //! ```sql
-//! SELECT datetime(time_ms / 1000, 'unixepoch'), caller, method, target, server, outcome
+//! SELECT datetime(time_ms / 1000, 'unixepoch'), caller, method, target, server, outcome,
+//!        decision, rule
 //!   FROM audit ORDER BY id DESC LIMIT 20;
 //! ```
 
@@ -97,6 +98,11 @@ pub struct AuditRecord {
     pub arguments: Option<String>,
     /// The arguments' whole length in bytes, when they are recorded.
     pub arguments_bytes: Option<i64>,
+    /// What the policy decided (`allow`, `ask`, `deny`), where a policy
+    /// is set.
+    pub decision: Option<&'static str>,
+    /// The rule that decided (its name), or `the default`.
+    pub rule: Option<String>,
 }
 
 impl AuditRecord {
@@ -113,6 +119,7 @@ impl AuditRecord {
             + text(&self.session)
             + text(&self.error_message)
             + text(&self.arguments)
+            + text(&self.rule)
     }
 }
 

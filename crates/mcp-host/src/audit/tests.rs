@@ -94,6 +94,8 @@ async fn records_every_field_and_trims_to_its_most() {
     failed.session = Some("abc".into());
     failed.arguments = Some(r#"{"a":1}"#.into());
     failed.arguments_bytes = Some(7);
+    failed.decision = Some("deny");
+    failed.rule = Some("no deletes".into());
     log.record(failed.clone());
     log.flush(Duration::from_secs(10)).await;
 
@@ -101,7 +103,8 @@ async fn records_every_field_and_trims_to_its_most() {
     let row = connection
         .query_row(
             "SELECT time_ms, duration_ms, method, target, server, caller, client, session, \
-             revision, outcome, error_code, error_message, arguments, arguments_bytes FROM audit",
+             revision, outcome, error_code, error_message, arguments, arguments_bytes, \
+             decision, rule FROM audit",
             [],
             |r| {
                 Ok(AuditRecord {
@@ -123,6 +126,10 @@ async fn records_every_field_and_trims_to_its_most() {
                     error_message: r.get(11)?,
                     arguments: r.get(12)?,
                     arguments_bytes: r.get(13)?,
+                    decision: r
+                        .get::<_, Option<String>>(14)?
+                        .map(|d| if d == "deny" { "deny" } else { "other" }),
+                    rule: r.get(15)?,
                 })
             },
         )
@@ -262,5 +269,49 @@ async fn records_older_than_the_file_keeps_go_at_start_and_as_it_grows() {
         kept.len() < 100,
         "the 15-day-old records went too: {}",
         kept.len()
+    );
+}
+
+#[tokio::test]
+async fn a_file_of_an_older_host_gets_the_new_columns_in_place() {
+    let scratch = Scratch::new("migrate");
+    let path = scratch.0.join("old.db");
+    {
+        let old = rusqlite::Connection::open(&path).unwrap();
+        old.execute_batch(
+            "CREATE TABLE audit (id INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL, \
+             duration_ms REAL NOT NULL, method TEXT NOT NULL, target TEXT, server TEXT, \
+             caller TEXT, client TEXT, session TEXT, revision TEXT NOT NULL, \
+             outcome TEXT NOT NULL, error_code INTEGER, error_message TEXT, arguments TEXT, \
+             arguments_bytes INTEGER);
+             INSERT INTO audit (time_ms, duration_ms, method, revision, outcome)
+               VALUES (1, 1.0, 'ping', '2025-11-25', 'ok');",
+        )
+        .unwrap();
+    }
+    let log = AuditLog::open(AuditSettings::new(&path)).unwrap();
+    let mut decided = call(1);
+    decided.decision = Some("allow");
+    decided.rule = Some("the default".into());
+    log.record(decided);
+    log.flush(Duration::from_secs(10)).await;
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    let rows: Vec<(String, Option<String>, Option<String>)> = connection
+        .prepare("SELECT method, decision, rule FROM audit ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        rows,
+        vec![
+            ("ping".into(), None, None),
+            (
+                "tools/call".into(),
+                Some("allow".into()),
+                Some("the default".into())
+            ),
+        ]
     );
 }

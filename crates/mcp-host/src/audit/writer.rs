@@ -41,14 +41,21 @@ CREATE TABLE IF NOT EXISTS audit (
     error_code      INTEGER,
     error_message   TEXT,
     arguments       TEXT,
-    arguments_bytes INTEGER
+    arguments_bytes INTEGER,
+    decision        TEXT,
+    rule            TEXT
 );
 CREATE INDEX IF NOT EXISTS audit_time ON audit (time_ms);
 ";
 
+/// The columns added since the first version of the table, added in place
+/// to a file that lacks them.
+const ADDED_COLUMNS: [(&str, &str); 2] = [("decision", "TEXT"), ("rule", "TEXT")];
+
 const INSERT: &str = "INSERT INTO audit (time_ms, duration_ms, method, target, server, caller, \
-    client, session, revision, outcome, error_code, error_message, arguments, arguments_bytes) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+    client, session, revision, outcome, error_code, error_message, arguments, arguments_bytes, \
+    decision, rule) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)";
 
 /// Opens the file, in write-ahead-log mode, with its table.
 pub(super) fn open(path: &Path) -> rusqlite::Result<Connection> {
@@ -57,7 +64,23 @@ pub(super) fn open(path: &Path) -> rusqlite::Result<Connection> {
     connection.pragma_update(None, "journal_mode", "WAL")?;
     connection.pragma_update(None, "synchronous", "NORMAL")?;
     connection.execute_batch(SCHEMA)?;
+    migrate(&connection)?;
     Ok(connection)
+}
+
+/// Adds the columns a file written by an older host lacks.
+fn migrate(connection: &Connection) -> rusqlite::Result<()> {
+    let mut present = Vec::new();
+    let mut columns = connection.prepare("SELECT name FROM pragma_table_info('audit')")?;
+    for name in columns.query_map([], |row| row.get::<_, String>(0))? {
+        present.push(name?);
+    }
+    for (column, kind) in ADDED_COLUMNS {
+        if !present.iter().any(|p| p == column) {
+            connection.execute_batch(&format!("ALTER TABLE audit ADD COLUMN {column} {kind}"))?;
+        }
+    }
+    Ok(())
 }
 
 /// The writer thread's state.
@@ -189,6 +212,8 @@ impl Writer {
                     r.error_message,
                     r.arguments,
                     r.arguments_bytes,
+                    r.decision,
+                    r.rule,
                 ])?;
             }
         }

@@ -8,9 +8,10 @@ use std::time::Instant;
 use mcp_core::{HandlerResult, Owner, RequestContext, SessionName};
 use mcp_schema::methods;
 
+use super::target::Target;
 use crate::audit::{AuditLog, AuditRecord, now_ms};
-use crate::host::Host;
 use crate::params::Params;
+use crate::policy::Verdict;
 
 /// A request's record while it is answered.
 pub(super) struct Audited {
@@ -25,20 +26,18 @@ impl Audited {
     /// what, and which server it goes to.
     pub(super) fn begin(
         log: &AuditLog,
-        host: &Host,
         method: &str,
         params: Option<&Params>,
+        target: Option<&Target>,
+        verdict: Option<&Verdict>,
         ctx: &RequestContext,
     ) -> Audited {
         let empty = Params::default();
         let params = params.unwrap_or(&empty);
-        let target = params
+        let target_name = params
             .str("name")
             .or_else(|| params.str("uri"))
             .map(|t| t.into_owned());
-        let server = target
-            .as_deref()
-            .and_then(|target| server_of(host, method, target));
         let settings = log.settings();
         let arguments = settings
             .arguments
@@ -47,8 +46,10 @@ impl Audited {
         let record = AuditRecord {
             time_ms: now_ms(),
             method: method.to_owned(),
-            target,
-            server,
+            target: target_name,
+            server: target.map(|t| t.server.clone()),
+            decision: verdict.map(|v| v.decision.as_str()),
+            rule: verdict.map(|v| v.decided_by().to_owned()),
             caller: ctx
                 .extensions()
                 .get::<Owner>()
@@ -102,20 +103,6 @@ impl Drop for Audited {
             self.log.record(record);
         }
     }
-}
-
-/// The config name of the server that `method` on `target` goes to.
-fn server_of(host: &Host, method: &str, target: &str) -> Option<String> {
-    let catalog = host.catalog();
-    let upstream = match method {
-        methods::TOOLS_CALL => catalog.tool(target)?.upstream,
-        methods::PROMPTS_GET => catalog.prompt(target)?.upstream,
-        methods::RESOURCES_READ | methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
-            catalog.resource(target)?.upstream
-        }
-        _ => return None,
-    };
-    host.upstream_name(upstream)
 }
 
 /// Whether a tool's result says it failed (`isError: true`), found by a

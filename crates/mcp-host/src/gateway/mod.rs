@@ -29,18 +29,22 @@ use serde_json::{Map, Value, json};
 
 mod audited;
 mod forward;
+mod guard;
 mod pages;
 mod results;
+mod target;
 mod task_bridge;
 
 use crate::catalog::Route;
 use crate::downstream::{LogLevel, Subscriptions, subscription_meta};
 use crate::host::Host;
 use crate::params::Params;
+use crate::policy::{Caller, Verdict};
 use audited::Audited;
 use forward::forward;
 use pages::ListOf;
 use results::rewrite_uris;
+use target::Target;
 
 /// The host's catalog as an MCP server.
 #[derive(Clone)]
@@ -139,10 +143,28 @@ impl Gateway {
         &self.host
     }
 
+    /// The request path: what it reaches is resolved once (`target`),
+    /// decided by the policy (`verdict`, where there is one), then
+    /// forwarded; the audit record around it reads the same values.
+    async fn answer(
+        self,
+        method: String,
+        params: Result<Params, ErrorObject>,
+        target: Option<Result<Target, ErrorObject>>,
+        verdict: Option<Verdict>,
+        ctx: RequestContext,
+    ) -> HandlerResult {
+        if let (Some(verdict), Some(Ok(target))) = (&verdict, &target) {
+            guard::enforce(verdict, target)?;
+        }
+        self.dispatch(method, params, target, ctx).await
+    }
+
     async fn dispatch(
         self,
         method: String,
         params: Result<Params, ErrorObject>,
+        target: Option<Result<Target, ErrorObject>>,
         ctx: RequestContext,
     ) -> HandlerResult {
         let method = method.as_str();
@@ -152,11 +174,19 @@ impl Gateway {
         let params = params?;
         if let Some(list) = ListOf::asked_by(method) {
             let params = params.into_map()?;
-            return pages::page(&self.host.catalog(), list, &params, ctx.revision);
+            let catalog = self.host.catalog();
+            let policy = self.host.policy();
+            if policy.allows_everything() {
+                return pages::page(&catalog, list, &params, ctx.revision, None);
+            }
+            let visible = guard::Visible::new(&self.host, &catalog, Caller::of(&ctx));
+            return pages::page(&catalog, list, &params, ctx.revision, Some(&visible));
         }
+        let target = target.transpose()?;
         match method {
             methods::TOOLS_CALL => {
-                let to = self.by_name(&params, "tool", crate::Catalog::tool)?;
+                let target = named(target)?;
+                let to = Destination::of(&target.route, &target.asked);
                 let upstream = to.upstream;
                 let result = self.call_tool(to, params, &ctx).await?;
                 let client = TaskScope::of(&ctx);
@@ -164,14 +194,14 @@ impl Gateway {
                 Ok(self.links_as_shown(result, upstream))
             }
             methods::PROMPTS_GET => {
-                let to = self.by_name(&params, "prompt", crate::Catalog::prompt)?;
+                let target = named(target)?;
+                let to = Destination::of(&target.route, &target.asked);
                 let upstream = to.upstream;
                 let result = self.forward(to, "name", method, params, &ctx).await?;
                 Ok(self.links_as_shown(result, upstream))
             }
             methods::RESOURCES_READ => {
-                let route = self.by_uri(&params, &ctx)?;
-                let asked = params.str("uri").unwrap_or_default().into_owned();
+                let Target { route, asked, .. } = named(target)?;
                 let to = Destination::of(&route, &asked);
                 let rewritten = to.renamed.is_some();
                 let result = self.forward(to, "uri", method, params, &ctx).await?;
@@ -183,7 +213,8 @@ impl Gateway {
                 })
             }
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
-                self.subscription(method, params, &ctx).await
+                self.subscription(method, params, named(target)?, &ctx)
+                    .await
             }
             methods::COMPLETION_COMPLETE => self.complete(params.into_map()?, &ctx).await,
             methods::LOGGING_SET_LEVEL => {
@@ -206,56 +237,6 @@ impl Gateway {
             methods::TASKS_LIST => self.task_list(&ctx).await,
             other => Err(ErrorObject::method_not_found(other)),
         }
-    }
-
-    /// Where the tool or prompt a request names goes: `find` is the
-    /// catalog's lookup of that kind.
-    fn by_name(
-        &self,
-        params: &Params,
-        kind: &str,
-        find: impl for<'c> Fn(&'c crate::Catalog, &str) -> Option<&'c Route>,
-    ) -> Result<Destination, ErrorObject> {
-        let name = params
-            .str("name")
-            .ok_or_else(|| ErrorObject::invalid_params("\"name\" must be a string"))?;
-        let name = name.as_ref();
-        let catalog = self.host.catalog();
-        find(&catalog, name)
-            .map(|route| Destination::of(route, name))
-            .ok_or_else(|| {
-                // A name of a server that is down says so, rather than that
-                // the name is unknown.
-                self.host.down_server_of(name).unwrap_or_else(|| {
-                    ErrorObject::invalid_params(format!("unknown {kind}: {name}"))
-                })
-            })
-    }
-
-    fn by_uri(&self, params: &Params, ctx: &RequestContext) -> Result<Route, ErrorObject> {
-        let uri = params
-            .str("uri")
-            .ok_or_else(|| ErrorObject::invalid_params("\"uri\" must be a string"))?;
-        let uri = uri.as_ref();
-        let catalog = self.host.catalog();
-        catalog.resource(uri).ok_or_else(|| {
-            let candidates = catalog.ambiguous(uri);
-            if candidates.is_empty() {
-                return ErrorObject::new(
-                    ctx.revision.resource_not_found_code(),
-                    format!("Resource not found: {uri}"),
-                )
-                .with_data(json!({ "uri": uri }));
-            }
-            ErrorObject::new(
-                ctx.revision.resource_not_found_code(),
-                format!(
-                    "Resource not found: {uri} is served by more than one server; read one of {}",
-                    candidates.join(", ")
-                ),
-            )
-            .with_data(json!({ "uri": uri, "candidates": candidates }))
-        })
     }
 
     /// A result of upstream `index` with the resource URIs it hands out
@@ -326,10 +307,14 @@ impl Gateway {
         &self,
         method: &str,
         params: Params,
+        target: Target,
         ctx: &RequestContext,
     ) -> HandlerResult {
-        let route = self.by_uri(&params, ctx)?;
-        let exposed = params.str("uri").unwrap_or_default().into_owned();
+        let Target {
+            route,
+            asked: exposed,
+            ..
+        } = target;
         let upstream = self.host.upstream(route.upstream)?;
         // The upstream's subscription is shared by every client; the host
         // keeps each client's own and passes updates only to those that
@@ -571,6 +556,11 @@ impl Gateway {
     }
 }
 
+/// The target of a method that always has one.
+fn named(target: Option<Target>) -> Result<Target, ErrorObject> {
+    target.ok_or_else(|| ErrorObject::internal("the request names nothing to reach"))
+}
+
 fn to_result<T: Serialize + ?Sized>(value: &T) -> HandlerResult {
     jsonrpc::to_raw(value).map_err(ErrorObject::internal)
 }
@@ -591,12 +581,27 @@ impl Service for Gateway {
         }
         let params = Params::read_parsed(request.params_past_meta().as_deref());
         let method = request.method;
+        let target = params
+            .as_ref()
+            .ok()
+            .and_then(|params| Target::of(&self.host, &method, params, &ctx));
+        let verdict = match &target {
+            Some(Ok(target)) => guard::decide(self.host.policy(), target, &ctx),
+            _ => None,
+        };
         match self.host.audit() {
-            None => box_future(move || gateway.dispatch(method, params, ctx)),
+            None => box_future(move || gateway.answer(method, params, target, verdict, ctx)),
             Some(log) => {
-                let audited = Audited::begin(log, &self.host, &method, params.as_ref().ok(), &ctx);
+                let audited = Audited::begin(
+                    log,
+                    &method,
+                    params.as_ref().ok(),
+                    target.as_ref().and_then(|t| t.as_ref().ok()),
+                    verdict.as_ref(),
+                    &ctx,
+                );
                 box_future(move || async move {
-                    let result = gateway.dispatch(method, params, ctx).await;
+                    let result = gateway.answer(method, params, target, verdict, ctx).await;
                     audited.finish(&result);
                     result
                 })

@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::{Map, Value};
 
+use super::guard::Visible;
 use super::to_result;
 use crate::Catalog;
 use crate::upstream::Item;
@@ -22,27 +23,43 @@ pub(super) fn page(
     list: ListOf,
     params: &Map<String, Value>,
     revision: ProtocolVersion,
+    visible: Option<&Visible<'_>>,
 ) -> HandlerResult {
     let offset = match params.get("cursor") {
         None | Some(Value::Null) => 0,
         Some(Value::String(cursor)) => decode_cursor(list, cursor)?,
         Some(_) => return Err(ErrorObject::invalid_params("\"cursor\" must be a string")),
     };
-    let items = match list {
+    let all = match list {
         ListOf::Tools => &catalog.tools,
         ListOf::Prompts => &catalog.prompts,
         ListOf::Resources => &catalog.resources,
         ListOf::Templates => &catalog.templates,
     };
-    let end = (offset + PAGE_SIZE).min(items.len());
-    let chunk = items.get(offset..end).unwrap_or_default();
-    let next = (end < items.len()).then(|| encode_cursor(list, end));
+    // A caller's list leaves out what it is denied; its cursors count
+    // in that list.
+    let shown: Vec<&Item>;
+    let (chunk, total): (Vec<&Item>, usize) = match visible {
+        None => {
+            let end = (offset + PAGE_SIZE).min(all.len());
+            let chunk = all.get(offset..end).unwrap_or_default();
+            (chunk.iter().collect(), all.len())
+        }
+        Some(visible) => {
+            shown = all.iter().filter(|i| visible.shows(list, i)).collect();
+            let end = (offset + PAGE_SIZE).min(shown.len());
+            let chunk = shown.get(offset..end).unwrap_or_default();
+            (chunk.to_vec(), shown.len())
+        }
+    };
+    let end = offset + chunk.len();
+    let next = (end < total).then(|| encode_cursor(list, end));
     let hints = (!revision.is_legacy()).then_some(CACHE_HINTS);
     if list == ListOf::Tools && (!revision.has_structured_output() || !revision.has_core_tasks()) {
         let adapted: Vec<Item> = chunk
             .iter()
             .map(|tool| {
-                let mut tool = tool.clone();
+                let mut tool = (*tool).clone();
                 if !revision.has_structured_output() {
                     tool.remove("outputSchema");
                 }
@@ -61,7 +78,7 @@ pub(super) fn page(
     }
     to_result(&Page {
         key: list.key(),
-        items: chunk,
+        items: &chunk,
         next,
         hints,
     })
@@ -104,14 +121,14 @@ impl ListOf {
 const CACHE_HINTS: (u64, &str) = (5_000, "private");
 
 /// A page of a list, serialized without copying its items.
-struct Page<'a> {
+struct Page<'a, T: Serialize> {
     key: &'static str,
-    items: &'a [Item],
+    items: &'a [T],
     next: Option<String>,
     hints: Option<(u64, &'static str)>,
 }
 
-impl Serialize for Page<'_> {
+impl<T: Serialize> Serialize for Page<'_, T> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(None)?;
         map.serialize_entry(self.key, self.items)?;

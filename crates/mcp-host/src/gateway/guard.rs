@@ -1,0 +1,116 @@
+//! The policy stage of the request path: each request's target decided
+//! for its caller, refused where the policy says so, and the lists each
+//! caller reads without what it is denied.
+
+use mcp_core::RequestContext;
+use mcp_schema::ErrorObject;
+use serde_json::{Value, json};
+
+use super::pages::ListOf;
+use super::target::Target;
+use crate::catalog::{Catalog, Route};
+use crate::host::Host;
+use crate::policy::{self, Asked, Caller, Decision, Kind, Policy, Verdict};
+use crate::upstream::Item;
+
+/// The policy's verdict on `target` for the caller of `ctx`; `None` when
+/// the policy allows everything (nothing is decided, nothing recorded).
+pub(super) fn decide(policy: &Policy, target: &Target, ctx: &RequestContext) -> Option<Verdict> {
+    if policy.allows_everything() {
+        return None;
+    }
+    let caller = Caller::of(ctx);
+    Some(policy.decide(&Asked {
+        caller: &caller,
+        server: &target.server,
+        kind: target.kind,
+        name: &target.route.original,
+    }))
+}
+
+/// Lets the request go on, or refuses it with an error that names the
+/// rule that decided.
+pub(super) fn enforce(verdict: &Verdict, target: &Target) -> Result<(), ErrorObject> {
+    let what = format!(
+        "{} {:?} of server {:?}",
+        kind_name(target.kind),
+        target.asked,
+        target.server
+    );
+    let data = json!({
+        "decision": verdict.decision,
+        "rule": verdict.rule,
+        "server": target.server,
+    });
+    let message = match verdict.decision {
+        Decision::Allow => return Ok(()),
+        Decision::Deny => format!("{what} is denied by {}", verdict.decided_by()),
+        Decision::Ask => format!(
+            "{what} needs a person's approval ({}), and this host has no approver to ask: \
+             the request is refused",
+            verdict.decided_by()
+        ),
+    };
+    Err(ErrorObject::new(policy::DENIED, message).with_data(data))
+}
+
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Tool => "tool",
+        Kind::Prompt => "prompt",
+        Kind::Resource => "resource",
+    }
+}
+
+/// What one caller may see of the lists.
+pub(super) struct Visible<'a> {
+    policy: &'a Policy,
+    catalog: &'a Catalog,
+    caller: Caller,
+    /// The upstreams' config names, by index.
+    servers: Vec<Option<String>>,
+}
+
+impl<'a> Visible<'a> {
+    /// The lists of `catalog` as `caller` may see them.
+    pub(super) fn new(host: &'a Host, catalog: &'a Catalog, caller: Caller) -> Self {
+        Visible {
+            policy: host.policy(),
+            catalog,
+            caller,
+            servers: host.upstream_names(),
+        }
+    }
+
+    /// Whether `item` of `list` is shown: not denied. Templates are
+    /// shown; each URI read through one is decided when it is read.
+    pub(super) fn shows(&self, list: ListOf, item: &Item) -> bool {
+        let text = |key: &str| item.get(key).and_then(Value::as_str);
+        let found: Option<(Kind, Route)> = match list {
+            ListOf::Tools => text("name")
+                .and_then(|name| self.catalog.tool(name).cloned())
+                .map(|route| (Kind::Tool, route)),
+            ListOf::Prompts => text("name")
+                .and_then(|name| self.catalog.prompt(name).cloned())
+                .map(|route| (Kind::Prompt, route)),
+            ListOf::Resources => text("uri")
+                .and_then(|uri| self.catalog.resource(uri))
+                .map(|route| (Kind::Resource, route)),
+            ListOf::Templates => return true,
+        };
+        let Some((kind, route)) = found else {
+            return true;
+        };
+        let server = self
+            .servers
+            .get(route.upstream)
+            .and_then(Option::as_deref)
+            .unwrap_or_default();
+        !self.policy.hides(&Asked {
+            caller: &self.caller,
+            server,
+            kind,
+            name: &route.original,
+        })
+    }
+}

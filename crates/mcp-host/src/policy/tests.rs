@@ -1,0 +1,219 @@
+use super::*;
+
+fn rule(number: usize, settings: RuleSettings) -> Rule {
+    Rule::compile(&settings, number).unwrap()
+}
+
+fn settings(decision: Decision) -> RuleSettings {
+    RuleSettings {
+        decision,
+        ..RuleSettings::default()
+    }
+}
+
+fn bob() -> Caller {
+    Caller {
+        subject: Some("bob".into()),
+        client_id: Some("cli-7".into()),
+        scopes: vec!["read".into(), "admin".into()],
+        client_name: Some("Claude Desktop".into()),
+    }
+}
+
+fn asked<'a>(caller: &'a Caller, server: &'a str, kind: Kind, name: &'a str) -> Asked<'a> {
+    Asked {
+        caller,
+        server,
+        kind,
+        name,
+    }
+}
+
+#[test]
+fn each_key_narrows_what_a_rule_matches() {
+    let (bob, anonymous) = (bob(), Caller::default());
+    let call = |caller, server, name| asked(caller, server, Kind::Tool, name);
+    let cases: Vec<(RuleSettings, Asked<'_>, bool)> = vec![
+        (
+            RuleSettings {
+                server: Some("mem*".into()),
+                ..settings(Decision::Deny)
+            },
+            call(&bob, "memory", "x"),
+            true,
+        ),
+        (
+            RuleSettings {
+                server: Some("mem*".into()),
+                ..settings(Decision::Deny)
+            },
+            call(&bob, "time", "x"),
+            false,
+        ),
+        (
+            RuleSettings {
+                tool: Some("delete_*".into()),
+                ..settings(Decision::Deny)
+            },
+            call(&bob, "memory", "delete_entities"),
+            true,
+        ),
+        (
+            RuleSettings {
+                tool: Some("delete_*".into()),
+                ..settings(Decision::Deny)
+            },
+            asked(&bob, "memory", Kind::Prompt, "delete_entities"),
+            false,
+        ),
+        (
+            RuleSettings {
+                resource: Some("file:///secret/**".into()),
+                ..settings(Decision::Deny)
+            },
+            asked(&bob, "fs", Kind::Resource, "file:///secret/a/b.txt"),
+            true,
+        ),
+        (
+            RuleSettings {
+                caller: Some("bob".into()),
+                ..settings(Decision::Deny)
+            },
+            call(&bob, "memory", "x"),
+            true,
+        ),
+        (
+            RuleSettings {
+                caller: Some("anonymous".into()),
+                ..settings(Decision::Deny)
+            },
+            call(&anonymous, "memory", "x"),
+            true,
+        ),
+        (
+            RuleSettings {
+                caller: Some("bob".into()),
+                ..settings(Decision::Deny)
+            },
+            call(&anonymous, "memory", "x"),
+            false,
+        ),
+        (
+            RuleSettings {
+                scope: Some("admin".into()),
+                ..settings(Decision::Allow)
+            },
+            call(&bob, "memory", "x"),
+            true,
+        ),
+        (
+            RuleSettings {
+                scope: Some("admin".into()),
+                ..settings(Decision::Allow)
+            },
+            call(&anonymous, "memory", "x"),
+            false,
+        ),
+        (
+            RuleSettings {
+                client_id: Some("cli-*".into()),
+                ..settings(Decision::Allow)
+            },
+            call(&bob, "memory", "x"),
+            true,
+        ),
+        (
+            RuleSettings {
+                client: Some("Claude*".into()),
+                ..settings(Decision::Allow)
+            },
+            call(&bob, "memory", "x"),
+            true,
+        ),
+        (
+            RuleSettings {
+                client: Some("Claude*".into()),
+                ..settings(Decision::Allow)
+            },
+            call(&anonymous, "memory", "x"),
+            false,
+        ),
+    ];
+    for (n, (settings, asked, expected)) in cases.into_iter().enumerate() {
+        let rule = rule(n + 1, settings.clone());
+        assert_eq!(rule.matches(&asked), expected, "{settings:?} on {asked:?}");
+    }
+}
+
+#[test]
+fn deny_wins_over_ask_over_allow_and_the_first_of_them_is_named() {
+    let bob = bob();
+    let named = |decision, name: &str| RuleSettings {
+        name: Some(name.into()),
+        ..settings(decision)
+    };
+    let policy = Policy::new(
+        vec![
+            rule(1, named(Decision::Allow, "allow all")),
+            rule(2, named(Decision::Ask, "ask first")),
+            rule(
+                3,
+                RuleSettings {
+                    tool: Some("delete_*".into()),
+                    ..named(Decision::Deny, "no deletes")
+                },
+            ),
+            rule(4, named(Decision::Ask, "ask again")),
+        ],
+        Decision::Allow,
+    );
+    let verdict = policy.decide(&asked(&bob, "memory", Kind::Tool, "delete_entities"));
+    assert_eq!(verdict.decision, Decision::Deny);
+    assert_eq!(verdict.decided_by(), "no deletes");
+    let verdict = policy.decide(&asked(&bob, "memory", Kind::Tool, "read_graph"));
+    assert_eq!(verdict.decision, Decision::Ask);
+    assert_eq!(verdict.decided_by(), "ask first");
+    assert!(policy.hides(&asked(&bob, "memory", Kind::Tool, "delete_x")));
+    assert!(!policy.hides(&asked(&bob, "memory", Kind::Tool, "read_graph")));
+}
+
+#[test]
+fn the_default_decides_where_no_rule_matches() {
+    let bob = bob();
+    let only_time = rule(
+        1,
+        RuleSettings {
+            server: Some("time".into()),
+            ..settings(Decision::Allow)
+        },
+    );
+    let policy = Policy::new(vec![only_time], Decision::Deny);
+    let verdict = policy.decide(&asked(&bob, "memory", Kind::Tool, "x"));
+    assert_eq!(verdict.decision, Decision::Deny);
+    assert_eq!(verdict.decided_by(), "the default");
+    assert_eq!(
+        policy
+            .decide(&asked(&bob, "time", Kind::Tool, "now"))
+            .decided_by(),
+        "policy rule 1"
+    );
+    assert!(Policy::default().allows_everything());
+    assert!(!policy.allows_everything());
+}
+
+#[test]
+fn a_rule_that_cannot_be_used_is_refused_with_its_number_and_key() {
+    let bad_glob = RuleSettings {
+        tool: Some("a[".into()),
+        ..settings(Decision::Deny)
+    };
+    let error = Rule::compile(&bad_glob, 3).unwrap_err();
+    assert!(error.contains("#3") && error.contains("tool"), "{error}");
+    let two_kinds = RuleSettings {
+        tool: Some("a".into()),
+        prompt: Some("b".into()),
+        ..settings(Decision::Deny)
+    };
+    let error = Rule::compile(&two_kinds, 1).unwrap_err();
+    assert!(error.contains("at most one"), "{error}");
+}

@@ -1,0 +1,187 @@
+//! The host's policy on the request path, in both eras: what a rule
+//! denies is left out of the lists and refused with an error naming the
+//! rule, `ask` without an approver is refused saying so, the rest goes
+//! through, and the audit records each decision and its rule. The
+//! upstream is `mcp_servers::everything` over loopback HTTP.
+
+use std::time::Duration;
+
+use mcp_client::{Client, EraChoice};
+use mcp_host::config::{HostConfig, ServerConfig};
+use mcp_host::policy::{DENIED, Rule, RuleSettings};
+use mcp_host::{AuditLog, AuditSettings, Decision, Host, HostOptions, HostSettings, Policy};
+use mcp_schema::ProtocolVersion;
+use serde_json::json;
+
+mod support;
+use support::{Scratch, gateway_client, on_http, within};
+
+/// The rules of the settings file below, as the host reads them.
+const SETTINGS: &str = r#"
+[[policy]]
+decision = "deny"
+server = "every*"
+tool = "add"
+name = "no adding"
+
+[[policy]]
+decision = "ask"
+tool = "echo"
+
+[[policy]]
+decision = "allow"
+tool = "echo"
+
+[[policy]]
+decision = "deny"
+prompt = "test_prompt_with_*"
+caller = "anonymous"
+name = "no prompts for strangers"
+"#;
+
+fn policy() -> std::sync::Arc<Policy> {
+    HostSettings::parse(SETTINGS)
+        .unwrap()
+        .options()
+        .unwrap()
+        .policy
+}
+
+async fn names(client: &Client) -> (Vec<String>, Vec<String>) {
+    let tools = within("tools/list", client.list_all_tools()).await.unwrap();
+    let prompts = within("prompts/list", client.list_all_prompts())
+        .await
+        .unwrap();
+    (
+        tools.into_iter().map(|t| t.name).collect(),
+        prompts.into_iter().map(|p| p.name).collect(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn denied_items_are_hidden_and_refused_by_their_rule_in_both_eras() {
+    let scratch = Scratch::new("policy");
+    let path = scratch.file("audit.db");
+    let url = on_http(mcp_servers::everything::server()).await;
+    let mut options = HostOptions::default();
+    options.policy = policy();
+    options.audit = Some(AuditLog::open(AuditSettings::new(&path)).unwrap());
+    let host = Host::start(
+        HostConfig {
+            servers: vec![ServerConfig::remote("everything", &url).namespace("")],
+            problems: Vec::new(),
+        },
+        options,
+    );
+    host.wait_started(Duration::from_secs(20)).await;
+    let all_tools = host.catalog().tools.len();
+
+    for era in [
+        EraChoice::Pinned(ProtocolVersion::V2025_11_25),
+        EraChoice::Pinned(ProtocolVersion::V2026_07_28),
+    ] {
+        let client = gateway_client(&host, Client::builder("policy-tests", "1.0").era(era)).await;
+        let (tools, prompts) = names(&client).await;
+        assert!(!tools.contains(&"add".to_owned()), "{tools:?}");
+        assert!(tools.contains(&"echo".to_owned()), "ask keeps it listed");
+        assert_eq!(tools.len(), all_tools - 1);
+        assert!(prompts.contains(&"test_simple_prompt".to_owned()));
+        assert!(
+            !prompts.iter().any(|p| p.starts_with("test_prompt_with_")),
+            "{prompts:?}"
+        );
+
+        let denied = within("add", client.call_tool("add", json!({"a": 1, "b": 2})))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(denied.contains("no adding"), "{denied}");
+        let asked = within("echo", client.call_tool("echo", json!({"message": "hi"})))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            asked.contains("approval") && asked.contains("policy rule 2"),
+            "deny before ask before allow, and ask has no approver yet: {asked}"
+        );
+        let prompt = within(
+            "prompt",
+            client.get_prompt(
+                "test_prompt_with_arguments",
+                [("arg1".to_owned(), "a".to_owned())].into(),
+            ),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+        assert!(prompt.contains("no prompts for strangers"), "{prompt}");
+        let allowed = within(
+            "calculate",
+            client.call_tool("calculate", json!({"expression": "6*7"})),
+        )
+        .await
+        .unwrap();
+        assert_ne!(allowed.is_error, Some(true), "{allowed:?}");
+    }
+    host.shutdown(Duration::from_secs(5)).await;
+    drop(host);
+
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    let decided: Vec<(String, String, Option<i64>, String, String)> = connection
+        .prepare(
+            "SELECT target, outcome, error_code, decision, rule FROM audit \
+             WHERE method IN ('tools/call', 'prompts/get') ORDER BY id",
+        )
+        .unwrap()
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let one_era = vec![
+        (
+            "add".into(),
+            "error".into(),
+            Some(DENIED),
+            "deny".into(),
+            "no adding".into(),
+        ),
+        (
+            "echo".into(),
+            "error".into(),
+            Some(DENIED),
+            "ask".into(),
+            "policy rule 2".into(),
+        ),
+        (
+            "test_prompt_with_arguments".into(),
+            "error".into(),
+            Some(DENIED),
+            "deny".into(),
+            "no prompts for strangers".into(),
+        ),
+        (
+            "calculate".into(),
+            "ok".into(),
+            None,
+            "allow".into(),
+            "the default".into(),
+        ),
+    ];
+    assert_eq!(decided, [one_era.clone(), one_era].concat());
+}
+
+#[test]
+fn a_bad_rule_is_refused_when_the_settings_are_read() {
+    let error =
+        HostSettings::parse("[[policy]]\ndecision = \"deny\"\ntool = \"a[\"\n").unwrap_err();
+    assert!(error.contains("#1") && error.contains("tool"), "{error}");
+    let error = HostSettings::parse("[[policy]]\ndecision = \"maybe\"\n").unwrap_err();
+    assert!(error.contains("maybe"), "{error}");
+    let policy = Policy::new(
+        vec![Rule::compile(&RuleSettings::default(), 1).unwrap()],
+        Decision::Deny,
+    );
+    assert!(!policy.allows_everything());
+}
