@@ -705,6 +705,23 @@ pub async fn status(args: &StatusArgs) -> Result<()> {
             ));
         }
     }
+    for server in status["servers"].as_array().into_iter().flatten() {
+        for flagged in server["flagged"].as_array().into_iter().flatten() {
+            let flags: Vec<&str> = flagged["flags"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            out.push_str(&format!(
+                "suspicious: {}: {} {} ({})\n",
+                server["name"].as_str().unwrap_or("?"),
+                flagged["kind"].as_str().unwrap_or("?"),
+                flagged["name"].as_str().unwrap_or("?"),
+                flags.join(", ")
+            ));
+        }
+    }
     for problem in status["problems"].as_array().into_iter().flatten() {
         out.push_str(&format!(
             "not started: {} ({})\n",

@@ -40,6 +40,7 @@ pub mod policy;
 mod rounds;
 mod scan;
 pub mod settings;
+pub mod suspicious;
 mod tasks;
 pub mod upstream;
 mod upstream_meta;

@@ -103,6 +103,9 @@ pub struct AuditRecord {
     pub decision: Option<&'static str>,
     /// The rule that decided (its name), or `the default`.
     pub rule: Option<String>,
+    /// What the target's definition holds that is aimed at the model
+    /// (`hidden-tags`, `bidi`, `zero-width`, `injection`), comma-separated.
+    pub flags: Option<String>,
 }
 
 impl AuditRecord {
@@ -120,6 +123,7 @@ impl AuditRecord {
             + text(&self.error_message)
             + text(&self.arguments)
             + text(&self.rule)
+            + text(&self.flags)
     }
 }
 

@@ -96,6 +96,7 @@ async fn records_every_field_and_trims_to_its_most() {
     failed.arguments_bytes = Some(7);
     failed.decision = Some("deny");
     failed.rule = Some("no deletes".into());
+    failed.flags = Some("injection".into());
     log.record(failed.clone());
     log.flush(Duration::from_secs(10)).await;
 
@@ -104,7 +105,7 @@ async fn records_every_field_and_trims_to_its_most() {
         .query_row(
             "SELECT time_ms, duration_ms, method, target, server, caller, client, session, \
              revision, outcome, error_code, error_message, arguments, arguments_bytes, \
-             decision, rule FROM audit",
+             decision, rule, flags FROM audit",
             [],
             |r| {
                 Ok(AuditRecord {
@@ -130,6 +131,7 @@ async fn records_every_field_and_trims_to_its_most() {
                         .get::<_, Option<String>>(14)?
                         .map(|d| if d == "deny" { "deny" } else { "other" }),
                     rule: r.get(15)?,
+                    flags: r.get(16)?,
                 })
             },
         )

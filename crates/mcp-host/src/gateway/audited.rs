@@ -10,6 +10,7 @@ use mcp_schema::methods;
 
 use super::target::Target;
 use crate::audit::{AuditLog, AuditRecord, now_ms};
+use crate::host::Host;
 use crate::params::Params;
 use crate::policy::Verdict;
 
@@ -26,6 +27,7 @@ impl Audited {
     /// what, and which server it goes to.
     pub(super) fn begin(
         log: &AuditLog,
+        host: &Host,
         method: &str,
         params: Option<&Params>,
         target: Option<&Target>,
@@ -50,6 +52,7 @@ impl Audited {
             server: target.map(|t| t.server.clone()),
             decision: verdict.map(|v| v.decision.as_str()),
             rule: verdict.map(|v| v.decided_by().to_owned()),
+            flags: target.and_then(|t| flags_of(host, t)),
             caller: ctx
                 .extensions()
                 .get::<Owner>()
@@ -103,6 +106,17 @@ impl Drop for Audited {
             self.log.record(record);
         }
     }
+}
+
+/// What `target`'s definition holds that is aimed at the model, if
+/// anything.
+fn flags_of(host: &Host, target: &Target) -> Option<String> {
+    let listing = host.upstream(target.route.upstream).ok()?.listing();
+    let flags = listing.flags(target.kind.as_str(), &target.route.original);
+    (!flags.is_empty()).then(|| {
+        let names: Vec<&str> = flags.iter().map(|f| f.as_str()).collect();
+        names.join(",")
+    })
 }
 
 /// Whether a tool's result says it failed (`isError: true`), found by a

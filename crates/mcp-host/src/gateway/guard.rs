@@ -33,7 +33,7 @@ pub(super) fn decide(policy: &Policy, target: &Target, ctx: &RequestContext) -> 
 pub(super) fn enforce(verdict: &Verdict, target: &Target) -> Result<(), ErrorObject> {
     let what = format!(
         "{} {:?} of server {:?}",
-        kind_name(target.kind),
+        target.kind.as_str(),
         target.asked,
         target.server
     );
@@ -52,14 +52,6 @@ pub(super) fn enforce(verdict: &Verdict, target: &Target) -> Result<(), ErrorObj
         ),
     };
     Err(ErrorObject::new(policy::DENIED, message).with_data(data))
-}
-
-fn kind_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Tool => "tool",
-        Kind::Prompt => "prompt",
-        Kind::Resource => "resource",
-    }
 }
 
 /// What one caller may see of the lists.

@@ -594,6 +594,7 @@ impl Service for Gateway {
             Some(log) => {
                 let audited = Audited::begin(
                     log,
+                    &self.host,
                     &method,
                     params.as_ref().ok(),
                     target.as_ref().and_then(|t| t.as_ref().ok()),

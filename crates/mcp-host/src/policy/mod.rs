@@ -86,6 +86,17 @@ pub enum Kind {
     Resource,
 }
 
+impl Kind {
+    /// Its name in messages, status and the audit.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Tool => "tool",
+            Kind::Prompt => "prompt",
+            Kind::Resource => "resource",
+        }
+    }
+}
+
 /// What is asked: by whom, of which server, which item.
 #[derive(Clone, Copy, Debug)]
 pub struct Asked<'a> {

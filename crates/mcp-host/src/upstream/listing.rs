@@ -9,6 +9,7 @@ use mcp_schema::ServerCapabilities;
 use serde_json::{Map, Value, json};
 
 use super::UpstreamStatus;
+use crate::suspicious::{Flag, flags_of};
 
 /// One JSON object of a list.
 pub type Item = Map<String, Value>;
@@ -29,6 +30,21 @@ pub struct Listing {
     pub instructions: Option<String>,
     /// What the server declared.
     pub capabilities: ServerCapabilities,
+    /// The items whose definitions hold text aimed at the model (see
+    /// [`crate::suspicious`]).
+    pub flagged: Vec<Flagged>,
+}
+
+/// An item whose definition holds text aimed at the model.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct Flagged {
+    /// `tool`, `prompt` or `resource`.
+    pub kind: &'static str,
+    /// Its name (a resource: its URI) at the server.
+    pub name: String,
+    /// What was found.
+    pub flags: Vec<Flag>,
 }
 
 /// The most pages read of one list: a server whose cursors never end
@@ -57,10 +73,46 @@ impl Listing {
             listing.prompts = list_all(client, "prompts/list", "prompts").await?;
         }
         listing.capabilities = caps;
+        listing.flagged = listing.flag();
         Ok(listing)
     }
 
+    /// The items whose definitions hold text aimed at the model.
+    fn flag(&self) -> Vec<Flagged> {
+        let lists = [
+            ("tool", "name", &self.tools),
+            ("prompt", "name", &self.prompts),
+            ("resource", "uri", &self.resources),
+            ("resource", "uriTemplate", &self.templates),
+        ];
+        let mut flagged = Vec::new();
+        for (kind, key, items) in lists {
+            for item in items {
+                let flags = flags_of(item);
+                if flags.is_empty() {
+                    continue;
+                }
+                let name = item.get(key).and_then(Value::as_str).unwrap_or_default();
+                flagged.push(Flagged {
+                    kind,
+                    name: name.to_owned(),
+                    flags,
+                });
+            }
+        }
+        flagged
+    }
+
+    /// The flags of the tool (or prompt, or resource) `name` at the server.
+    pub fn flags(&self, kind: &str, name: &str) -> &[Flag] {
+        self.flagged
+            .iter()
+            .find(|f| f.kind == kind && f.name == name)
+            .map_or(&[], |f| &f.flags)
+    }
+
     pub(crate) fn count_into(&self, status: &mut UpstreamStatus) {
+        status.flagged = self.flagged.clone();
         status.tools = self.tools.len();
         status.resources = self.resources.len();
         status.templates = self.templates.len();

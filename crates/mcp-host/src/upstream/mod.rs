@@ -29,7 +29,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 pub use connect::{INHERITED_ENV, minimal_env};
-pub use listing::{Item, Listing};
+pub use listing::{Flagged, Item, Listing};
 pub use options::{AuthorizerFactory, MakeAuthorizer, SupervisorOptions};
 
 use crate::config::ServerConfig;
@@ -94,6 +94,10 @@ pub struct UpstreamStatus {
     /// Warnings about its config entry (see [`ServerConfig::hints`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hints: Vec<String>,
+    /// Its tools, prompts and resources whose definitions hold text
+    /// aimed at the model: hidden characters, injection phrases.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flagged: Vec<Flagged>,
 }
 
 /// What an upstream tells the host.
@@ -234,6 +238,7 @@ impl Upstream {
             failed_calls: 0,
             dropped_notifications: 0,
             hints: config.hints.clone(),
+            flagged: Vec::new(),
         };
         Arc::new(Upstream {
             permits: Semaphore::new(options.max_in_flight.max(1)),
@@ -606,6 +611,7 @@ impl Upstream {
             live.listing = Arc::new(listing);
             live.client = Some(client);
         });
+        self.warn_flagged();
         tracing::info!(server = %self.config.name, "ready");
         let wanted = *lock(&self.log_level);
         if let Some(level) = wanted {
@@ -866,13 +872,30 @@ impl Upstream {
         }
     }
 
+    /// Logs each item whose definition holds text aimed at the model.
+    fn warn_flagged(&self) {
+        for flagged in &self.listing().flagged {
+            let flags: Vec<&str> = flagged.flags.iter().map(|f| f.as_str()).collect();
+            tracing::warn!(
+                server = %self.config.name,
+                "{} {:?} holds text aimed at the model: {}",
+                flagged.kind,
+                flagged.name,
+                flags.join(", ")
+            );
+        }
+    }
+
     /// Reads the lists again after a change.
     async fn relist(&self, client: &Client) {
         match Listing::fetch(client).await {
-            Ok(listing) => self.update(|live| {
-                listing.count_into(&mut live.status);
-                live.listing = Arc::new(listing);
-            }),
+            Ok(listing) => {
+                self.update(|live| {
+                    listing.count_into(&mut live.status);
+                    live.listing = Arc::new(listing);
+                });
+                self.warn_flagged();
+            }
             Err(e) => self.update(|live| {
                 live.status.state = UpstreamState::Degraded;
                 live.status.last_error = Some(e);
