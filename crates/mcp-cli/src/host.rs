@@ -153,6 +153,13 @@ pub async fn run(args: &HostArgs) -> Result<()> {
             .max_connections_per_ip
             .or(defaults.max_connections_per_ip);
         shown.servers = (&options.supervisor).into();
+        let guard = &mut shown.guard;
+        guard
+            .approvers
+            .get_or_insert_with(|| options.consent.order.clone());
+        guard
+            .ask_timeout
+            .get_or_insert(options.consent.timeout.as_secs_f64());
         shown.audit = audit.as_ref().map(Into::into);
         effective["settings"] = serde_json::to_value(&shown)?;
         return print_json(&effective);
@@ -175,7 +182,20 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         (false, Some(addr)) => Some(bind(addr).await?),
         (false, None) => Some(bind(DEFAULT_ADDR.parse()?).await?),
     };
-    print_err(&policy_line(&options.policy));
+    // A request a rule marks `ask` is put to the client, then the
+    // terminal; grants for always are kept for the next runs.
+    options
+        .consent
+        .registered
+        .push(Arc::new(crate::tty_approver::TtyApprover::default()));
+    if options.policy.can_ask() {
+        let path = settings.guard.store.clone().unwrap_or_else(|| {
+            crate::target::xdg_dir("XDG_STATE_HOME", ".local/state").join("guard.sqlite")
+        });
+        let store = mcp_host::consent::GrantStore::open(&path).map_err(anyhow::Error::msg)?;
+        options.consent.store = Some(Arc::new(store));
+    }
+    print_err(&policy_line(&options));
     // Served at once: servers that start slowly, or never, hold no one up.
     let host = Host::start(config, options);
     let reporting = tokio::spawn(report_states(host.clone(), start_timeout));
@@ -430,17 +450,33 @@ fn server_line(server: &mcp_host::UpstreamStatus) -> String {
 }
 
 /// What the policy does, said once at start.
-fn policy_line(policy: &mcp_host::Policy) -> String {
+fn policy_line(options: &mcp_host::HostOptions) -> String {
+    let policy = &options.policy;
     if policy.allows_everything() {
         return "policy: no rules; every request is allowed (the client application asks its \
                 own user)"
             .into();
     }
-    format!(
+    let mut line = format!(
         "policy: {}; where none matches: {}",
         counted(policy.rules().len(), "rule"),
         policy.default_decision()
-    )
+    );
+    if policy.can_ask() {
+        let consent = &options.consent;
+        line.push_str(&format!(
+            "; asks {} ({} s to answer)",
+            consent.order.join(", then "),
+            consent.timeout.as_secs()
+        ));
+        if let Some(store) = &consent.store {
+            line.push_str(&format!(
+                "; grants for always in {}",
+                store.path().display()
+            ));
+        }
+    }
+    line
 }
 
 /// `n` things, with the plural where English wants one.

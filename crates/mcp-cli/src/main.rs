@@ -24,6 +24,7 @@ mod target;
 mod task;
 mod terminal;
 mod tool_table;
+mod tty_approver;
 mod tty_inputs;
 
 use anyhow::Result;

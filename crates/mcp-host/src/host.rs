@@ -107,6 +107,8 @@ pub struct HostOptions {
     /// Who may reach what (see [`crate::policy`]); by default everything
     /// is allowed.
     pub policy: Arc<crate::policy::Policy>,
+    /// How a person is asked where the policy says `ask`.
+    pub consent: crate::consent::ConsentOptions,
 }
 
 impl Default for HostOptions {
@@ -116,6 +118,7 @@ impl Default for HostOptions {
             audit: None,
             start_grace: Duration::from_secs(10),
             policy: Arc::default(),
+            consent: crate::consent::ConsentOptions::default(),
         }
     }
 }
@@ -139,6 +142,7 @@ pub(crate) struct Inner {
     pub(crate) downstream: Downstream,
     pub(crate) tasks: crate::tasks::TaskRoutes,
     pub(crate) held: crate::rounds::HeldCalls,
+    consent: crate::consent::Waiting,
     signals: mpsc::Sender<(usize, Signal)>,
     events: broadcast::Sender<HostEvent>,
     options: HostOptions,
@@ -200,6 +204,7 @@ impl Host {
                 downstream: Downstream::default(),
                 tasks: Default::default(),
                 held: Default::default(),
+                consent: Default::default(),
                 signals,
                 events,
                 starting: Arc::new(tokio::sync::Semaphore::new(
@@ -332,6 +337,12 @@ impl Host {
     /// The policy requests are decided by.
     pub(crate) fn policy(&self) -> &crate::policy::Policy {
         &self.inner.options.policy
+    }
+
+    /// How a person is asked, and the grants and approvals in waiting of
+    /// 2026-07-28 callers.
+    pub(crate) fn consent(&self) -> (&crate::consent::ConsentOptions, &crate::consent::Waiting) {
+        (&self.inner.options.consent, &self.inner.consent)
     }
 
     /// The config name of upstream `index`, while it runs.

@@ -31,7 +31,9 @@
 pub mod audit;
 pub mod catalog;
 pub mod config;
+pub mod consent;
 mod downstream;
+mod expiring;
 mod gateway;
 mod host;
 pub mod names;

@@ -11,11 +11,10 @@
 //! A held call lives at most [`HELD_TTL`] between rounds; one the client
 //! abandons is dropped then, which cancels it upstream.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mcp_core::HandlerResult;
 use mcp_schema::{ErrorObject, error_codes};
@@ -23,6 +22,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::expiring::Expiring;
 use crate::params::Params;
 use crate::upstream::Question;
 
@@ -61,27 +61,21 @@ impl HeldCall {
 }
 
 /// The held calls of a host, by `requestState`.
-#[derive(Default)]
 pub(crate) struct HeldCalls {
-    calls: Mutex<HashMap<String, (Instant, HeldCall)>>,
+    calls: Expiring<HeldCall>,
+}
+
+impl Default for HeldCalls {
+    fn default() -> Self {
+        HeldCalls {
+            calls: Expiring::new(STATE_PREFIX, HELD_TTL, MAX_HELD),
+        }
+    }
 }
 
 impl HeldCalls {
     fn hold(&self, call: HeldCall) -> String {
-        let token = format!("{STATE_PREFIX}{:032x}", rand::random::<u128>());
-        let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        calls.retain(|_, (since, _)| now.duration_since(*since) < HELD_TTL);
-        if calls.len() >= MAX_HELD
-            && let Some(oldest) = calls
-                .iter()
-                .min_by_key(|(_, (since, _))| *since)
-                .map(|(token, _)| token.clone())
-        {
-            calls.remove(&oldest);
-        }
-        calls.insert(token.clone(), (now, call));
-        token
+        self.calls.keep(call)
     }
 
     /// The held call a retry's `requestState` names, with the client's
@@ -91,13 +85,7 @@ impl HeldCalls {
         let token = params
             .str("requestState")
             .filter(|s| s.starts_with(STATE_PREFIX))?;
-        let held = self
-            .calls
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(token.as_ref())
-            .filter(|(since, _)| since.elapsed() < HELD_TTL);
-        let Some((_, mut call)) = held else {
+        let Some(mut call) = self.calls.take(&token) else {
             return Some(Err(ErrorObject::invalid_params(
                 "requestState names no call in progress (it ended, or waited too long); \
                  send the request again without it",

@@ -35,6 +35,9 @@
 //!
 //! [guard]
 //! default = "allow"           # where no rule matches: allow | ask | deny
+//! approvers = ["client", "terminal"] # who is asked where a rule says ask, in order
+//! ask_timeout = 120           # seconds a person has to answer
+//! store = "guard.db"          # grants for always (default: the user's state folder)
 //!
 //! [[policy]]                  # rules, see the policy module: deny wins over ask over allow
 //! decision = "deny"           # allow | deny | ask
@@ -53,6 +56,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::HostOptions;
 use crate::audit::AuditSettings;
+use crate::consent::ConsentOptions;
 use crate::policy::{Decision, Policy, Rule, RuleSettings};
 use crate::upstream::SupervisorOptions;
 
@@ -87,6 +91,17 @@ pub struct GuardSettings {
     /// Code do).
     #[serde(default)]
     pub default: Decision,
+    /// Who is asked where the policy says `ask`, in order: `client` (the
+    /// caller, by elicitation), `terminal` (where the host has one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approvers: Option<Vec<String>>,
+    /// Seconds a person has to answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ask_timeout: Option<f64>,
+    /// The SQLite file that keeps grants for always (relative to the
+    /// settings file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<PathBuf>,
 }
 
 /// `[audit]`: where and how the audit log is kept; unset keys keep the
@@ -248,10 +263,15 @@ impl HostSettings {
         };
         let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
         let mut settings = Self::parse(&text).map_err(error)?;
+        let dir = path.parent().unwrap_or(Path::new(""));
         if let Some(audit) = settings.audit.as_mut() {
             if audit.path.is_relative() {
-                let dir = path.parent().unwrap_or(Path::new(""));
                 audit.path = dir.join(&audit.path);
+            }
+        }
+        if let Some(store) = settings.guard.store.as_mut() {
+            if store.is_relative() {
+                *store = dir.join(&*store);
             }
         }
         Ok(settings)
@@ -404,9 +424,25 @@ impl HostSettings {
             .enumerate()
             .map(|(n, rule)| Rule::compile(rule, n + 1))
             .collect::<Result<Vec<_>, _>>()?;
+        let mut consent = ConsentOptions::default();
+        if let Some(order) = &self.guard.approvers {
+            if let Some(unknown) = order
+                .iter()
+                .find(|a| !["client", "terminal"].contains(&a.as_str()))
+            {
+                return Err(format!(
+                    "guard.approvers: {unknown:?} is none of \"client\", \"terminal\""
+                ));
+            }
+            consent.order = order.clone();
+        }
+        if let Some(timeout) = self.guard.ask_timeout {
+            consent.timeout = seconds(timeout, "guard.ask_timeout")?;
+        }
         Ok(HostOptions {
             supervisor,
             policy: Arc::new(Policy::new(rules, self.guard.default)),
+            consent,
             ..HostOptions::default()
         })
     }

@@ -27,6 +27,16 @@ impl Terminal {
     /// Starts `mcp ARGS` with `env` added to its environment on a new
     /// 100x24 pseudo-terminal.
     pub fn run_with(args: &[&str], env: &[(&str, &str)]) -> Terminal {
+        Terminal::start(args, env, false)
+    }
+
+    /// [`Terminal::run_with`], the pseudo-terminal being `mcp`'s
+    /// controlling terminal (its `/dev/tty`), as a person's shell gives.
+    pub fn run_controlling(args: &[&str], env: &[(&str, &str)]) -> Terminal {
+        Terminal::start(args, env, true)
+    }
+
+    fn start(args: &[&str], env: &[(&str, &str)], controlling: bool) -> Terminal {
         let (mut master, mut slave) = (-1, -1);
         let size = libc::winsize {
             ws_row: 24,
@@ -48,14 +58,28 @@ impl Terminal {
         // SAFETY: both descriptors were just opened and are owned only here.
         let (master, slave) =
             unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-        let child = std::process::Command::new(MCP)
+        let mut command = std::process::Command::new(MCP);
+        command
             .args(args)
             .envs(env.iter().copied())
             .stdin(slave.try_clone().expect("a slave end for stdin"))
             .stdout(slave.try_clone().expect("a slave end for stdout"))
-            .stderr(slave)
-            .spawn()
-            .expect("mcp ran");
+            .stderr(slave);
+        if controlling {
+            use std::os::unix::process::CommandExt as _;
+            // SAFETY: only async-signal-safe calls between fork and exec.
+            unsafe {
+                command.pre_exec(|| {
+                    // A session of its own, whose controlling terminal is
+                    // the pseudo-terminal on its stdin.
+                    if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let child = command.spawn().expect("mcp ran");
         let keys = std::fs::File::from(master.try_clone().expect("a master end for keys"));
         let seen = Arc::new(Mutex::new(String::new()));
         let collected = Arc::clone(&seen);

@@ -103,6 +103,11 @@ pub struct AuditRecord {
     pub decision: Option<&'static str>,
     /// The rule that decided (its name), or `the default`.
     pub rule: Option<String>,
+    /// For `ask`: how it was settled (`granted` by an earlier grant,
+    /// `allowed-once`, `allowed-session`, `allowed-always`, `denied`,
+    /// `timeout`, `unreachable`, or `asked` for a round sent to the
+    /// client).
+    pub answer: Option<&'static str>,
     /// What the target's definition holds that is aimed at the model
     /// (`hidden-tags`, `bidi`, `zero-width`, `injection`), comma-separated.
     pub flags: Option<String>,

@@ -97,6 +97,7 @@ async fn records_every_field_and_trims_to_its_most() {
     failed.decision = Some("deny");
     failed.rule = Some("no deletes".into());
     failed.flags = Some("injection".into());
+    failed.answer = Some("denied");
     log.record(failed.clone());
     log.flush(Duration::from_secs(10)).await;
 
@@ -105,7 +106,7 @@ async fn records_every_field_and_trims_to_its_most() {
         .query_row(
             "SELECT time_ms, duration_ms, method, target, server, caller, client, session, \
              revision, outcome, error_code, error_message, arguments, arguments_bytes, \
-             decision, rule, flags FROM audit",
+             decision, rule, flags, answer FROM audit",
             [],
             |r| {
                 Ok(AuditRecord {
@@ -132,6 +133,9 @@ async fn records_every_field_and_trims_to_its_most() {
                         .map(|d| if d == "deny" { "deny" } else { "other" }),
                     rule: r.get(15)?,
                     flags: r.get(16)?,
+                    answer: r
+                        .get::<_, Option<String>>(17)?
+                        .map(|a| if a == "denied" { "denied" } else { "other" }),
                 })
             },
         )

@@ -44,20 +44,25 @@ CREATE TABLE IF NOT EXISTS audit (
     arguments_bytes INTEGER,
     decision        TEXT,
     rule            TEXT,
-    flags           TEXT
+    flags           TEXT,
+    answer          TEXT
 );
 CREATE INDEX IF NOT EXISTS audit_time ON audit (time_ms);
 ";
 
 /// The columns added since the first version of the table, added in place
 /// to a file that lacks them.
-const ADDED_COLUMNS: [(&str, &str); 3] =
-    [("decision", "TEXT"), ("rule", "TEXT"), ("flags", "TEXT")];
+const ADDED_COLUMNS: [(&str, &str); 4] = [
+    ("decision", "TEXT"),
+    ("rule", "TEXT"),
+    ("flags", "TEXT"),
+    ("answer", "TEXT"),
+];
 
 const INSERT: &str = "INSERT INTO audit (time_ms, duration_ms, method, target, server, caller, \
     client, session, revision, outcome, error_code, error_message, arguments, arguments_bytes, \
-    decision, rule, flags) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)";
+    decision, rule, flags, answer) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)";
 
 /// Opens the file, in write-ahead-log mode, with its table.
 pub(super) fn open(path: &Path) -> rusqlite::Result<Connection> {
@@ -217,6 +222,7 @@ impl Writer {
                     r.decision,
                     r.rule,
                     r.flags,
+                    r.answer,
                 ])?;
             }
         }

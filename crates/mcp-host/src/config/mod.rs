@@ -124,6 +124,21 @@ impl ServerConfig {
         }
     }
 
+    /// How the server is run, as a person checks it and as grants are
+    /// bound to it: a stdio server's command line (each word that needs it
+    /// quoted), a remote server's URL.
+    pub fn identity(&self) -> String {
+        match &self.transport {
+            TransportSpec::Stdio { command, args, .. } => {
+                let words = std::iter::once(command).chain(args).map(String::as_str);
+                // Only a word with a NUL cannot be quoted; none can run.
+                shlex::try_join(words.clone())
+                    .unwrap_or_else(|_| words.collect::<Vec<_>>().join(" "))
+            }
+            TransportSpec::Http { url, .. } | TransportSpec::WebSocket { url } => url.clone(),
+        }
+    }
+
     /// Sets the era to speak to the server (see [`ServerConfig::era`]).
     pub fn era(mut self, era: &str) -> Result<Self, String> {
         era.parse::<mcp_client::EraChoice>()?;

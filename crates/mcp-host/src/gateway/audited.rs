@@ -80,11 +80,13 @@ impl Audited {
         }
     }
 
-    /// Records how the request ended.
-    pub(super) fn finish(mut self, result: &HandlerResult) {
+    /// Records how the request ended, and how a person answered where
+    /// one was asked.
+    pub(super) fn finish(mut self, result: &HandlerResult, answered: Option<&'static str>) {
         let Some(record) = self.record.as_mut() else {
             return;
         };
+        record.answer = answered;
         match result {
             Ok(raw) if record.method == methods::TOOLS_CALL && is_tool_error(raw.get()) => {
                 record.outcome = "tool_error";

@@ -45,11 +45,8 @@ pub(super) fn enforce(verdict: &Verdict, target: &Target) -> Result<(), ErrorObj
     let message = match verdict.decision {
         Decision::Allow => return Ok(()),
         Decision::Deny => format!("{what} is denied by {}", verdict.decided_by()),
-        Decision::Ask => format!(
-            "{what} needs a person's approval ({}), and this host has no approver to ask: \
-             the request is refused",
-            verdict.decided_by()
-        ),
+        // Settled by the consent stage.
+        Decision::Ask => return Ok(()),
     };
     Err(ErrorObject::new(policy::DENIED, message).with_data(data))
 }

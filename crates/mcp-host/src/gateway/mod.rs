@@ -28,6 +28,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 mod audited;
+mod consent;
 mod forward;
 mod guard;
 mod pages;
@@ -39,8 +40,9 @@ use crate::catalog::Route;
 use crate::downstream::{LogLevel, Subscriptions, subscription_meta};
 use crate::host::Host;
 use crate::params::Params;
-use crate::policy::{Caller, Verdict};
+use crate::policy::{Caller, Decision, Verdict};
 use audited::Audited;
+use consent::Settled;
 use forward::forward;
 use pages::ListOf;
 use results::rewrite_uris;
@@ -146,18 +148,29 @@ impl Gateway {
     /// The request path: what it reaches is resolved once (`target`),
     /// decided by the policy (`verdict`, where there is one), then
     /// forwarded; the audit record around it reads the same values.
+    ///
+    /// Also how a person answered, where one was asked (for the audit).
     async fn answer(
         self,
         method: String,
-        params: Result<Params, ErrorObject>,
+        mut params: Result<Params, ErrorObject>,
         target: Option<Result<Target, ErrorObject>>,
         verdict: Option<Verdict>,
         ctx: RequestContext,
-    ) -> HandlerResult {
-        if let (Some(verdict), Some(Ok(target))) = (&verdict, &target) {
-            guard::enforce(verdict, target)?;
+    ) -> (HandlerResult, Option<&'static str>) {
+        let mut answered = None;
+        if let (Some(verdict), Some(Ok(target)), Ok(request)) = (&verdict, &target, &mut params) {
+            if verdict.decision == Decision::Ask {
+                match consent::settle(&self.host, verdict, target, &method, request, &ctx).await {
+                    Settled::Go(how) => answered = Some(how),
+                    Settled::Reply(round) => return (Ok(round), Some("asked")),
+                    Settled::Refused(error, how) => return (Err(error), Some(how)),
+                }
+            } else if let Err(error) = guard::enforce(verdict, target) {
+                return (Err(error), None);
+            }
         }
-        self.dispatch(method, params, target, ctx).await
+        (self.dispatch(method, params, target, ctx).await, answered)
     }
 
     async fn dispatch(
@@ -590,7 +603,9 @@ impl Service for Gateway {
             _ => None,
         };
         match self.host.audit() {
-            None => box_future(move || gateway.answer(method, params, target, verdict, ctx)),
+            None => box_future(move || async move {
+                gateway.answer(method, params, target, verdict, ctx).await.0
+            }),
             Some(log) => {
                 let audited = Audited::begin(
                     log,
@@ -602,8 +617,9 @@ impl Service for Gateway {
                     &ctx,
                 );
                 box_future(move || async move {
-                    let result = gateway.answer(method, params, target, verdict, ctx).await;
-                    audited.finish(&result);
+                    let (result, answered) =
+                        gateway.answer(method, params, target, verdict, ctx).await;
+                    audited.finish(&result, answered);
                     result
                 })
             }

@@ -145,6 +145,11 @@ impl Policy {
         self.rules.is_empty() && self.default == Decision::Allow
     }
 
+    /// Whether some request may be marked `ask`.
+    pub fn can_ask(&self) -> bool {
+        self.default == Decision::Ask || self.rules.iter().any(|r| r.decision == Decision::Ask)
+    }
+
     /// The rules, in order.
     pub fn rules(&self) -> &[Rule] {
         &self.rules

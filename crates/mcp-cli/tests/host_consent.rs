@@ -1,0 +1,138 @@
+//! `mcp host` asking at its terminal: a call a rule marks `ask` is shown
+//! on the host's controlling terminal (a pseudo-terminal here) and the
+//! person's answer decides it: once, no, edited arguments, for the
+//! session, always; `mcp tool` is the client, in both eras.
+#![cfg(target_os = "linux")]
+
+mod support;
+
+use std::process::Output;
+
+use support::MCP;
+use support::pty::Terminal;
+
+/// `mcp tool -s URL --era ERA echo text=TEXT`, run on a thread of its own
+/// while the test answers at the host's terminal.
+fn call(url: &str, era: &str, text: &str) -> std::thread::JoinHandle<Output> {
+    let (url, era, text) = (url.to_owned(), era.to_owned(), text.to_owned());
+    std::thread::spawn(move || {
+        std::process::Command::new(MCP)
+            .args([
+                "tool",
+                "-s",
+                &url,
+                "--era",
+                &era,
+                "e__echo",
+                &format!("text={text}"),
+            ])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("mcp tool ran")
+    })
+}
+
+fn answered(call: std::thread::JoinHandle<Output>) -> (bool, String) {
+    let output = call.join().expect("the call's thread");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
+}
+
+#[test]
+fn the_hosts_terminal_approves_refuses_and_edits() {
+    let dir = std::env::temp_dir().join(format!("mcp-host-consent-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("servers.json");
+    std::fs::write(
+        &config,
+        serde_json::json!({"mcpServers": {"e": {"command": MCP, "args": ["serve", "everything"]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let settings = dir.join("host.toml");
+    std::fs::write(
+        &settings,
+        "[guard]\napprovers = [\"terminal\"]\nstore = \"guard.db\"\n\n\
+         [[policy]]\ndecision = \"ask\"\ntool = \"echo\"\nname = \"echo asks\"\n",
+    )
+    .unwrap();
+    let (config, settings) = (config.to_str().unwrap(), settings.to_str().unwrap());
+    let state = dir.to_str().unwrap();
+    let mut terminal = Terminal::run_controlling(
+        &[
+            "host",
+            "--http",
+            "127.0.0.1:0",
+            "--config",
+            config,
+            "--settings",
+            settings,
+        ],
+        &[("XDG_STATE_HOME", state)],
+    );
+    let at = terminal.wait_for("MCP endpoint: ", 0) + "MCP endpoint: ".len();
+    let end = terminal.wait_for("/mcp", at) + "/mcp".len();
+    let url = terminal.seen()[at..end].to_owned();
+
+    // Once: shown with the server's command line, the arguments and the rule.
+    let pending = call(&url, "legacy", "one");
+    let asked = terminal.wait_for("Allow?", end);
+    let question = terminal.seen()[end..asked].to_owned();
+    for shown in [
+        "\"e\"",
+        "serve everything",
+        "echo",
+        "\"text\":\"one\"",
+        "echo asks",
+    ] {
+        assert!(question.contains(shown), "{shown} in {question}");
+    }
+    terminal.type_keys("o\n");
+    assert_eq!(answered(pending), (true, "one\n".to_owned()));
+
+    // No.
+    let pending = call(&url, "legacy", "two");
+    let asked = terminal.wait_for("Allow?", asked + 1);
+    terminal.type_keys("n\n");
+    let (ok, said) = answered(pending);
+    assert!(!ok && said.contains("refused"), "{said}");
+
+    // Edited, then allowed for the session: a 2026-07-28 client's session
+    // is its caller and name, so its next call is not asked.
+    let pending = call(&url, "modern", "three");
+    let asked = terminal.wait_for("Allow?", asked + 1);
+    terminal.type_keys("e\n");
+    let edit = terminal.wait_for("Arguments (a JSON object", asked);
+    terminal.type_keys("{\"text\": \"edited\"}\n");
+    let asked = terminal.wait_for("Allow?", edit);
+    terminal.type_keys("s\n");
+    assert_eq!(answered(pending), (true, "edited\n".to_owned()));
+    assert_eq!(
+        answered(call(&url, "modern", "four")),
+        (true, "four\n".to_owned())
+    );
+
+    // Always: kept in the store; the next legacy session is not asked.
+    let pending = call(&url, "legacy", "five");
+    let asked = terminal.wait_for("Allow?", asked + 1);
+    terminal.type_keys("a\n");
+    assert_eq!(answered(pending), (true, "five\n".to_owned()));
+    assert_eq!(
+        answered(call(&url, "legacy", "six")),
+        (true, "six\n".to_owned())
+    );
+    assert_eq!(
+        terminal.seen()[asked + 1..].matches("Allow?").count(),
+        0,
+        "asked again:\n{}",
+        terminal.seen()
+    );
+    assert!(dir.join("guard.db").exists());
+    drop(terminal);
+    std::fs::remove_dir_all(&dir).ok();
+}
