@@ -49,15 +49,22 @@ build() {
   local rev="$1" tree="$work/tree-${1:0:12}" bin="$work/mcp-${1:0:12}"
   if [ ! -x "$bin" ]; then
     [ -d "$tree" ] || git worktree add --detach --force "$tree" "$rev" >&2
-    (cd "$tree" && CARGO_TARGET_DIR="$target_dir" cargo build --profile "$profile" -p mcp-cli >&2)
+    # The trees share the target directory, where their crates have the
+    # same names: cargo takes a tree's sources for built when the other
+    # tree was built after they were checked out. Newer sources are
+    # rebuilt.
+    find "$tree/crates" -type f -exec touch {} +
+    # Inside $(...) a failing command does not end the script by itself.
+    (cd "$tree" && CARGO_TARGET_DIR="$target_dir" cargo build --profile "$profile" -p mcp-cli >&2) ||
+      { echo "building $rev failed" >&2; return 1; }
     cp "$target_dir/$out_dir/mcp" "$bin"
   fi
   echo "$bin"
 }
 
 echo "building $base_rev (base) and $head_rev (head) with profile $profile" >&2
-base="$(build "$base_rev")"
-head="$(build "$head_rev")"
+base="$(build "$base_rev")" || exit 1
+head="$(build "$head_rev")" || exit 1
 load="$head"
 
 pids=()
