@@ -50,10 +50,13 @@ build() {
   if [ ! -x "$bin" ]; then
     [ -d "$tree" ] || git worktree add --detach --force "$tree" "$rev" >&2
     # The trees share the target directory, where their crates have the
-    # same names: cargo takes a tree's sources for built when the other
-    # tree was built after they were checked out. Newer sources are
-    # rebuilt.
-    find "$tree/crates" -type f -exec touch {} +
+    # same names: cargo takes one tree's crates for the other's. They are
+    # cleaned before each build (the dependencies stay built).
+    local packages
+    packages="$(cd "$tree" && cargo metadata --no-deps --format-version 1 |
+      python3 -c 'import json, sys; print(" ".join("-p " + p["name"] for p in json.load(sys.stdin)["packages"]))')"
+    # shellcheck disable=SC2086
+    (cd "$tree" && CARGO_TARGET_DIR="$target_dir" cargo clean --profile "$profile" $packages >&2)
     # Inside $(...) a failing command does not end the script by itself.
     (cd "$tree" && CARGO_TARGET_DIR="$target_dir" cargo build --profile "$profile" -p mcp-cli >&2) ||
       { echo "building $rev failed" >&2; return 1; }
