@@ -188,12 +188,12 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         .consent
         .registered
         .push(Arc::new(crate::tty_approver::TtyApprover::default()));
-    if options.policy.can_ask() {
-        let path = settings.guard.store.clone().unwrap_or_else(|| {
-            crate::target::xdg_dir("XDG_STATE_HOME", ".local/state").join("guard.sqlite")
-        });
-        let store = mcp_host::consent::GrantStore::open(&path).map_err(anyhow::Error::msg)?;
-        options.consent.store = Some(Arc::new(store));
+    // Grants for always and pins are kept where a store is set, or where
+    // some rule asks (in the user's state folder then).
+    if settings.guard.store.is_some() || options.policy.can_ask() {
+        let store = Arc::new(open_store(&settings)?);
+        options.consent.store = Some(Arc::clone(&store));
+        options.supervisor.pins = Some(store);
     }
     print_err(&policy_line(&options));
     // Served at once: servers that start slowly, or never, hold no one up.
@@ -447,6 +447,54 @@ fn server_line(server: &mcp_host::UpstreamStatus) -> String {
             server.last_error.as_deref().unwrap_or("no error yet")
         ),
     }
+}
+
+/// The guard's store: `[guard] store`, else the user's state folder.
+fn open_store(settings: &HostSettings) -> Result<mcp_host::consent::GuardStore> {
+    let path = settings.guard.store.clone().unwrap_or_else(|| {
+        crate::target::xdg_dir("XDG_STATE_HOME", ".local/state").join("guard.sqlite")
+    });
+    mcp_host::consent::GuardStore::open(&path).map_err(anyhow::Error::msg)
+}
+
+/// The flags of `mcp host approve`.
+#[derive(clap::Args, Debug)]
+pub struct ApproveArgs {
+    /// The server, by its name in the config.
+    pub server: String,
+    /// The tool, prompt or resource (its name at the server; a glob).
+    #[arg(default_value = "*")]
+    pub name: String,
+    /// The host's settings file, whose `[guard] store` keeps the pins
+    /// (default: the user's state folder).
+    #[arg(long, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
+}
+
+/// Runs `mcp host approve`: the definitions of `server` that changed
+/// since they were pinned are pinned as they are now.
+pub fn approve(args: &ApproveArgs) -> Result<()> {
+    let settings = match &args.settings {
+        Some(path) => HostSettings::load(path)?,
+        None => HostSettings::default(),
+    };
+    let store = open_store(&settings)?;
+    let approved = store
+        .approve(&args.server, &args.name)
+        .map_err(anyhow::Error::msg)?;
+    if approved.is_empty() {
+        bail!(
+            "no definition of server {:?} matching {:?} waits for approval (in {})",
+            args.server,
+            args.name,
+            store.path().display()
+        );
+    }
+    let mut out = String::new();
+    for item in approved {
+        out.push_str(&format!("approved: {} {item}\n", args.server));
+    }
+    print_out(&out)
 }
 
 /// What the policy does, said once at start.
@@ -755,6 +803,18 @@ pub async fn status(args: &StatusArgs) -> Result<()> {
                 flagged["kind"].as_str().unwrap_or("?"),
                 flagged["name"].as_str().unwrap_or("?"),
                 flags.join(", ")
+            ));
+        }
+    }
+    for server in status["servers"].as_array().into_iter().flatten() {
+        for changed in server["changed"].as_array().into_iter().flatten() {
+            out.push_str(&format!(
+                "changed since pinned: {}: {} {} (mcp host approve {} {})\n",
+                server["name"].as_str().unwrap_or("?"),
+                changed["kind"].as_str().unwrap_or("?"),
+                changed["name"].as_str().unwrap_or("?"),
+                server["name"].as_str().unwrap_or("?"),
+                changed["name"].as_str().unwrap_or("?"),
             ));
         }
     }

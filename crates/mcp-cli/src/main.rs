@@ -138,6 +138,10 @@ enum HostAction {
     /// Shows each server of a running host: state, transport, revision,
     /// counts, restarts and last error.
     Status(host::StatusArgs),
+    /// Pins the definitions of a server's tools, prompts and resources
+    /// that changed since they were pinned, as they are now: a running
+    /// host calls them again.
+    Approve(host::ApproveArgs),
 }
 
 /// The log on stderr, filtered by `--log` (or RUST_LOG, else warnings).
@@ -246,6 +250,10 @@ async fn run(cli: Cli) -> Result<()> {
             action: Some(HostAction::Status(args)),
             ..
         } => host::status(&args).await?,
+        Command::Host {
+            action: Some(HostAction::Approve(args)),
+            ..
+        } => host::approve(&args)?,
         Command::Host { action: None, args } => host::run(&args).await?,
         Command::Call {
             server,

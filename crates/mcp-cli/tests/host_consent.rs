@@ -136,3 +136,48 @@ fn the_hosts_terminal_approves_refuses_and_edits() {
     drop(terminal);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `mcp host approve SERVER [NAME]` pins what a changed definition is
+/// now, in the store of the settings file; nothing waiting is an error.
+#[test]
+fn approve_pins_the_changed_definitions_of_a_server() {
+    use mcp_host::consent::{GrantKey, GuardStore, Pinned};
+    let dir = std::env::temp_dir().join(format!("mcp-host-approve-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let settings = dir.join("host.toml");
+    std::fs::write(&settings, "[guard]\nstore = \"guard.db\"\n").unwrap();
+    let key = |definition: &str| GrantKey {
+        server_identity: "mcp serve everything".into(),
+        kind: "tool",
+        name: "add".into(),
+        definition: definition.into(),
+    };
+    {
+        let store = GuardStore::open(&dir.join("guard.db")).unwrap();
+        assert_eq!(store.check_pin("e", &key("v1"), "one"), Pinned::Same);
+        assert_eq!(
+            store.check_pin("e", &key("v2"), "two"),
+            Pinned::Changed("one".into())
+        );
+    }
+    let approve = |server: &str| {
+        std::process::Command::new(MCP)
+            .args(["host", "approve", server, "--settings"])
+            .arg(&settings)
+            .output()
+            .expect("mcp host approve ran")
+    };
+    let other = approve("x");
+    assert!(!other.status.success());
+    assert!(String::from_utf8_lossy(&other.stderr).contains("waits for approval"));
+    let approved = approve("e");
+    assert!(approved.status.success(), "{approved:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&approved.stdout),
+        "approved: e tool add\n"
+    );
+    let store = GuardStore::open(&dir.join("guard.db")).unwrap();
+    assert_eq!(store.check_pin("e", &key("v2"), "two"), Pinned::Same);
+    std::fs::remove_dir_all(&dir).ok();
+}

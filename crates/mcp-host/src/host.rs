@@ -339,6 +339,16 @@ impl Host {
         &self.inner.options.policy
     }
 
+    /// Every upstream slot by index (`None` where one was removed).
+    pub(crate) fn upstream_slots(&self) -> Vec<Option<Arc<Upstream>>> {
+        read(&self.inner.upstreams).clone()
+    }
+
+    /// Where definitions are pinned, if they are.
+    pub(crate) fn pins(&self) -> Option<&crate::consent::GuardStore> {
+        self.inner.options.supervisor.pins.as_deref()
+    }
+
     /// How a person is asked, and the grants and approvals in waiting of
     /// 2026-07-28 callers.
     pub(crate) fn consent(&self) -> (&crate::consent::ConsentOptions, &crate::consent::Waiting) {

@@ -37,7 +37,8 @@
 //! default = "allow"           # where no rule matches: allow | ask | deny
 //! approvers = ["client", "terminal"] # who is asked where a rule says ask, in order
 //! ask_timeout = 120           # seconds a person has to answer
-//! store = "guard.db"          # grants for always (default: the user's state folder)
+//! store = "guard.db"          # grants for always and pins (default: the user's state folder)
+//! changed = "ask"             # a definition changed since pinned: ask | hide | warn
 //!
 //! [[policy]]                  # rules, see the policy module: deny wins over ask over allow
 //! decision = "deny"           # allow | deny | ask
@@ -56,7 +57,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::HostOptions;
 use crate::audit::AuditSettings;
-use crate::consent::ConsentOptions;
+use crate::consent::{ConsentOptions, OnChange};
 use crate::policy::{Decision, Policy, Rule, RuleSettings};
 use crate::upstream::SupervisorOptions;
 
@@ -98,10 +99,14 @@ pub struct GuardSettings {
     /// Seconds a person has to answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ask_timeout: Option<f64>,
-    /// The SQLite file that keeps grants for always (relative to the
-    /// settings file).
+    /// The SQLite file that keeps grants for always and pins (relative to
+    /// the settings file); definitions are pinned where it is set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub store: Option<PathBuf>,
+    /// What a request to an item whose definition changed since it was
+    /// pinned gets: `ask`, `hide` or `warn`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changed: Option<OnChange>,
 }
 
 /// `[audit]`: where and how the audit log is kept; unset keys keep the
@@ -438,6 +443,9 @@ impl HostSettings {
         }
         if let Some(timeout) = self.guard.ask_timeout {
             consent.timeout = seconds(timeout, "guard.ask_timeout")?;
+        }
+        if let Some(on_change) = self.guard.changed {
+            consent.on_change = on_change;
         }
         Ok(HostOptions {
             supervisor,

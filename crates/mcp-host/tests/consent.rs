@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use mcp_client::{Client, EraChoice};
 use mcp_host::config::{HostConfig, ServerConfig};
-use mcp_host::consent::{Approval, ApprovalRequest, Approver, GrantStore, Scope};
+use mcp_host::consent::{Approval, ApprovalRequest, Approver, GuardStore, Scope};
 use mcp_host::{AuditLog, AuditSettings, Host, HostOptions, HostSettings};
 use mcp_schema::{ElicitRequestParams, ElicitResult, ElicitValue, ProtocolVersion};
 use serde_json::{Value, json};
@@ -185,7 +185,7 @@ async fn the_calling_client_is_asked_and_its_answer_holds_for_its_scope() {
 async fn a_grant_for_always_is_kept_in_the_store() {
     let scratch = Scratch::new("consent-always");
     let store_path = scratch.file("guard.db");
-    let store = Arc::new(GrantStore::open(&store_path).unwrap());
+    let store = Arc::new(GuardStore::open(&store_path).unwrap());
     let host = host_asking(|options| options.consent.store = Some(Arc::clone(&store))).await;
     let person = Person::answering(vec![("allow-always", None)]);
     let client = person_client(&host, ProtocolVersion::V2025_11_25, &person).await;

@@ -25,7 +25,7 @@ use crate::policy::Kind;
 
 mod store;
 
-pub use store::GrantStore;
+pub use store::{GuardStore, Pinned};
 
 /// How long an approval is valid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +82,9 @@ pub struct ApprovalRequest {
     pub arguments: Option<Map<String, Value>>,
     /// Why a person is asked: the rule.
     pub reason: String,
+    /// What changed in the definition since it was pinned (a diff), where
+    /// that is why.
+    pub changes: Option<String>,
 }
 
 impl ApprovalRequest {
@@ -96,6 +99,7 @@ impl ApprovalRequest {
             annotations: None,
             arguments: None,
             reason: String::new(),
+            changes: None,
         }
     }
 
@@ -118,6 +122,9 @@ impl ApprovalRequest {
             let _ = write!(text, "\nArguments: {}", Value::Object(arguments.clone()));
         }
         let _ = write!(text, "\nAsked because of {}.", self.reason);
+        if let Some(changes) = &self.changes {
+            let _ = write!(text, "\nWhat changed:\n{}", changes.trim_end());
+        }
         text
     }
 }
@@ -149,7 +156,24 @@ pub struct ConsentOptions {
     pub timeout: std::time::Duration,
     /// Where grants for always are kept; without it, "always" holds for
     /// the session.
-    pub store: Option<std::sync::Arc<GrantStore>>,
+    pub store: Option<std::sync::Arc<GuardStore>>,
+    /// What a request to an item whose definition changed since it was
+    /// pinned gets (where definitions are pinned).
+    pub on_change: OnChange,
+}
+
+/// What becomes of an item whose definition changed since it was pinned.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnChange {
+    /// A person approves it first, shown what changed ("always" pins the
+    /// new definition).
+    #[default]
+    Ask,
+    /// It is left out of the lists and refused until approved.
+    Hide,
+    /// It is used; the change is logged and audited.
+    Warn,
 }
 
 impl Default for ConsentOptions {
@@ -160,6 +184,7 @@ impl Default for ConsentOptions {
             registered: Vec::new(),
             timeout: std::time::Duration::from_secs(120),
             store: None,
+            on_change: OnChange::Ask,
         }
     }
 }
@@ -172,6 +197,7 @@ impl std::fmt::Debug for ConsentOptions {
             .field("registered", &registered)
             .field("timeout", &self.timeout)
             .field("store", &self.store)
+            .field("on_change", &self.on_change)
             .finish()
     }
 }

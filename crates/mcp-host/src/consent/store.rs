@@ -1,5 +1,7 @@
-//! The grants a person made for always, in an SQLite file: bound to the
-//! caller, the server's identity, the item and its definition's hash.
+//! What the guard keeps across runs, in an SQLite file: the grants a
+//! person made for always (bound to the caller, the server's identity,
+//! the item and its definition's hash), and the definition of each tool,
+//! prompt and resource as first seen (its pin).
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -19,26 +21,47 @@ CREATE TABLE IF NOT EXISTS grants (
     granted_ms      INTEGER NOT NULL,
     PRIMARY KEY (caller, server_identity, kind, name, definition)
 );
+CREATE TABLE IF NOT EXISTS pins (
+    server_identity TEXT NOT NULL,
+    server          TEXT NOT NULL,
+    kind            TEXT NOT NULL,
+    name            TEXT NOT NULL,
+    pinned          TEXT NOT NULL,
+    pinned_text     TEXT NOT NULL,
+    seen            TEXT NOT NULL,
+    seen_text       TEXT NOT NULL,
+    pinned_ms       INTEGER NOT NULL,
+    PRIMARY KEY (server_identity, kind, name)
+);
 ";
 
-/// Where grants for always are kept.
-pub struct GrantStore {
+/// What a definition is against its pin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Pinned {
+    /// The same as pinned (or seen for the first time, and pinned now).
+    Same,
+    /// Changed since it was pinned: the pinned definition's text.
+    Changed(String),
+}
+
+/// Where grants for always and pins are kept.
+pub struct GuardStore {
     path: PathBuf,
     connection: Mutex<Connection>,
 }
 
-impl std::fmt::Debug for GrantStore {
+impl std::fmt::Debug for GuardStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GrantStore")
+        f.debug_struct("GuardStore")
             .field("path", &self.path)
             .finish_non_exhaustive()
     }
 }
 
-impl GrantStore {
+impl GuardStore {
     /// The store in the SQLite file at `path`, made with its table if
     /// missing (and its folder).
-    pub fn open(path: &Path) -> Result<GrantStore, String> {
+    pub fn open(path: &Path) -> Result<GuardStore, String> {
         let failed = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| failed(&e))?;
@@ -48,7 +71,7 @@ impl GrantStore {
             .busy_timeout(Duration::from_secs(5))
             .and_then(|()| connection.execute_batch(SCHEMA))
             .map_err(|e| failed(&e))?;
-        Ok(GrantStore {
+        Ok(GuardStore {
             path: path.to_owned(),
             connection: Mutex::new(connection),
         })
@@ -61,7 +84,7 @@ impl GrantStore {
 
     /// Whether `caller` was granted `key` for always; a file that cannot
     /// be read grants nothing (the reason is logged).
-    pub fn has(&self, caller: &str, key: &GrantKey) -> bool {
+    pub fn granted(&self, caller: &str, key: &GrantKey) -> bool {
         let connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
         let found = connection
             .query_row(
@@ -100,6 +123,119 @@ impl GrantStore {
                     key.kind,
                     key.name,
                     key.definition,
+                    crate::audit::now_ms()
+                ],
+            )
+            .map(drop)
+            .map_err(|e| format!("{}: {e}", self.path.display()))
+    }
+
+    /// Checks `key`'s definition (`text`, its JSON) against its pin: the
+    /// first one seen is pinned; a later one is recorded as seen, and
+    /// reported as changed until it is approved ([`GuardStore::approve`]).
+    /// A file that cannot be read or written reports a change (the
+    /// reason is logged): what cannot be checked is not trusted.
+    pub fn check_pin(&self, server: &str, key: &GrantKey, text: &str) -> Pinned {
+        let connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
+        let checked = (|| -> rusqlite::Result<Pinned> {
+            let pinned: Option<(String, String)> = connection
+                .query_row(
+                    "SELECT pinned, pinned_text FROM pins \
+                     WHERE server_identity = ?1 AND kind = ?2 AND name = ?3",
+                    params![key.server_identity, key.kind, key.name],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .optional()?;
+            match pinned {
+                None => {
+                    connection.execute(
+                        "INSERT INTO pins (server_identity, server, kind, name, pinned, \
+                         pinned_text, seen, seen_text, pinned_ms) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?5, ?6, ?7)",
+                        params![
+                            key.server_identity,
+                            server,
+                            key.kind,
+                            key.name,
+                            key.definition,
+                            text,
+                            crate::audit::now_ms()
+                        ],
+                    )?;
+                    Ok(Pinned::Same)
+                }
+                Some((pinned, _)) if pinned == key.definition => Ok(Pinned::Same),
+                Some((_, pinned_text)) => {
+                    connection.execute(
+                        "UPDATE pins SET seen = ?4, seen_text = ?5, server = ?6 \
+                         WHERE server_identity = ?1 AND kind = ?2 AND name = ?3",
+                        params![
+                            key.server_identity,
+                            key.kind,
+                            key.name,
+                            key.definition,
+                            text,
+                            server
+                        ],
+                    )?;
+                    Ok(Pinned::Changed(pinned_text))
+                }
+            }
+        })();
+        checked.unwrap_or_else(|error| {
+            tracing::warn!(path = %self.path.display(), %error, "a pin cannot be checked");
+            Pinned::Changed(String::new())
+        })
+    }
+
+    /// Pins what was last seen of `name` (a glob; `*` for all) of server
+    /// `server` (its name in the config) where it changed; the items
+    /// pinned anew, as `kind name`.
+    pub fn approve(&self, server: &str, name: &str) -> Result<Vec<String>, String> {
+        let failed = |e: &dyn std::fmt::Display| format!("{}: {e}", self.path.display());
+        let matcher = globset::Glob::new(name)
+            .map_err(|e| failed(&e))?
+            .compile_matcher();
+        let connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
+        let mut changed = connection
+            .prepare(
+                "SELECT server_identity, kind, name FROM pins \
+                 WHERE server = ?1 AND pinned != seen ORDER BY kind, name",
+            )
+            .map_err(|e| failed(&e))?;
+        let rows: Vec<(String, String, String)> = changed
+            .query_map(params![server], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            })
+            .and_then(Iterator::collect)
+            .map_err(|e| failed(&e))?;
+        let mut approved = Vec::new();
+        for (identity, kind, item) in rows.into_iter().filter(|(_, _, n)| matcher.is_match(n)) {
+            connection
+                .execute(
+                    "UPDATE pins SET pinned = seen, pinned_text = seen_text, pinned_ms = ?4 \
+                     WHERE server_identity = ?1 AND kind = ?2 AND name = ?3",
+                    params![identity, kind, item, crate::audit::now_ms()],
+                )
+                .map_err(|e| failed(&e))?;
+            approved.push(format!("{kind} {item}"));
+        }
+        Ok(approved)
+    }
+
+    /// Pins `key`'s definition (`text`) as it is now: a person approved it.
+    pub fn repin(&self, key: &GrantKey, text: &str) -> Result<(), String> {
+        let connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
+        connection
+            .execute(
+                "UPDATE pins SET pinned = ?4, pinned_text = ?5, seen = ?4, seen_text = ?5, \
+                 pinned_ms = ?6 WHERE server_identity = ?1 AND kind = ?2 AND name = ?3",
+                params![
+                    key.server_identity,
+                    key.kind,
+                    key.name,
+                    key.definition,
+                    text,
                     crate::audit::now_ms()
                 ],
             )

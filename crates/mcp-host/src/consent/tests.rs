@@ -10,6 +10,7 @@ fn request() -> ApprovalRequest {
         annotations: Some(json!({"destructiveHint": true})),
         arguments: Some(json!({"entityNames": ["a"]}).as_object().cloned().unwrap()),
         reason: "policy rule 2".into(),
+        changes: None,
     }
 }
 
@@ -83,19 +84,19 @@ fn grants_for_always_outlive_the_store_and_bind_caller_and_definition() {
         definition: "abc".into(),
     };
     {
-        let store = GrantStore::open(&path).unwrap();
-        assert!(!store.has("alice", &key));
+        let store = GuardStore::open(&path).unwrap();
+        assert!(!store.granted("alice", &key));
         store.grant("alice", &key).unwrap();
         store.grant("alice", &key).unwrap();
-        assert!(store.has("alice", &key));
+        assert!(store.granted("alice", &key));
     }
-    let store = GrantStore::open(&path).unwrap();
-    assert!(store.has("alice", &key), "kept in the file");
-    assert!(!store.has("bob", &key), "another caller");
+    let store = GuardStore::open(&path).unwrap();
+    assert!(store.granted("alice", &key), "kept in the file");
+    assert!(!store.granted("bob", &key), "another caller");
     let changed = GrantKey {
         definition: "abd".into(),
         ..key.clone()
     };
-    assert!(!store.has("alice", &changed), "a changed definition");
+    assert!(!store.granted("alice", &changed), "a changed definition");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -14,10 +14,10 @@ use mcp_core::RequestContext;
 use mcp_schema::{ErrorObject, methods};
 use serde_json::{Map, Value, json};
 
-use super::target::Target;
+use super::target::{Definition, Target};
 use crate::consent::{
     APPROVAL_KEY, APPROVAL_STATE, Approval, ApprovalRequest, GrantKey, Pending, Scope,
-    SessionGrants, definition_hash, form, read_answer,
+    SessionGrants, form, read_answer,
 };
 use crate::host::Host;
 use crate::params::Params;
@@ -50,22 +50,34 @@ pub(super) async fn settle(
         caller.name(),
         caller.client_name.as_deref().unwrap_or_default()
     );
-    let Some(key) = grant_key(host, target) else {
+    let Some(definition) = target.definition(host) else {
         return Settled::Refused(
             ErrorObject::internal("the server of that request is not running"),
             "unreachable",
         );
     };
+    let key = definition.key.clone();
+    let go_on = |approval: Approval, params: &mut Params| {
+        apply(
+            host,
+            &caller,
+            &modern_key,
+            &definition,
+            approval,
+            params,
+            ctx,
+        )
+    };
     if let Some(answer) = retried(host, &modern_key, method, target, params) {
         return match answer {
-            Ok(approval) => apply(host, &caller, &modern_key, key, approval, params, ctx),
+            Ok(approval) => go_on(approval, params),
             Err(error) => Settled::Refused(error, "denied"),
         };
     }
     if granted(host, &caller, &modern_key, &key, ctx) {
         return Settled::Go("granted");
     }
-    let request = approval_request(host, verdict, target, params);
+    let request = approval_request(verdict, target, &definition, params);
     let (options, waiting) = host.consent();
     let mut why_not = Vec::new();
     for approver in &options.order {
@@ -109,7 +121,7 @@ pub(super) async fn settle(
             }
         };
         match answer {
-            Ok(approval) => return apply(host, &caller, &modern_key, key, approval, params, ctx),
+            Ok(approval) => return go_on(approval, params),
             Err(error) => {
                 tracing::warn!(approver, %error, "an approver could not be asked");
                 why_not.push(format!("the {approver} could not be asked: {error}"));
@@ -127,30 +139,6 @@ pub(super) async fn settle(
         ),
         "unreachable",
     )
-}
-
-/// What grants are bound to for `target`: its server's identity, and the
-/// hash of its definition as listed now (`None` when its server is not
-/// running).
-fn grant_key(host: &Host, target: &Target) -> Option<GrantKey> {
-    let upstream = host.upstream(target.route.upstream).ok()?;
-    let listing = upstream.listing();
-    let (items, key) = match target.kind {
-        policy::Kind::Tool => (&listing.tools, "name"),
-        policy::Kind::Prompt => (&listing.prompts, "name"),
-        policy::Kind::Resource => (&listing.resources, "uri"),
-    };
-    let definition = items
-        .iter()
-        .find(|item| item.get(key).and_then(Value::as_str) == Some(&target.route.original))
-        .map(definition_hash)
-        .unwrap_or_default();
-    Some(GrantKey {
-        server_identity: upstream.config.identity(),
-        kind: target.kind.as_str(),
-        name: target.route.original.clone(),
-        definition,
-    })
 }
 
 /// Whether an earlier grant covers the request: this session's, or one
@@ -175,7 +163,7 @@ fn granted(
         || options
             .store
             .as_ref()
-            .is_some_and(|store| store.has(caller.name(), key))
+            .is_some_and(|store| store.granted(caller.name(), key))
 }
 
 /// The answer a 2026-07-28 caller's retry carries for its approval round,
@@ -221,11 +209,12 @@ fn apply(
     host: &Host,
     caller: &Caller,
     modern_key: &str,
-    key: GrantKey,
+    definition: &Definition,
     approval: Approval,
     params: &mut Params,
     ctx: &RequestContext,
 ) -> Settled {
+    let key = definition.key.clone();
     let how = approval.as_str();
     if !approval.allowed {
         let error = ErrorObject::new(
@@ -256,6 +245,12 @@ fn apply(
         Scope::Session => for_session(key),
         Scope::Always => match &options.store {
             Some(store) => {
+                // What the person saw is the definition from now on.
+                if definition.changed.is_some()
+                    && let Err(error) = store.repin(&key, &definition.text)
+                {
+                    tracing::warn!(%error, "the approved definition cannot be pinned");
+                }
                 if let Err(error) = store.grant(caller.name(), &key) {
                     tracing::warn!(%error, "a grant for always cannot be kept; it holds for the session");
                     for_session(key);
@@ -269,35 +264,21 @@ fn apply(
 
 /// What the person is shown about `target`.
 fn approval_request(
-    host: &Host,
     verdict: &Verdict,
     target: &Target,
+    definition: &Definition,
     params: &Params,
 ) -> ApprovalRequest {
-    let upstream = host.upstream(target.route.upstream).ok();
-    let listing = upstream.as_ref().map(|u| u.listing());
-    let (items, key) = match (&listing, target.kind) {
-        (Some(l), policy::Kind::Tool) => (l.tools.as_slice(), "name"),
-        (Some(l), policy::Kind::Prompt) => (l.prompts.as_slice(), "name"),
-        (Some(l), policy::Kind::Resource) => (l.resources.as_slice(), "uri"),
-        (None, _) => (&[][..], "name"),
-    };
-    let item = items
-        .iter()
-        .find(|item| item.get(key).and_then(Value::as_str) == Some(&target.route.original));
-    let arguments = match params.value("arguments") {
+    let mut request = ApprovalRequest::new(&target.server, target.kind, &target.asked);
+    request.server_identity = definition.key.server_identity.clone();
+    request.description = definition.description.clone();
+    request.annotations = definition.annotations.clone();
+    request.arguments = match params.value("arguments") {
         Some(Value::Object(arguments)) => Some(arguments),
         _ => None,
     };
-    let mut request = ApprovalRequest::new(&target.server, target.kind, &target.asked);
-    request.server_identity = upstream.map(|u| u.config.identity()).unwrap_or_default();
-    request.description = item
-        .and_then(|i| i.get("description"))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    request.annotations = item.and_then(|i| i.get("annotations")).cloned();
-    request.arguments = arguments;
     request.reason = verdict.decided_by().to_owned();
+    request.changes = definition.changed.clone();
     request
 }
 

@@ -9,23 +9,44 @@ use serde_json::{Value, json};
 use super::pages::ListOf;
 use super::target::Target;
 use crate::catalog::{Catalog, Route};
+use crate::consent::OnChange;
 use crate::host::Host;
 use crate::policy::{self, Asked, Caller, Decision, Kind, Policy, Verdict};
 use crate::upstream::Item;
 
-/// The policy's verdict on `target` for the caller of `ctx`; `None` when
-/// the policy allows everything (nothing is decided, nothing recorded).
-pub(super) fn decide(policy: &Policy, target: &Target, ctx: &RequestContext) -> Option<Verdict> {
-    if policy.allows_everything() {
+/// What decides a request to an item whose definition changed since it
+/// was pinned.
+pub(super) const CHANGED: &str = "its definition changed since it was pinned";
+
+/// The policy's verdict on `target` for the caller of `ctx`, and for an
+/// item whose definition changed since it was pinned, what
+/// `[guard] changed` says; `None` when everything is allowed (nothing is
+/// decided, nothing recorded).
+pub(super) fn decide(host: &Host, target: &Target, ctx: &RequestContext) -> Option<Verdict> {
+    let policy = host.policy();
+    let changed = target.changed(host);
+    if policy.allows_everything() && !changed {
         return None;
     }
     let caller = Caller::of(ctx);
-    Some(policy.decide(&Asked {
+    let mut verdict = policy.decide(&Asked {
         caller: &caller,
         server: &target.server,
         kind: target.kind,
         name: &target.route.original,
-    }))
+    });
+    if changed && verdict.decision != Decision::Deny {
+        let decision = match host.consent().0.on_change {
+            OnChange::Ask => Decision::Ask,
+            OnChange::Hide => Decision::Deny,
+            OnChange::Warn => return Some(verdict),
+        };
+        verdict = Verdict {
+            decision,
+            rule: Some(CHANGED.to_owned()),
+        };
+    }
+    Some(verdict)
 }
 
 /// Lets the request go on, or refuses it with an error that names the
@@ -58,16 +79,41 @@ pub(super) struct Visible<'a> {
     caller: Caller,
     /// The upstreams' config names, by index.
     servers: Vec<Option<String>>,
+    /// The items held back because their definitions changed, by
+    /// upstream index, where `[guard] changed = "hide"`.
+    changed: Vec<Vec<(&'static str, String)>>,
+}
+
+/// Whether the lists must be filtered at all: a policy that may deny, or
+/// changed definitions to hide.
+pub(super) fn filters_lists(host: &Host) -> bool {
+    !host.policy().allows_everything()
+        || (host.pins().is_some() && host.consent().0.on_change == OnChange::Hide)
 }
 
 impl<'a> Visible<'a> {
     /// The lists of `catalog` as `caller` may see them.
     pub(super) fn new(host: &'a Host, catalog: &'a Catalog, caller: Caller) -> Self {
+        let hide = host.pins().is_some() && host.consent().0.on_change == OnChange::Hide;
+        let changed = host
+            .upstream_slots()
+            .iter()
+            .map(|upstream| match upstream {
+                Some(upstream) if hide => upstream
+                    .listing()
+                    .changed
+                    .iter()
+                    .map(|c| (c.kind, c.name.clone()))
+                    .collect(),
+                _ => Vec::new(),
+            })
+            .collect();
         Visible {
             policy: host.policy(),
             catalog,
             caller,
             servers: host.upstream_names(),
+            changed,
         }
     }
 
@@ -90,6 +136,14 @@ impl<'a> Visible<'a> {
         let Some((kind, route)) = found else {
             return true;
         };
+        let held = self.changed.get(route.upstream).is_some_and(|changed| {
+            changed
+                .iter()
+                .any(|(k, name)| *k == kind.as_str() && *name == route.original)
+        });
+        if held {
+            return false;
+        }
         let server = self
             .servers
             .get(route.upstream)

@@ -4,9 +4,10 @@
 
 use mcp_core::RequestContext;
 use mcp_schema::{ErrorObject, methods};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::catalog::Route;
+use crate::consent::{GrantKey, Pinned, definition_hash};
 use crate::host::Host;
 use crate::params::Params;
 use crate::policy::Kind;
@@ -58,6 +59,79 @@ impl Target {
             asked,
             route,
         }))
+    }
+}
+
+/// The definition a target's server lists now, as the guard reads it.
+pub(super) struct Definition {
+    /// What grants and pins are bound to: the server's identity, the item
+    /// and its definition's hash.
+    pub(super) key: GrantKey,
+    /// The definition, as listed (pretty JSON, as pins keep it).
+    pub(super) text: String,
+    /// Its description.
+    pub(super) description: Option<String>,
+    /// Its annotations.
+    pub(super) annotations: Option<Value>,
+    /// What changed since it was pinned, while it is not approved.
+    pub(super) changed: Option<String>,
+}
+
+impl Target {
+    /// The definition its server lists now; `None` while the server is
+    /// not running.
+    pub(super) fn definition(&self, host: &Host) -> Option<Definition> {
+        let upstream = host.upstream(self.route.upstream).ok()?;
+        let listing = upstream.listing();
+        let (items, key) = match self.kind {
+            Kind::Tool => (&listing.tools, "name"),
+            Kind::Prompt => (&listing.prompts, "name"),
+            Kind::Resource => (&listing.resources, "uri"),
+        };
+        let name = &self.route.original;
+        let item = items
+            .iter()
+            .find(|item| item.get(key).and_then(Value::as_str) == Some(name));
+        let key = GrantKey {
+            server_identity: upstream.config.identity(),
+            kind: self.kind.as_str(),
+            name: name.clone(),
+            definition: item.map(definition_hash).unwrap_or_default(),
+        };
+        let text = item
+            .and_then(|item| serde_json::to_string_pretty(item).ok())
+            .unwrap_or_default();
+        // Approved since it was listed (`mcp host approve`, or a person's
+        // "always"): the pin says so.
+        let changed = listing
+            .changed(self.kind.as_str(), name)
+            .filter(|_| {
+                host.pins()
+                    .is_none_or(|pins| pins.check_pin(&self.server, &key, &text) != Pinned::Same)
+            })
+            .map(|changed| changed.diff.clone());
+        Some(Definition {
+            description: item
+                .and_then(|i| i.get("description"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            annotations: item.and_then(|i| i.get("annotations")).cloned(),
+            key,
+            text,
+            changed,
+        })
+    }
+
+    /// Whether its definition changed since it was pinned, and is not
+    /// approved yet (only where definitions are pinned).
+    pub(super) fn changed(&self, host: &Host) -> bool {
+        host.pins().is_some()
+            && host.upstream(self.route.upstream).is_ok_and(|u| {
+                u.listing()
+                    .changed(self.kind.as_str(), &self.route.original)
+                    .is_some()
+            })
+            && self.definition(host).is_some_and(|d| d.changed.is_some())
     }
 }
 

@@ -9,6 +9,7 @@ use mcp_schema::ServerCapabilities;
 use serde_json::{Map, Value, json};
 
 use super::UpstreamStatus;
+use crate::consent::{GrantKey, GuardStore, Pinned, definition_hash};
 use crate::suspicious::{Flag, flags_of};
 
 /// One JSON object of a list.
@@ -33,6 +34,22 @@ pub struct Listing {
     /// The items whose definitions hold text aimed at the model (see
     /// [`crate::suspicious`]).
     pub flagged: Vec<Flagged>,
+    /// The items whose definitions changed since they were pinned, where
+    /// definitions are pinned.
+    pub changed: Vec<Changed>,
+}
+
+/// An item whose definition changed since it was pinned.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct Changed {
+    /// `tool`, `prompt` or `resource`.
+    pub kind: &'static str,
+    /// Its name (a resource: its URI) at the server.
+    pub name: String,
+    /// What changed: a unified diff of the pinned definition and the one
+    /// listed now, as pretty JSON.
+    pub diff: String,
 }
 
 /// An item whose definition holds text aimed at the model.
@@ -103,6 +120,51 @@ impl Listing {
         flagged
     }
 
+    /// Checks every definition against its pin in `store` (the first seen
+    /// is pinned) for server `server` run as `identity`, and keeps those
+    /// that changed.
+    pub(crate) fn check_pins(&mut self, store: &GuardStore, server: &str, identity: &str) {
+        let lists = [
+            ("tool", "name", &self.tools),
+            ("prompt", "name", &self.prompts),
+            ("resource", "uri", &self.resources),
+        ];
+        let mut changed = Vec::new();
+        for (kind, key, items) in lists {
+            for item in items {
+                let name = item.get(key).and_then(Value::as_str).unwrap_or_default();
+                let text = serde_json::to_string_pretty(item).unwrap_or_default();
+                let pin = GrantKey {
+                    server_identity: identity.to_owned(),
+                    kind,
+                    name: name.to_owned(),
+                    definition: definition_hash(item),
+                };
+                if let Pinned::Changed(pinned) = store.check_pin(server, &pin, &text) {
+                    let diff = similar::TextDiff::from_lines(&pinned, &text)
+                        .unified_diff()
+                        .context_radius(2)
+                        .header("pinned", "listed now")
+                        .to_string();
+                    changed.push(Changed {
+                        kind,
+                        name: name.to_owned(),
+                        diff,
+                    });
+                }
+            }
+        }
+        self.changed = changed;
+    }
+
+    /// Whether the definition of `name` (of `kind`) changed since it was
+    /// pinned, and how.
+    pub fn changed(&self, kind: &str, name: &str) -> Option<&Changed> {
+        self.changed
+            .iter()
+            .find(|c| c.kind == kind && c.name == name)
+    }
+
     /// The flags of the tool (or prompt, or resource) `name` at the server.
     pub fn flags(&self, kind: &str, name: &str) -> &[Flag] {
         self.flagged
@@ -113,6 +175,7 @@ impl Listing {
 
     pub(crate) fn count_into(&self, status: &mut UpstreamStatus) {
         status.flagged = self.flagged.clone();
+        status.changed = self.changed.clone();
         status.tools = self.tools.len();
         status.resources = self.resources.len();
         status.templates = self.templates.len();

@@ -29,7 +29,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 pub use connect::{INHERITED_ENV, minimal_env};
-pub use listing::{Flagged, Item, Listing};
+pub use listing::{Changed, Flagged, Item, Listing};
 pub use options::{AuthorizerFactory, MakeAuthorizer, SupervisorOptions};
 
 use crate::config::ServerConfig;
@@ -98,6 +98,10 @@ pub struct UpstreamStatus {
     /// aimed at the model: hidden characters, injection phrases.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub flagged: Vec<Flagged>,
+    /// Its tools, prompts and resources whose definitions changed since
+    /// they were pinned (held until a person approves them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<Changed>,
 }
 
 /// What an upstream tells the host.
@@ -239,6 +243,7 @@ impl Upstream {
             dropped_notifications: 0,
             hints: config.hints.clone(),
             flagged: Vec::new(),
+            changed: Vec::new(),
         };
         Arc::new(Upstream {
             permits: Semaphore::new(options.max_in_flight.max(1)),
@@ -589,7 +594,7 @@ impl Upstream {
             kind: opened.kind,
         };
         let listing = match Listing::fetch(&connection.client).await {
-            Ok(listing) => listing,
+            Ok(listing) => self.pinned(listing),
             Err(mut e) => {
                 if let Some(ended) = connection.close(self.options.shutdown_grace).await {
                     e.push_str(&ended.told());
@@ -872,6 +877,24 @@ impl Upstream {
         }
     }
 
+    /// `listing`, checked against the pins where definitions are pinned
+    /// (before anyone can call what it lists).
+    fn pinned(&self, mut listing: Listing) -> Listing {
+        if let Some(store) = &self.options.pins {
+            listing.check_pins(store, &self.config.name, &self.config.identity());
+            for changed in &listing.changed {
+                tracing::warn!(
+                    server = %self.config.name,
+                    "{} {:?} changed since it was pinned; it is held until a person approves it:\n{}",
+                    changed.kind,
+                    changed.name,
+                    changed.diff
+                );
+            }
+        }
+        listing
+    }
+
     /// Logs each item whose definition holds text aimed at the model.
     fn warn_flagged(&self) {
         for flagged in &self.listing().flagged {
@@ -888,7 +911,7 @@ impl Upstream {
 
     /// Reads the lists again after a change.
     async fn relist(&self, client: &Client) {
-        match Listing::fetch(client).await {
+        match Listing::fetch(client).await.map(|l| self.pinned(l)) {
             Ok(listing) => {
                 self.update(|live| {
                     listing.count_into(&mut live.status);

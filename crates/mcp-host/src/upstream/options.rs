@@ -53,6 +53,10 @@ pub struct SupervisorOptions {
     /// The longest message a stdio server may send; a longer one ends its
     /// connection (the server is then restarted).
     pub max_message_bytes: usize,
+    /// Where each listed definition is pinned as first seen and checked
+    /// after (see [`crate::consent::GuardStore::check_pin`]); none: not
+    /// pinned.
+    pub pins: Option<std::sync::Arc<crate::consent::GuardStore>>,
 }
 
 impl Default for SupervisorOptions {
@@ -69,6 +73,7 @@ impl Default for SupervisorOptions {
             start_concurrency: 8,
             authorizer: None,
             max_message_bytes: mcp_core::stdio::MAX_LINE_BYTES,
+            pins: None,
         }
     }
 }
