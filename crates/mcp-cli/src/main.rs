@@ -142,6 +142,13 @@ enum HostAction {
     /// that changed since they were pinned, as they are now: a running
     /// host calls them again.
     Approve(host::ApproveArgs),
+    /// Says how the policy of a settings file decides a request: the
+    /// decision, the rule, and why each other rule does not match.
+    Explain(host::ExplainArgs),
+    /// Prints the `[[policy]]` rules that other hosts' permission lists
+    /// make (Claude Code `permissions`, Cline `autoApprove`, Roo Code
+    /// `alwaysAllow`), for a settings file.
+    ImportPermissions(host::ImportArgs),
 }
 
 /// The log on stderr, filtered by `--log` (or RUST_LOG, else warnings).
@@ -254,6 +261,14 @@ async fn run(cli: Cli) -> Result<()> {
             action: Some(HostAction::Approve(args)),
             ..
         } => host::approve(&args)?,
+        Command::Host {
+            action: Some(HostAction::Explain(args)),
+            ..
+        } => host::explain(&args)?,
+        Command::Host {
+            action: Some(HostAction::ImportPermissions(args)),
+            ..
+        } => host::import_permissions(&args)?,
         Command::Host { action: None, args } => host::run(&args).await?,
         Command::Call {
             server,

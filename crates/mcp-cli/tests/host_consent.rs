@@ -181,3 +181,65 @@ fn approve_pins_the_changed_definitions_of_a_server() {
     assert_eq!(store.check_pin("e", &key("v2"), "two"), Pinned::Same);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `mcp host explain` names the deciding rule and why each other one
+/// does not match; `mcp host import-permissions` prints rules a settings
+/// file reads back with the same decisions.
+#[test]
+fn explain_and_import_permissions() {
+    let dir = std::env::temp_dir().join(format!("mcp-host-explain-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let claude = dir.join("settings.json");
+    std::fs::write(
+        &claude,
+        r#"{"permissions": {"deny": ["mcp__memory__delete_*"], "allow": ["mcp__memory", "Bash(ls)"]}}"#,
+    )
+    .unwrap();
+    let imported = std::process::Command::new(MCP)
+        .args(["host", "import-permissions"])
+        .arg(&claude)
+        .output()
+        .expect("mcp host import-permissions ran");
+    assert!(imported.status.success(), "{imported:?}");
+    let rules = String::from_utf8_lossy(&imported.stdout).into_owned();
+    assert!(rules.contains("[[policy]]"), "{rules}");
+    assert!(
+        String::from_utf8_lossy(&imported.stderr).contains("Bash(ls)"),
+        "what was left out is said"
+    );
+    let settings = dir.join("host.toml");
+    std::fs::write(&settings, &rules).unwrap();
+
+    let explain = |caller: &str, tool: &str| {
+        let output = std::process::Command::new(MCP)
+            .args([
+                "host",
+                "explain",
+                "--caller",
+                caller,
+                "memory",
+                tool,
+                "--settings",
+            ])
+            .arg(&settings)
+            .output()
+            .expect("mcp host explain ran");
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let denied = explain("bob", "delete_entities");
+    assert!(
+        denied
+            .starts_with("tool \"delete_entities\" of server \"memory\" for caller \"bob\": deny"),
+        "{denied}"
+    );
+    assert!(denied.contains("mcp__memory__delete_*"), "{denied}");
+    let allowed = explain("bob", "read_graph");
+    assert!(allowed.contains(": allow"), "{allowed}");
+    assert!(
+        allowed.contains("no, tool \"read_graph\" is not \"delete_*\""),
+        "{allowed}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -262,3 +262,70 @@ async fn text_aimed_at_the_model_is_flagged_in_status_and_in_the_audit() {
         ]
     );
 }
+
+/// A server with a read-only tool and a destructive one, as annotated.
+fn annotated() -> mcp_server::Server {
+    let tool = |name: &str, read_only: bool| {
+        mcp_server::ToolDef::new(
+            name.to_owned(),
+            format!("The {name} tool"),
+            |_: mcp_server::NoArguments, _: mcp_server::Context| async move {
+                Ok::<_, mcp_server::HandlerError>("done")
+            },
+        )
+        .annotations(mcp_schema::ToolAnnotations {
+            read_only_hint: Some(read_only),
+            destructive_hint: Some(!read_only),
+            ..Default::default()
+        })
+    };
+    mcp_server::Server::builder("annotated", "1.0")
+        .tool(tool("look", true))
+        .tool(tool("wipe", false))
+        .build()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn annotations_count_for_trusted_servers_only() {
+    let url = on_http(annotated()).await;
+    let settings =
+        "[guard]\ndefault = \"deny\"\n\n[[policy]]\ndecision = \"allow\"\nread_only = true\n";
+    let mut options = HostOptions::default();
+    options.policy = HostSettings::parse(settings)
+        .unwrap()
+        .options()
+        .unwrap()
+        .policy;
+    let host = Host::start(
+        HostConfig {
+            servers: vec![
+                ServerConfig::remote("trusted", &url).trusted(true),
+                ServerConfig::remote("other", &url),
+            ],
+            problems: Vec::new(),
+        },
+        options,
+    );
+    host.wait_started(Duration::from_secs(20)).await;
+    let client = gateway_client(&host, Client::builder("policy-tests", "1.0")).await;
+    let (tools, _) = names(&client).await;
+    assert_eq!(
+        tools,
+        vec!["trusted__look".to_owned()],
+        "only a trusted claim counts"
+    );
+    within("look", client.call_tool("trusted__look", json!({})))
+        .await
+        .unwrap();
+    for refused in ["trusted__wipe", "other__look", "other__wipe"] {
+        let error = within("call", client.call_tool(refused, json!({})))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("denied by the default"),
+            "{refused}: {error}"
+        );
+    }
+    host.shutdown(Duration::from_secs(5)).await;
+}

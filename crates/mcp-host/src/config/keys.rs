@@ -20,6 +20,7 @@ const KNOWN: &[&str] = &[
     "era",
     "timeout",
     "disabled",
+    "trusted",
     "autoApprove",
     "alwaysAllow",
     "source",

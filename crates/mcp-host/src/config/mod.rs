@@ -81,6 +81,11 @@ pub struct ServerConfig {
     pub transport: TransportSpec,
     /// Not started while set.
     pub disabled: bool,
+    /// Whether its tools' annotations (read-only, destructive, ...) are
+    /// believed: rules that match on them see the server's claims only
+    /// where it is trusted, and the specification's cautious defaults
+    /// elsewhere.
+    pub trusted: bool,
     /// How long one request to it may take.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "seconds")]
     pub timeout: Option<Duration>,
@@ -117,6 +122,7 @@ impl ServerConfig {
                 cwd: None,
             },
             disabled: false,
+            trusted: false,
             timeout: None,
             era: "auto".to_owned(),
             hints: Vec::new(),
@@ -180,6 +186,12 @@ impl ServerConfig {
         } else {
             sanitize_namespace(namespace)
         };
+        self
+    }
+
+    /// Marks the server trusted: its tools' annotations are believed.
+    pub fn trusted(mut self, trusted: bool) -> Self {
+        self.trusted = trusted;
         self
     }
 
@@ -484,6 +496,11 @@ impl EntryReader<'_> {
             Some(other) => return Err(format!("\"namespace\" must be a string, not {other}")),
         };
         let disabled = entry.get("disabled").and_then(Value::as_bool) == Some(true);
+        let trusted = match entry.get("trusted") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(trusted)) => *trusted,
+            Some(other) => return Err(format!("\"trusted\" must be true or false, not {other}")),
+        };
         let timeout = match entry.get("timeout") {
             None | Some(Value::Null) => None,
             Some(Value::Number(n)) => match n.as_f64() {
@@ -537,6 +554,7 @@ impl EntryReader<'_> {
             namespace,
             transport,
             disabled,
+            trusted,
             timeout,
             era,
             hints,

@@ -11,7 +11,7 @@ use super::target::Target;
 use crate::catalog::{Catalog, Route};
 use crate::consent::OnChange;
 use crate::host::Host;
-use crate::policy::{self, Asked, Caller, Decision, Kind, Policy, Verdict};
+use crate::policy::{self, Asked, Caller, Decision, Hints, Kind, Policy, Verdict};
 use crate::upstream::Item;
 
 /// What decides a request to an item whose definition changed since it
@@ -29,11 +29,13 @@ pub(super) fn decide(host: &Host, target: &Target, ctx: &RequestContext) -> Opti
         return None;
     }
     let caller = Caller::of(ctx);
+    let hints = policy.reads_hints().then(|| target.hints(host)).flatten();
     let mut verdict = policy.decide(&Asked {
         caller: &caller,
         server: &target.server,
         kind: target.kind,
         name: &target.route.original,
+        hints,
     });
     if changed && verdict.decision != Decision::Deny {
         let decision = match host.consent().0.on_change {
@@ -82,6 +84,9 @@ pub(super) struct Visible<'a> {
     /// The items held back because their definitions changed, by
     /// upstream index, where `[guard] changed = "hide"`.
     changed: Vec<Vec<(&'static str, String)>>,
+    /// Whether each upstream is trusted (its annotations believed), by
+    /// index.
+    trusted: Vec<bool>,
 }
 
 /// Whether the lists must be filtered at all: a policy that may deny, or
@@ -95,8 +100,12 @@ impl<'a> Visible<'a> {
     /// The lists of `catalog` as `caller` may see them.
     pub(super) fn new(host: &'a Host, catalog: &'a Catalog, caller: Caller) -> Self {
         let hide = host.pins().is_some() && host.consent().0.on_change == OnChange::Hide;
-        let changed = host
-            .upstream_slots()
+        let slots = host.upstream_slots();
+        let trusted = slots
+            .iter()
+            .map(|u| u.as_ref().is_some_and(|u| u.config.trusted))
+            .collect();
+        let changed = slots
             .iter()
             .map(|upstream| match upstream {
                 Some(upstream) if hide => upstream
@@ -114,6 +123,7 @@ impl<'a> Visible<'a> {
             caller,
             servers: host.upstream_names(),
             changed,
+            trusted,
         }
     }
 
@@ -149,11 +159,16 @@ impl<'a> Visible<'a> {
             .get(route.upstream)
             .and_then(Option::as_deref)
             .unwrap_or_default();
+        let hints = (kind == Kind::Tool && self.policy.reads_hints()).then(|| {
+            let trusted = self.trusted.get(route.upstream).copied().unwrap_or(false);
+            Hints::believed(item.get("annotations"), trusted)
+        });
         !self.policy.hides(&Asked {
             caller: &self.caller,
             server,
             kind,
             name: &route.original,
+            hints,
         })
     }
 }

@@ -10,7 +10,7 @@ use crate::catalog::Route;
 use crate::consent::{GrantKey, Pinned, definition_hash};
 use crate::host::Host;
 use crate::params::Params;
-use crate::policy::Kind;
+use crate::policy::{Hints, Kind};
 
 /// The tool, prompt or resource a request names, and where it is served.
 #[derive(Debug)]
@@ -120,6 +120,22 @@ impl Target {
             text,
             changed,
         })
+    }
+
+    /// A tool's annotations as the policy believes them (the server's
+    /// claims where it is trusted); `None` for what is not a tool.
+    pub(super) fn hints(&self, host: &Host) -> Option<Hints<bool>> {
+        if self.kind != Kind::Tool {
+            return None;
+        }
+        let upstream = host.upstream(self.route.upstream).ok()?;
+        let listing = upstream.listing();
+        let annotations = listing
+            .tools
+            .iter()
+            .find(|t| t.get("name").and_then(Value::as_str) == Some(&self.route.original))
+            .and_then(|t| t.get("annotations"));
+        Some(Hints::believed(annotations, upstream.config.trusted))
     }
 
     /// Whether its definition changed since it was pinned, and is not

@@ -17,6 +17,8 @@
 //! scope = "admin"          # the caller's token holds this scope
 //! client_id = "cli-*"      # the OAuth client; glob
 //! client = "Claude*"       # the client's own name (clientInfo): a hint, no security boundary
+//! destructive = true       # the tool's annotations (also read_only, idempotent, open_world),
+//!                          # believed from servers marked "trusted": true in the config only
 //! name = "no deletes"      # how errors and the audit name the rule
 //! ```
 //!
@@ -36,6 +38,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 mod caller;
+pub mod import;
 mod rule;
 
 pub use caller::Caller;
@@ -108,6 +111,92 @@ pub struct Asked<'a> {
     pub kind: Kind,
     /// The item's name or URI at its server.
     pub name: &'a str,
+    /// A tool's annotations as believed ([`Hints::believed`]); `None`
+    /// for what is not a tool.
+    pub hints: Option<Hints<bool>>,
+}
+
+/// What a tool's annotations say of it (or, in a rule, what they must
+/// say: `Option<bool>`, `None` for anything).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Hints<T> {
+    /// `readOnlyHint`.
+    pub read_only: T,
+    /// `destructiveHint`.
+    pub destructive: T,
+    /// `idempotentHint`.
+    pub idempotent: T,
+    /// `openWorldHint`.
+    pub open_world: T,
+}
+
+impl Hints<bool> {
+    /// What a tool's `annotations` say, where its server is `trusted`;
+    /// elsewhere (and for a hint left out) the specification's cautious
+    /// defaults: not read-only, destructive, not idempotent, open world.
+    pub fn believed(annotations: Option<&serde_json::Value>, trusted: bool) -> Hints<bool> {
+        let claimed = |key: &str, default: bool| {
+            trusted
+                .then(|| annotations?.get(key)?.as_bool())
+                .flatten()
+                .unwrap_or(default)
+        };
+        Hints {
+            read_only: claimed("readOnlyHint", false),
+            destructive: claimed("destructiveHint", true),
+            idempotent: claimed("idempotentHint", false),
+            open_world: claimed("openWorldHint", true),
+        }
+    }
+
+    fn pairs(&self) -> [(&'static str, bool); 4] {
+        [
+            ("read_only", self.read_only),
+            ("destructive", self.destructive),
+            ("idempotent", self.idempotent),
+            ("open_world", self.open_world),
+        ]
+    }
+
+    /// As `read_only = false, destructive = true, ...`.
+    pub fn describe(&self) -> String {
+        let pairs: Vec<String> = self
+            .pairs()
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect();
+        pairs.join(", ")
+    }
+}
+
+impl Hints<Option<bool>> {
+    fn is_empty(&self) -> bool {
+        *self == Hints::default()
+    }
+
+    /// Whether `hints` say what these want.
+    fn allow(&self, hints: &Hints<bool>) -> bool {
+        let wants = |want: Option<bool>, is: bool| want.is_none_or(|want| want == is);
+        wants(self.read_only, hints.read_only)
+            && wants(self.destructive, hints.destructive)
+            && wants(self.idempotent, hints.idempotent)
+            && wants(self.open_world, hints.open_world)
+    }
+
+    /// What these want, as `read_only = true, ...`.
+    fn describe_wanted(&self) -> String {
+        let wanted = [
+            ("read_only", self.read_only),
+            ("destructive", self.destructive),
+            ("idempotent", self.idempotent),
+            ("open_world", self.open_world),
+        ];
+        let pairs: Vec<String> = wanted
+            .iter()
+            .filter_map(|(k, v)| v.map(|v| format!("{k} = {v}")))
+            .collect();
+        pairs.join(", ")
+    }
 }
 
 /// A decision and what made it.
@@ -143,6 +232,12 @@ impl Policy {
     /// the default allows. Lists are then not filtered at all.
     pub fn allows_everything(&self) -> bool {
         self.rules.is_empty() && self.default == Decision::Allow
+    }
+
+    /// Whether some rule looks at tools' annotations (they are read only
+    /// then).
+    pub fn reads_hints(&self) -> bool {
+        self.rules.iter().any(Rule::reads_hints)
     }
 
     /// Whether some request may be marked `ask`.
@@ -182,6 +277,18 @@ impl Policy {
                 rule: None,
             },
         }
+    }
+
+    /// How `asked` is decided: the verdict, and for each rule in order
+    /// its name, its decision, and why it does not match (`None`: it
+    /// does).
+    pub fn explain(&self, asked: &Asked<'_>) -> (Verdict, Vec<(String, Decision, Option<String>)>) {
+        let rules = self
+            .rules
+            .iter()
+            .map(|rule| (rule.name.clone(), rule.decision, rule.why_not(asked)))
+            .collect();
+        (self.decide(asked), rules)
     }
 
     /// Whether `asked` is denied: left out of the caller's lists.

@@ -3,7 +3,7 @@
 use globset::{Glob, GlobMatcher};
 use serde::{Deserialize, Serialize};
 
-use super::{Asked, Decision, Kind};
+use super::{Asked, Decision, Hints, Kind};
 
 /// `[[policy]]`: one rule as the settings file writes it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -40,6 +40,20 @@ pub struct RuleSettings {
     /// The client's own name, `clientInfo.name` (glob): self-reported.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// The tool is read-only (`readOnlyHint`): believed from trusted
+    /// servers only; the rule covers tools only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    /// The tool may destroy (`destructiveHint`), likewise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destructive: Option<bool>,
+    /// Calling the tool again does nothing more (`idempotentHint`),
+    /// likewise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+    /// The tool reaches beyond the server (`openWorldHint`), likewise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_world: Option<bool>,
 }
 
 /// A rule ready to match.
@@ -55,6 +69,8 @@ pub struct Rule {
     scope: Option<String>,
     client_id: Option<GlobMatcher>,
     client: Option<GlobMatcher>,
+    /// What the tool's annotations must say, where the rule says.
+    hints: Hints<Option<bool>>,
 }
 
 impl Rule {
@@ -87,6 +103,20 @@ impl Rule {
                 item = Some((kind, matcher));
             }
         }
+        let names_hints = [
+            settings.read_only,
+            settings.destructive,
+            settings.idempotent,
+            settings.open_world,
+        ]
+        .iter()
+        .any(Option::is_some);
+        if names_hints && matches!(item, Some((kind, _)) if kind != Kind::Tool) {
+            return Err(format!(
+                "[[policy]] #{number}: read_only, destructive, idempotent and open_world are \
+                 about tools"
+            ));
+        }
         Ok(Rule {
             decision: settings.decision,
             name: settings
@@ -99,27 +129,146 @@ impl Rule {
             scope: settings.scope.clone(),
             client_id: glob("client_id", &settings.client_id)?,
             client: glob("client", &settings.client)?,
+            hints: Hints {
+                read_only: settings.read_only,
+                destructive: settings.destructive,
+                idempotent: settings.idempotent,
+                open_world: settings.open_world,
+            },
         })
     }
 
     /// Whether every key the rule sets matches `asked`.
     pub fn matches(&self, asked: &Asked<'_>) -> bool {
+        self.unmatched(asked).is_none()
+    }
+
+    /// Why the rule does not match `asked` (the first key that does not),
+    /// or `None` when it does.
+    pub fn why_not(&self, asked: &Asked<'_>) -> Option<String> {
+        let pattern = |matcher: &Option<GlobMatcher>| {
+            matcher
+                .as_ref()
+                .map(|m| m.glob().glob().to_owned())
+                .unwrap_or_default()
+        };
+        let caller = asked.caller;
+        let shown = |value: Option<&str>| match value {
+            Some(value) => format!("{value:?}"),
+            None => "none".to_owned(),
+        };
+        Some(match self.unmatched(asked)? {
+            Key::Server => format!(
+                "server {:?} is not {:?}",
+                asked.server,
+                pattern(&self.server)
+            ),
+            Key::Item => {
+                let (kind, name) = self.item.as_ref().expect("an item key");
+                if *kind != asked.kind {
+                    format!(
+                        "it is about a {}, not a {}",
+                        kind.as_str(),
+                        asked.kind.as_str()
+                    )
+                } else {
+                    format!(
+                        "{} {:?} is not {:?}",
+                        kind.as_str(),
+                        asked.name,
+                        name.glob().glob()
+                    )
+                }
+            }
+            Key::Caller => format!(
+                "caller {:?} is not {:?}",
+                caller.name(),
+                pattern(&self.caller)
+            ),
+            Key::Scope => format!(
+                "the caller's scopes {:?} lack {:?}",
+                caller.scopes,
+                self.scope.as_deref().unwrap_or_default()
+            ),
+            Key::ClientId => format!(
+                "client id {} is not {:?}",
+                shown(caller.client_id.as_deref()),
+                pattern(&self.client_id)
+            ),
+            Key::Client => format!(
+                "client {} is not {:?}",
+                shown(caller.client_name.as_deref()),
+                pattern(&self.client)
+            ),
+            Key::Hints => match &asked.hints {
+                None => "annotations are about tools".to_owned(),
+                Some(hints) => format!(
+                    "the tool's annotations ({}) are not {}",
+                    hints.describe(),
+                    self.hints.describe_wanted()
+                ),
+            },
+        })
+    }
+
+    /// The first key the rule sets that `asked` does not match.
+    fn unmatched(&self, asked: &Asked<'_>) -> Option<Key> {
         let caller = asked.caller;
         let optional = |matcher: &Option<GlobMatcher>, value: Option<&str>| match matcher {
             None => true,
             Some(matcher) => value.is_some_and(|v| matcher.is_match(v)),
         };
-        optional(&self.server, Some(asked.server))
-            && self
-                .item
-                .as_ref()
-                .is_none_or(|(kind, name)| *kind == asked.kind && name.is_match(asked.name))
-            && optional(&self.caller, Some(caller.name()))
-            && self
-                .scope
-                .as_ref()
-                .is_none_or(|scope| caller.scopes.iter().any(|s| s == scope))
-            && optional(&self.client_id, caller.client_id.as_deref())
-            && optional(&self.client, caller.client_name.as_deref())
+        if !optional(&self.server, Some(asked.server)) {
+            return Some(Key::Server);
+        }
+        let item = self
+            .item
+            .as_ref()
+            .is_none_or(|(kind, name)| *kind == asked.kind && name.is_match(asked.name));
+        if !item {
+            return Some(Key::Item);
+        }
+        if !optional(&self.caller, Some(caller.name())) {
+            return Some(Key::Caller);
+        }
+        let scope = self
+            .scope
+            .as_ref()
+            .is_none_or(|scope| caller.scopes.iter().any(|s| s == scope));
+        if !scope {
+            return Some(Key::Scope);
+        }
+        if !optional(&self.client_id, caller.client_id.as_deref()) {
+            return Some(Key::ClientId);
+        }
+        if !optional(&self.client, caller.client_name.as_deref()) {
+            return Some(Key::Client);
+        }
+        if !self.hints.is_empty() {
+            let Some(hints) = &asked.hints else {
+                return Some(Key::Hints);
+            };
+            if !self.hints.allow(hints) {
+                return Some(Key::Hints);
+            }
+        }
+        None
     }
+
+    /// Whether the rule looks at tools' annotations.
+    pub fn reads_hints(&self) -> bool {
+        !self.hints.is_empty()
+    }
+}
+
+/// A key of a rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Key {
+    Server,
+    Item,
+    Caller,
+    Scope,
+    ClientId,
+    Client,
+    Hints,
 }

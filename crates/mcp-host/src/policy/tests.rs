@@ -26,6 +26,7 @@ fn asked<'a>(caller: &'a Caller, server: &'a str, kind: Kind, name: &'a str) -> 
         server,
         kind,
         name,
+        hints: None,
     }
 }
 
@@ -216,4 +217,59 @@ fn a_rule_that_cannot_be_used_is_refused_with_its_number_and_key() {
     };
     let error = Rule::compile(&two_kinds, 1).unwrap_err();
     assert!(error.contains("at most one"), "{error}");
+}
+
+#[test]
+fn annotations_are_believed_from_trusted_servers_only() {
+    let bob = bob();
+    let deny_destructive = rule(
+        1,
+        RuleSettings {
+            destructive: Some(true),
+            ..settings(Decision::Deny)
+        },
+    );
+    let allow_read_only = rule(
+        2,
+        RuleSettings {
+            read_only: Some(true),
+            ..settings(Decision::Allow)
+        },
+    );
+    let policy = Policy::new(vec![deny_destructive, allow_read_only], Decision::Ask);
+    let claims = serde_json::json!({"readOnlyHint": true, "destructiveHint": false});
+    let tool = |trusted| Asked {
+        hints: Some(Hints::believed(Some(&claims), trusted)),
+        ..asked(&bob, "fs", Kind::Tool, "read_file")
+    };
+    assert_eq!(policy.decide(&tool(true)).decision, Decision::Allow);
+    let untrusted = policy.decide(&tool(false));
+    assert_eq!(
+        untrusted.decision,
+        Decision::Deny,
+        "an untrusted claim is not believed"
+    );
+    assert_eq!(untrusted.decided_by(), "policy rule 1");
+    assert!(policy.reads_hints());
+    let (_, why) = policy.explain(&tool(true));
+    assert!(
+        why[0].2.as_deref().unwrap().contains("destructive = false"),
+        "{why:?}"
+    );
+    let prompt = asked(&bob, "fs", Kind::Prompt, "p");
+    assert_eq!(
+        policy.decide(&prompt).decision,
+        Decision::Ask,
+        "annotations are about tools"
+    );
+    let about_prompts = RuleSettings {
+        prompt: Some("p".into()),
+        read_only: Some(true),
+        ..settings(Decision::Deny)
+    };
+    assert!(
+        Rule::compile(&about_prompts, 4)
+            .unwrap_err()
+            .contains("about tools")
+    );
 }
