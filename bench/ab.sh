@@ -22,7 +22,10 @@
 #
 # Settings: AB_ROUNDS (4), AB_DURATION (seconds per run, 5), AB_SESSIONS
 # (2000), AB_PROFILE (the cargo profile, release), AB_ONLY (targets by
-# the names above, separated by commas). Needs python3. Every server it
+# the names above, separated by commas), AB_BASE_HOST_ARGS and
+# AB_HEAD_HOST_ARGS (more flags for each side's `mcp host`: with BASE and
+# HEAD the same commit, the cost of a setting, e.g. `--settings
+# bench/policy-50.toml` against none). Needs python3. Every server it
 # starts is stopped on exit; the load goes to 127.0.0.1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -110,7 +113,10 @@ throughput() {
       port="$(free_port)"
       printf '{"mcpServers": {"everything": {"command": "%s", "args": ["serve", "everything"], "namespace": ""}}}\n' \
         "$mcp" >"$tmp/host.json"
-      serve host "$port" "$mcp" host --config "$tmp/host.json" --http "127.0.0.1:$port"
+      local extra="${AB_BASE_HOST_ARGS:-}"
+      [ "$side" = head ] && extra="${AB_HEAD_HOST_ARGS:-}"
+      # shellcheck disable=SC2086
+      serve host "$port" "$mcp" host --config "$tmp/host.json" --http "127.0.0.1:$port" $extra
       json="$("$load" bench --json -d "$duration" --server "http://127.0.0.1:$port/mcp" "$@")"
       stop "$server_pid" ;;
   esac
@@ -140,11 +146,11 @@ measure() {
     # Which side runs first alternates (ABBA...): a machine that warms
     # up or slows down over a pair weighs on both alike.
     if [ $((i % 2)) = 1 ]; then
-      b="$("$run" "$base" "$@")"
-      h="$("$run" "$head" "$@")"
+      b="$(side=base "$run" "$base" "$@")"
+      h="$(side=head "$run" "$head" "$@")"
     else
-      h="$("$run" "$head" "$@")"
-      b="$("$run" "$base" "$@")"
+      h="$(side=head "$run" "$head" "$@")"
+      b="$(side=base "$run" "$base" "$@")"
     fi
     echo "$b $h" >>"$tmp/pairs"
     echo "  $name, round $i: base $b, head $h" >&2
