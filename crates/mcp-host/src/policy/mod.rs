@@ -220,12 +220,19 @@ impl Verdict {
 pub struct Policy {
     rules: Vec<Rule>,
     default: Decision,
+    /// Whether some rule looks at tools' annotations.
+    reads_hints: bool,
 }
 
 impl Policy {
     /// `rules`, in order, with `default` where none matches.
     pub fn new(rules: Vec<Rule>, default: Decision) -> Policy {
-        Policy { rules, default }
+        let reads_hints = rules.iter().any(Rule::reads_hints);
+        Policy {
+            rules,
+            default,
+            reads_hints,
+        }
     }
 
     /// Whether every request is allowed whatever it asks: no rule, and
@@ -237,7 +244,7 @@ impl Policy {
     /// Whether some rule looks at tools' annotations (they are read only
     /// then).
     pub fn reads_hints(&self) -> bool {
-        self.rules.iter().any(Rule::reads_hints)
+        self.reads_hints
     }
 
     /// Whether some request may be marked `ask`.

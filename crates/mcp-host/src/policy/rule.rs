@@ -1,6 +1,57 @@
 //! One policy rule: as the settings file writes it, and compiled.
 
 use globset::{Glob, GlobMatcher};
+
+/// A glob, matched without a regular expression where it is a plain name,
+/// a prefix (`abc*`), a suffix (`*abc`) or anything (`*`): most rules'
+/// globs are, and every request reads every rule.
+#[derive(Clone, Debug)]
+struct Pattern {
+    /// As written.
+    text: String,
+    how: Match,
+}
+
+#[derive(Clone, Debug)]
+enum Match {
+    Any,
+    Exact,
+    Prefix(String),
+    Suffix(String),
+    Glob(GlobMatcher),
+}
+
+impl Pattern {
+    fn new(glob: &str) -> Result<Pattern, globset::Error> {
+        let special = |c: char| matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\');
+        let plain = |s: &str| !s.contains(special);
+        let how = if glob == "*" {
+            Match::Any
+        } else if plain(glob) {
+            Match::Exact
+        } else if let Some(start) = glob.strip_suffix('*').filter(|s| plain(s)) {
+            Match::Prefix(start.to_owned())
+        } else if let Some(end) = glob.strip_prefix('*').filter(|s| plain(s)) {
+            Match::Suffix(end.to_owned())
+        } else {
+            Match::Glob(Glob::new(glob)?.compile_matcher())
+        };
+        Ok(Pattern {
+            text: glob.to_owned(),
+            how,
+        })
+    }
+
+    fn is_match(&self, text: &str) -> bool {
+        match &self.how {
+            Match::Any => true,
+            Match::Exact => text == self.text,
+            Match::Prefix(start) => text.starts_with(start.as_str()),
+            Match::Suffix(end) => text.ends_with(end.as_str()),
+            Match::Glob(glob) => glob.is_match(text),
+        }
+    }
+}
 use serde::{Deserialize, Serialize};
 
 use super::{Asked, Decision, Hints, Kind};
@@ -63,12 +114,12 @@ pub struct Rule {
     pub decision: Decision,
     /// Its name.
     pub name: String,
-    server: Option<GlobMatcher>,
-    item: Option<(Kind, GlobMatcher)>,
-    caller: Option<GlobMatcher>,
+    server: Option<Pattern>,
+    item: Option<(Kind, Pattern)>,
+    caller: Option<Pattern>,
     scope: Option<String>,
-    client_id: Option<GlobMatcher>,
-    client: Option<GlobMatcher>,
+    client_id: Option<Pattern>,
+    client: Option<Pattern>,
     /// What the tool's annotations must say, where the rule says.
     hints: Hints<Option<bool>>,
 }
@@ -77,13 +128,11 @@ impl Rule {
     /// The rule `settings` writes, the `number`th of the file (from 1);
     /// an error names the key that cannot be used.
     pub fn compile(settings: &RuleSettings, number: usize) -> Result<Rule, String> {
-        let glob = |key: &str, pattern: &Option<String>| -> Result<Option<GlobMatcher>, String> {
+        let glob = |key: &str, pattern: &Option<String>| -> Result<Option<Pattern>, String> {
             pattern
                 .as_deref()
                 .map(|p| {
-                    Glob::new(p)
-                        .map(|g| g.compile_matcher())
-                        .map_err(|e| format!("[[policy]] #{number}: {key} = {p:?}: {e}"))
+                    Pattern::new(p).map_err(|e| format!("[[policy]] #{number}: {key} = {p:?}: {e}"))
                 })
                 .transpose()
         };
@@ -146,11 +195,8 @@ impl Rule {
     /// Why the rule does not match `asked` (the first key that does not),
     /// or `None` when it does.
     pub fn why_not(&self, asked: &Asked<'_>) -> Option<String> {
-        let pattern = |matcher: &Option<GlobMatcher>| {
-            matcher
-                .as_ref()
-                .map(|m| m.glob().glob().to_owned())
-                .unwrap_or_default()
+        let pattern = |matcher: &Option<Pattern>| {
+            matcher.as_ref().map(|m| m.text.clone()).unwrap_or_default()
         };
         let caller = asked.caller;
         let shown = |value: Option<&str>| match value {
@@ -172,12 +218,7 @@ impl Rule {
                         asked.kind.as_str()
                     )
                 } else {
-                    format!(
-                        "{} {:?} is not {:?}",
-                        kind.as_str(),
-                        asked.name,
-                        name.glob().glob()
-                    )
+                    format!("{} {:?} is not {:?}", kind.as_str(), asked.name, name.text)
                 }
             }
             Key::Caller => format!(
@@ -214,7 +255,7 @@ impl Rule {
     /// The first key the rule sets that `asked` does not match.
     fn unmatched(&self, asked: &Asked<'_>) -> Option<Key> {
         let caller = asked.caller;
-        let optional = |matcher: &Option<GlobMatcher>, value: Option<&str>| match matcher {
+        let optional = |matcher: &Option<Pattern>, value: Option<&str>| match matcher {
             None => true,
             Some(matcher) => value.is_some_and(|v| matcher.is_match(v)),
         };
@@ -271,4 +312,56 @@ enum Key {
     ClientId,
     Client,
     Hints,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quick_patterns_match_as_their_globs_do() {
+        let globs = [
+            "*",
+            "memory",
+            "delete_*",
+            "*_file",
+            "mem*ry",
+            "a?c",
+            "{a,b}",
+            "file:///tmp/*",
+            "x[1]",
+        ];
+        let texts = [
+            "",
+            "memory",
+            "delete_entities",
+            "delete_",
+            "read_file",
+            "file",
+            "memry",
+            "abc",
+            "a",
+            "b",
+            "file:///tmp/a/b",
+            "x1",
+            "x[1]",
+            "MEMORY",
+        ];
+        for glob in globs {
+            let quick = Pattern::new(glob).unwrap();
+            let full = Glob::new(glob).unwrap().compile_matcher();
+            for text in texts {
+                assert_eq!(
+                    quick.is_match(text),
+                    full.is_match(text),
+                    "{glob} on {text:?}"
+                );
+            }
+        }
+        assert!(matches!(
+            Pattern::new("delete_*").unwrap().how,
+            Match::Prefix(_)
+        ));
+        assert!(matches!(Pattern::new("memory").unwrap().how, Match::Exact));
+    }
 }
