@@ -1,5 +1,6 @@
 //! The `mcp` command: host, run, call and benchmark MCP servers.
 
+mod audit;
 mod bench;
 mod bench_http;
 mod call;
@@ -93,6 +94,10 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Shows the records of a host's audit log (`mcp host --audit FILE`):
+    /// a table or JSON lines, filtered by time, caller, server, tool,
+    /// decision and outcome; --follow for new ones as they come.
+    Audit(audit::AuditArgs),
     /// Signs in to a server now and keeps the credentials for later
     /// commands (or, with --list, lists what is kept).
     Login(login::LoginArgs),
@@ -277,6 +282,7 @@ async fn run(cli: Cli) -> Result<()> {
         } => call::call(&server, &method, &params).await?,
         Command::Tools { server, json } => inspect::tools(&server, json).await?,
         Command::Bench(args) => bench::run(&args).await?,
+        Command::Audit(args) => audit::run(&args).await?,
         Command::Login(args) => login::login(&args).await?,
         Command::Logout(args) => login::logout(&args).await?,
         Command::Credentials => login::list()?,

@@ -23,7 +23,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+mod query;
 mod writer;
+
+pub use query::{AuditQuery, AuditRow, query};
 
 /// How the audit log is kept.
 #[derive(Debug, Clone, PartialEq)]

@@ -321,3 +321,54 @@ async fn a_file_of_an_older_host_gets_the_new_columns_in_place() {
         ]
     );
 }
+
+#[tokio::test]
+async fn records_are_read_back_by_what_they_say() {
+    let scratch = Scratch::new("query");
+    let path = scratch.0.join("audit.db");
+    let log = AuditLog::open(AuditSettings::new(&path)).unwrap();
+    let mut denied = call(1);
+    denied.server = Some("memory".into());
+    denied.outcome = "error";
+    denied.decision = Some("deny");
+    denied.rule = Some("no deletes".into());
+    denied.caller = Some(r#"["https://issuer","bob","cli"]"#.into());
+    for record in [call(0), denied, call(2)] {
+        log.record(record);
+    }
+    log.flush(Duration::from_secs(10)).await;
+    let read = |q: AuditQuery| -> Vec<String> {
+        query(&path, &q)
+            .unwrap()
+            .into_iter()
+            .map(|row| row.target.unwrap_or_default())
+            .collect()
+    };
+    assert_eq!(read(AuditQuery::default()), ["tool0", "tool1", "tool2"]);
+    let only = |f: fn(&mut AuditQuery)| {
+        let mut q = AuditQuery::default();
+        f(&mut q);
+        q
+    };
+    assert_eq!(read(only(|q| q.server = Some("memory".into()))), ["tool1"]);
+    assert_eq!(read(only(|q| q.decision = Some("deny".into()))), ["tool1"]);
+    assert_eq!(
+        read(only(|q| q.outcome = Some("ok".into()))),
+        ["tool0", "tool2"]
+    );
+    assert_eq!(read(only(|q| q.caller = Some("bob".into()))), ["tool1"]);
+    assert_eq!(
+        read(only(|q| q.limit = 2)),
+        ["tool1", "tool2"],
+        "the newest, oldest first"
+    );
+    assert_eq!(read(only(|q| q.after_id = Some(2))), ["tool2"]);
+    assert!(read(only(|q| q.since_ms = Some(now_ms() + 60_000))).is_empty());
+    let row = &query(&path, &only(|q| q.decision = Some("deny".into()))).unwrap()[0];
+    assert_eq!(row.rule.as_deref(), Some("no deletes"));
+    assert!(
+        row.time.ends_with('Z') && row.time.contains('T'),
+        "{}",
+        row.time
+    );
+}

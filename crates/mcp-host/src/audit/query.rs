@@ -1,0 +1,177 @@
+//! Reading the audit log back: the records that match a filter, oldest
+//! first, for `mcp audit` (and `--follow`, by the id of the last one
+//! read).
+
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags, params_from_iter, types::Value as Sql};
+use serde::Serialize;
+
+/// Which records to read.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct AuditQuery {
+    /// Made at or after this time (milliseconds since the Unix epoch).
+    pub since_ms: Option<i64>,
+    /// Made before this time.
+    pub until_ms: Option<i64>,
+    /// Whose caller contains this text.
+    pub caller: Option<String>,
+    /// Sent to this server (its config name).
+    pub server: Option<String>,
+    /// About this tool, prompt or resource (as the client named it).
+    pub target: Option<String>,
+    /// Of this JSON-RPC method.
+    pub method: Option<String>,
+    /// Decided so by the policy (`allow`, `ask`, `deny`).
+    pub decision: Option<String>,
+    /// Ended so (`ok`, `tool_error`, `error`, `cancelled`).
+    pub outcome: Option<String>,
+    /// After the record with this id.
+    pub after_id: Option<i64>,
+    /// At most this many: the newest of those that match.
+    pub limit: usize,
+}
+
+/// One record as read back.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct AuditRow {
+    /// Its id: larger for later records.
+    pub id: i64,
+    /// When the request arrived, RFC 3339 in UTC.
+    pub time: String,
+    /// Milliseconds it took.
+    pub duration_ms: f64,
+    /// The JSON-RPC method.
+    pub method: String,
+    /// The tool, prompt or resource as the client named it.
+    pub target: Option<String>,
+    /// The server it went to.
+    pub server: Option<String>,
+    /// The authenticated caller.
+    pub caller: Option<String>,
+    /// The client's name and version.
+    pub client: Option<String>,
+    /// The revision.
+    pub revision: String,
+    /// How it ended.
+    pub outcome: String,
+    /// The JSON-RPC error's code and message, for `error`.
+    pub error_code: Option<i64>,
+    /// See `error_code`.
+    pub error_message: Option<String>,
+    /// What the policy decided, and by which rule.
+    pub decision: Option<String>,
+    /// See `decision`.
+    pub rule: Option<String>,
+    /// How an `ask` was settled.
+    pub answer: Option<String>,
+    /// What its definition holds aimed at the model.
+    pub flags: Option<String>,
+}
+
+/// The records of the audit file at `path` that `query` matches, oldest
+/// first. The file is opened read-only: a host may be writing it.
+pub fn query(path: &Path, query: &AuditQuery) -> Result<Vec<AuditRow>, String> {
+    let failed = |e: rusqlite::Error| format!("{}: {e}", path.display());
+    let connection =
+        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(failed)?;
+    connection
+        .busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(failed)?;
+    let mut conditions = Vec::new();
+    let mut values: Vec<Sql> = Vec::new();
+    let mut when = |condition: &str, value: Sql| {
+        conditions.push(condition.to_owned());
+        values.push(value);
+    };
+    if let Some(since) = query.since_ms {
+        when("time_ms >= ?", Sql::Integer(since));
+    }
+    if let Some(until) = query.until_ms {
+        when("time_ms < ?", Sql::Integer(until));
+    }
+    if let Some(after) = query.after_id {
+        when("id > ?", Sql::Integer(after));
+    }
+    if let Some(caller) = &query.caller {
+        when("instr(caller, ?) > 0", Sql::Text(caller.clone()));
+    }
+    for (column, value) in [
+        ("server", &query.server),
+        ("target", &query.target),
+        ("method", &query.method),
+        ("decision", &query.decision),
+        ("outcome", &query.outcome),
+    ] {
+        if let Some(value) = value {
+            when(&format!("{column} = ?"), Sql::Text(value.clone()));
+        }
+    }
+    let filter = if conditions.is_empty() {
+        String::new()
+    } else {
+        format!("WHERE {}", conditions.join(" AND "))
+    };
+    // A file an older host wrote lacks the later columns until a host
+    // opens it for writing: they read as empty.
+    let mut present = Vec::new();
+    let mut columns = connection
+        .prepare("SELECT name FROM pragma_table_info('audit')")
+        .map_err(failed)?;
+    for name in columns
+        .query_map([], |row| row.get::<_, String>(0))
+        .map_err(failed)?
+    {
+        present.push(name.map_err(failed)?);
+    }
+    let later: Vec<&str> = ["decision", "rule", "answer", "flags"]
+        .into_iter()
+        .map(|c| {
+            if present.iter().any(|p| p == c) {
+                c
+            } else {
+                "NULL"
+            }
+        })
+        .collect();
+    let later = later.join(", ");
+    let limit = if query.limit == 0 {
+        -1
+    } else {
+        query.limit as i64
+    };
+    // The newest that match, then put oldest first.
+    let sql = format!(
+        "SELECT * FROM (SELECT id, strftime('%Y-%m-%dT%H:%M:%fZ', time_ms / 1000.0, 'unixepoch'), \
+         duration_ms, method, target, server, caller, client, revision, outcome, error_code, \
+         error_message, {later} FROM audit {filter} \
+         ORDER BY id DESC LIMIT {limit}) ORDER BY 1"
+    );
+    let mut select = connection.prepare(&sql).map_err(failed)?;
+    let rows = select
+        .query_map(params_from_iter(values), |r| {
+            Ok(AuditRow {
+                id: r.get(0)?,
+                time: r.get(1)?,
+                duration_ms: r.get(2)?,
+                method: r.get(3)?,
+                target: r.get(4)?,
+                server: r.get(5)?,
+                caller: r.get(6)?,
+                client: r.get(7)?,
+                revision: r.get(8)?,
+                outcome: r.get(9)?,
+                error_code: r.get(10)?,
+                error_message: r.get(11)?,
+                decision: r.get(12)?,
+                rule: r.get(13)?,
+                answer: r.get(14)?,
+                flags: r.get(15)?,
+            })
+        })
+        .map_err(failed)?;
+    rows.collect::<Result<Vec<_>, _>>().map_err(failed)
+}
