@@ -45,7 +45,7 @@ pub(super) fn decide(host: &Host, target: &Target, ctx: &RequestContext) -> Opti
         };
         verdict = Verdict {
             decision,
-            rule: Some(CHANGED.to_owned()),
+            rule: Some(CHANGED.into()),
         };
     }
     Some(verdict)
@@ -54,23 +54,22 @@ pub(super) fn decide(host: &Host, target: &Target, ctx: &RequestContext) -> Opti
 /// Lets the request go on, or refuses it with an error that names the
 /// rule that decided.
 pub(super) fn enforce(verdict: &Verdict, target: &Target) -> Result<(), ErrorObject> {
-    let what = format!(
-        "{} {:?} of server {:?}",
+    // `ask` is settled by the consent stage.
+    if verdict.decision != Decision::Deny {
+        return Ok(());
+    }
+    let message = format!(
+        "{} {:?} of server {:?} is denied by {}",
         target.kind.as_str(),
         target.asked,
-        target.server
+        target.server,
+        verdict.decided_by()
     );
     let data = json!({
         "decision": verdict.decision,
-        "rule": verdict.rule,
+        "rule": verdict.rule.as_deref(),
         "server": target.server,
     });
-    let message = match verdict.decision {
-        Decision::Allow => return Ok(()),
-        Decision::Deny => format!("{what} is denied by {}", verdict.decided_by()),
-        // Settled by the consent stage.
-        Decision::Ask => return Ok(()),
-    };
     Err(ErrorObject::new(policy::DENIED, message).with_data(data))
 }
 

@@ -205,7 +205,7 @@ pub struct Verdict {
     /// What was decided.
     pub decision: Decision,
     /// The rule that decided, by its name; `None`: the default.
-    pub rule: Option<String>,
+    pub rule: Option<std::sync::Arc<str>>,
 }
 
 impl Verdict {
@@ -277,7 +277,7 @@ impl Policy {
         match winner {
             Some(rule) => Verdict {
                 decision: rule.decision,
-                rule: Some(rule.name.clone()),
+                rule: Some(std::sync::Arc::clone(&rule.name)),
             },
             None => Verdict {
                 decision: self.default,
@@ -293,7 +293,7 @@ impl Policy {
         let rules = self
             .rules
             .iter()
-            .map(|rule| (rule.name.clone(), rule.decision, rule.why_not(asked)))
+            .map(|rule| (rule.name.to_string(), rule.decision, rule.why_not(asked)))
             .collect();
         (self.decide(asked), rules)
     }

@@ -113,7 +113,7 @@ pub struct Rule {
     /// What it decides.
     pub decision: Decision,
     /// Its name.
-    pub name: String,
+    pub name: std::sync::Arc<str>,
     server: Option<Pattern>,
     item: Option<(Kind, Pattern)>,
     caller: Option<Pattern>,
@@ -171,7 +171,8 @@ impl Rule {
             name: settings
                 .name
                 .clone()
-                .unwrap_or_else(|| format!("policy rule {number}")),
+                .unwrap_or_else(|| format!("policy rule {number}"))
+                .into(),
             server: glob("server", &settings.server)?,
             item,
             caller: glob("caller", &settings.caller)?,
