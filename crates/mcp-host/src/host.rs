@@ -191,7 +191,9 @@ const SIGNAL_QUEUE: usize = 4096;
 impl Host {
     /// Starts a supervisor for every enabled server of `config`. Returns at
     /// once; [`Host::wait_started`] waits for the first connections.
-    pub fn start(config: HostConfig, options: HostOptions) -> Host {
+    pub fn start(config: HostConfig, mut options: HostOptions) -> Host {
+        // What servers ask clients is recorded with what clients ask.
+        options.supervisor.audit = options.audit.clone();
         let (signals, receiver) = mpsc::channel(SIGNAL_QUEUE);
         let (events, _) = broadcast::channel(256);
         let host = Host {

@@ -228,3 +228,84 @@ async fn every_request_is_recorded_with_its_outcome_in_both_eras() {
     assert_eq!((status.state, status.lost), ("ok", 0), "{status:?}");
     host.shutdown(Duration::from_secs(5)).await;
 }
+
+/// A server's own request to the client (sampling here, from a server
+/// spoken to in the legacy era, where it is a request of its own) is
+/// recorded too: which server asked, which client answered, and how it
+/// ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_question_to_a_client_is_recorded() {
+    let scratch = Scratch::new("audit-asked");
+    let path = scratch.file("audit.db");
+    let url = on_http(mcp_servers::everything::server()).await;
+    let mut options = HostOptions::default();
+    options.audit = Some(AuditLog::open(AuditSettings::new(&path)).unwrap());
+    let host = Host::start(
+        HostConfig {
+            servers: vec![
+                ServerConfig::remote("everything", &url)
+                    .namespace("")
+                    .era("legacy")
+                    .unwrap(),
+            ],
+            problems: Vec::new(),
+        },
+        options,
+    );
+    host.wait_started(Duration::from_secs(20)).await;
+    for era in [LEGACY, MODERN] {
+        let gateway = Gateway::new(host.clone(), "audit-host", "1.0");
+        let (server_side, client_side) = mcp_core::Transport::pair();
+        let _session = mcp_core::serve(
+            server_side,
+            Arc::new(gateway.clone()),
+            gateway.session_config(),
+        );
+        let client = within(
+            "connect",
+            Client::builder("audit-tests", "2.5")
+                .era(era)
+                .on_sampling(|_| async {
+                    Ok(mcp_schema::CreateMessageResult::assistant_text(
+                        "m", "Paris",
+                    ))
+                })
+                .connect(client_side),
+        )
+        .await
+        .unwrap();
+        let answer = within(
+            "test_sampling",
+            client.call_tool("test_sampling", json!({"prompt": "Capital of France?"})),
+        )
+        .await
+        .unwrap();
+        assert!(
+            answer.content[0]
+                .as_text()
+                .unwrap_or_default()
+                .contains("Paris"),
+            "{answer:?}"
+        );
+    }
+    host.shutdown(Duration::from_secs(5)).await;
+    drop(host);
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    let asked: Vec<(String, Option<String>, Option<String>, String)> = connection
+        .prepare(
+            "SELECT method, server, client, outcome FROM audit \
+             WHERE method = 'sampling/createMessage' ORDER BY id",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let one = (
+        "sampling/createMessage".to_owned(),
+        Some("everything".to_owned()),
+        Some("audit-tests 2.5".to_owned()),
+        "ok".to_owned(),
+    );
+    assert_eq!(asked, vec![one.clone(), one], "one per era");
+}

@@ -397,7 +397,10 @@ impl Upstream {
 
     /// The newest caller in flight whose client can be asked and declared
     /// what `declares` looks for.
-    fn caller_for(&self, declares: impl Fn(&Negotiated) -> bool) -> Option<(Peer, Asked)> {
+    fn caller_for(
+        &self,
+        declares: impl Fn(&Negotiated) -> bool,
+    ) -> Option<(Peer, Asked, Arc<Negotiated>)> {
         lock(&self.callers)
             .1
             .iter()
@@ -409,7 +412,7 @@ impl Upstream {
                 };
                 reachable && declares(&c.negotiated)
             })
-            .map(|c| (c.peer.clone(), c.asked.clone()))
+            .map(|c| (c.peer.clone(), c.asked.clone(), Arc::clone(&c.negotiated)))
     }
 
     /// The peers of the downstream requests in flight on this server.
@@ -689,13 +692,63 @@ impl Upstream {
 
     /// Sends a request the server made to the client whose call is in
     /// flight on it, or refuses it clearly.
+    /// The audit log records each such request, where there is one.
     async fn ask_caller<P: Serialize + Sync, R: serde::de::DeserializeOwned>(
         &self,
         method: &str,
         params: &P,
         declares: impl Fn(&Negotiated) -> bool,
     ) -> Result<R, ErrorObject> {
-        let Some((peer, asked)) = self.caller_for(declares) else {
+        let Some(audit) = &self.options.audit else {
+            return self.ask_caller_now(method, params, declares).await;
+        };
+        let started = std::time::Instant::now();
+        let mut record = crate::audit::AuditRecord {
+            time_ms: crate::audit::now_ms(),
+            method: method.to_owned(),
+            server: Some(self.config.name.clone()),
+            ..Default::default()
+        };
+        let asked = self.caller_for(&declares);
+        if let Some((peer, _, negotiated)) = &asked {
+            record.client = negotiated
+                .client_info
+                .as_ref()
+                .map(|info| format!("{} {}", info.name, info.version));
+            record.revision = negotiated
+                .revision
+                .map(|revision| revision.as_str().to_owned())
+                .unwrap_or_default();
+            record.session = peer
+                .extensions()
+                .get::<mcp_core::SessionName>()
+                .map(|name| name.0.to_string());
+            record.caller = peer
+                .extensions()
+                .get::<mcp_core::Owner>()
+                .map(|owner| owner.as_str().to_owned());
+        }
+        let answer = self.ask_caller_now(method, params, declares).await;
+        record.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+        match &answer {
+            Ok(_) => record.outcome = "ok",
+            Err(error) => {
+                record.outcome = "error";
+                record.error_code = Some(error.code);
+                record.error_message = Some(error.message.clone());
+            }
+        }
+        audit.record(record);
+        answer
+    }
+
+    async fn ask_caller_now<P: Serialize + Sync, R: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+        declares: impl Fn(&Negotiated) -> bool,
+    ) -> Result<R, ErrorObject> {
+        let Some((peer, asked, _)) = self.caller_for(declares) else {
             return Err(ErrorObject::new(
                 mcp_schema::error_codes::INTERNAL_ERROR,
                 format!(

@@ -57,6 +57,10 @@ pub struct SupervisorOptions {
     /// after (see [`crate::consent::GuardStore::check_pin`]); none: not
     /// pinned.
     pub pins: Option<std::sync::Arc<crate::consent::GuardStore>>,
+    /// Where a server's own requests to clients (sampling, elicitation,
+    /// roots) are recorded; [`crate::Host::start`] sets the host's audit
+    /// log here.
+    pub audit: Option<crate::audit::AuditLog>,
 }
 
 impl Default for SupervisorOptions {
@@ -74,6 +78,7 @@ impl Default for SupervisorOptions {
             authorizer: None,
             max_message_bytes: mcp_core::stdio::MAX_LINE_BYTES,
             pins: None,
+            audit: None,
         }
     }
 }
