@@ -109,6 +109,9 @@ pub struct HostOptions {
     pub policy: Arc<crate::policy::Policy>,
     /// How a person is asked where the policy says `ask`.
     pub consent: crate::consent::ConsentOptions,
+    /// What becomes of results that hold a secret, for servers whose
+    /// entries do not say.
+    pub secrets: crate::secrets::SecretScan,
 }
 
 impl Default for HostOptions {
@@ -119,6 +122,7 @@ impl Default for HostOptions {
             start_grace: Duration::from_secs(10),
             policy: Arc::default(),
             consent: crate::consent::ConsentOptions::default(),
+            secrets: crate::secrets::SecretScan::Off,
         }
     }
 }
@@ -151,6 +155,8 @@ pub(crate) struct Inner {
     start_deadline: Mutex<tokio::time::Instant>,
     /// Set once none is, or the deadline passed: requests wait no more.
     settled: std::sync::atomic::AtomicBool,
+    /// Whether some server's results may be scanned for secrets.
+    scans_secrets: std::sync::atomic::AtomicBool,
     supervisors: Mutex<JoinSet<()>>,
     /// Told of each resource update an upstream raises, where set.
     update_hook: std::sync::OnceLock<UpdateHook>,
@@ -214,6 +220,9 @@ impl Host {
                 )),
                 start_deadline: Mutex::new(tokio::time::Instant::now() + options.start_grace),
                 settled: std::sync::atomic::AtomicBool::new(false),
+                scans_secrets: std::sync::atomic::AtomicBool::new(
+                    options.secrets != crate::secrets::SecretScan::Off,
+                ),
                 options,
                 supervisors: Mutex::new(JoinSet::new()),
                 update_hook: std::sync::OnceLock::new(),
@@ -237,6 +246,14 @@ impl Host {
     }
 
     fn add_upstream(&self, config: ServerConfig) {
+        if config
+            .secrets
+            .is_some_and(|scan| scan != crate::secrets::SecretScan::Off)
+        {
+            self.inner
+                .scans_secrets
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         for hint in &config.hints {
             tracing::warn!(server = %config.name, "{hint}");
         }
@@ -344,6 +361,34 @@ impl Host {
     /// Every upstream slot by index (`None` where one was removed).
     pub(crate) fn upstream_slots(&self) -> Vec<Option<Arc<Upstream>>> {
         read(&self.inner.upstreams).clone()
+    }
+
+    /// What becomes of upstream `index`'s results that hold a secret
+    /// (`Off` at once where no server's results are scanned).
+    pub(crate) fn secret_scan(&self, index: usize) -> crate::secrets::SecretScan {
+        use crate::secrets::SecretScan;
+        if !self
+            .inner
+            .scans_secrets
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return SecretScan::Off;
+        }
+        read(&self.inner.upstreams)
+            .get(index)
+            .and_then(Option::as_ref)
+            .and_then(|u| u.config.secrets)
+            .unwrap_or(self.inner.options.secrets)
+    }
+
+    /// The host's own secrets: its servers' secret-looking variables and
+    /// headers.
+    pub(crate) fn own_secrets(&self) -> Vec<String> {
+        read(&self.inner.upstreams)
+            .iter()
+            .flatten()
+            .flat_map(|u| u.config.own_secrets())
+            .collect()
     }
 
     /// Where definitions are pinned, if they are.

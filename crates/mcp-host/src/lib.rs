@@ -41,6 +41,7 @@ mod params;
 pub mod policy;
 mod rounds;
 mod scan;
+pub mod secrets;
 pub mod settings;
 pub mod suspicious;
 mod tasks;

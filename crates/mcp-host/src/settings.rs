@@ -39,6 +39,7 @@
 //! ask_timeout = 120           # seconds a person has to answer
 //! store = "guard.db"          # grants for always and pins (default: the user's state folder)
 //! changed = "ask"             # a definition changed since pinned: ask | hide | warn
+//! secrets = "off"             # results holding a secret: off | redact | block (an entry's "secrets" wins)
 //!
 //! [[policy]]                  # rules, see the policy module: deny wins over ask over allow
 //! decision = "deny"           # allow | deny | ask
@@ -107,6 +108,10 @@ pub struct GuardSettings {
     /// pinned gets: `ask`, `hide` or `warn`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub changed: Option<OnChange>,
+    /// What becomes of results that hold a secret (`off`, `redact`,
+    /// `block`), for servers whose entries do not say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secrets: Option<crate::secrets::SecretScan>,
 }
 
 /// `[audit]`: where and how the audit log is kept; unset keys keep the
@@ -451,6 +456,7 @@ impl HostSettings {
             supervisor,
             policy: Arc::new(Policy::new(rules, self.guard.default)),
             consent,
+            secrets: self.guard.secrets.unwrap_or_default(),
             ..HostOptions::default()
         })
     }

@@ -329,3 +329,73 @@ async fn annotations_count_for_trusted_servers_only() {
     }
     host.shutdown(Duration::from_secs(5)).await;
 }
+
+/// A server whose `say` tool answers the text it is given.
+fn parrot() -> mcp_server::Server {
+    mcp_server::Server::builder("parrot", "1.0")
+        .tool(mcp_server::ToolDef::new(
+            "say",
+            "Says the text",
+            |args: std::collections::BTreeMap<String, String>, _: mcp_server::Context| async move {
+                Ok::<_, mcp_server::HandlerError>(args.into_values().collect::<String>())
+            },
+        ))
+        .build()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_in_results_are_redacted_or_refused_per_server() {
+    use mcp_host::config::{HttpKind, TransportSpec};
+    use mcp_host::secrets::SecretScan;
+    let url = on_http(parrot()).await;
+    let mut redacting = ServerConfig::remote("r", &url).secrets(SecretScan::Redact);
+    redacting.transport = TransportSpec::Http {
+        url: url.clone(),
+        headers: [("X-Api-Key".to_owned(), "own-secret-12345".to_owned())].into(),
+        kind: HttpKind::Auto,
+    };
+    let host = Host::start(
+        HostConfig {
+            servers: vec![
+                redacting,
+                ServerConfig::remote("b", &url).secrets(SecretScan::Block),
+                ServerConfig::remote("o", &url),
+            ],
+            problems: Vec::new(),
+        },
+        HostOptions::default(),
+    );
+    host.wait_started(Duration::from_secs(20)).await;
+    let client = gateway_client(&host, Client::builder("policy-tests", "1.0")).await;
+    let say = |tool: &'static str, text: &'static str| {
+        let client = &client;
+        async move {
+            within(tool, client.call_tool(tool, json!({"text": text})))
+                .await
+                .map(|r| r.content[0].as_text().unwrap_or_default().to_owned())
+                .map_err(|e| e.to_string())
+        }
+    };
+    assert_eq!(
+        say("r__say", "id AKIAIOSFODNN7EXAMPLE ok").await.unwrap(),
+        "id [redacted: AWS access key] ok"
+    );
+    assert_eq!(
+        say("r__say", "it is own-secret-12345").await.unwrap(),
+        "it is [redacted: the host's own secret]"
+    );
+    assert_eq!(say("r__say", "nothing here").await.unwrap(), "nothing here");
+    let refused = say("b__say", "ghp_0123456789abcdefghijklmnopqrstuvwxyz")
+        .await
+        .unwrap_err();
+    assert!(
+        refused.contains("looks like a secret (GitHub token)"),
+        "{refused}"
+    );
+    assert_eq!(
+        say("o__say", "AKIAIOSFODNN7EXAMPLE").await.unwrap(),
+        "AKIAIOSFODNN7EXAMPLE",
+        "not scanned"
+    );
+    host.shutdown(Duration::from_secs(5)).await;
+}

@@ -21,6 +21,7 @@ const KNOWN: &[&str] = &[
     "timeout",
     "disabled",
     "trusted",
+    "secrets",
     "autoApprove",
     "alwaysAllow",
     "source",

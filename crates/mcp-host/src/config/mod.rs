@@ -86,6 +86,10 @@ pub struct ServerConfig {
     /// where it is trusted, and the specification's cautious defaults
     /// elsewhere.
     pub trusted: bool,
+    /// What becomes of its results that hold a secret, where the entry
+    /// says (`"secrets": "off" | "redact" | "block"`); else the host's
+    /// `[guard] secrets`.
+    pub secrets: Option<crate::secrets::SecretScan>,
     /// How long one request to it may take.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "seconds")]
     pub timeout: Option<Duration>,
@@ -123,6 +127,7 @@ impl ServerConfig {
             },
             disabled: false,
             trusted: false,
+            secrets: None,
             timeout: None,
             era: "auto".to_owned(),
             hints: Vec::new(),
@@ -193,6 +198,35 @@ impl ServerConfig {
     pub fn trusted(mut self, trusted: bool) -> Self {
         self.trusted = trusted;
         self
+    }
+
+    /// Sets what becomes of its results that hold a secret.
+    pub fn secrets(mut self, scan: crate::secrets::SecretScan) -> Self {
+        self.secrets = Some(scan);
+        self
+    }
+
+    /// The values of its secret-looking variables and headers (tokens,
+    /// keys, passwords): the host's own secrets, never to be shown.
+    pub fn own_secrets(&self) -> Vec<String> {
+        let pairs: Vec<(&String, &String)> = match &self.transport {
+            TransportSpec::Stdio { env, .. } => env.iter().collect(),
+            TransportSpec::Http { headers, .. } => headers.iter().collect(),
+            TransportSpec::WebSocket { .. } => Vec::new(),
+        };
+        pairs
+            .into_iter()
+            .filter(|(name, _)| crate::secrets::secret_name(name))
+            .map(|(_, value)| {
+                // A header's value may carry its scheme: the credential is
+                // the rest.
+                value
+                    .strip_prefix("Bearer ")
+                    .or_else(|| value.strip_prefix("Basic "))
+                    .unwrap_or(value)
+                    .to_owned()
+            })
+            .collect()
     }
 
     /// Sets the per-request timeout.
@@ -496,6 +530,12 @@ impl EntryReader<'_> {
             Some(other) => return Err(format!("\"namespace\" must be a string, not {other}")),
         };
         let disabled = entry.get("disabled").and_then(Value::as_bool) == Some(true);
+        let secrets = match entry.get("secrets") {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(serde_json::from_value(value.clone()).map_err(|_| {
+                format!("\"secrets\" must be \"off\", \"redact\" or \"block\", not {value}")
+            })?),
+        };
         let trusted = match entry.get("trusted") {
             None | Some(Value::Null) => false,
             Some(Value::Bool(trusted)) => *trusted,
@@ -555,6 +595,7 @@ impl EntryReader<'_> {
             transport,
             disabled,
             trusted,
+            secrets,
             timeout,
             era,
             hints,

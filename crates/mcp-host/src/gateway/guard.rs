@@ -12,6 +12,7 @@ use crate::catalog::{Catalog, Route};
 use crate::consent::OnChange;
 use crate::host::Host;
 use crate::policy::{self, Asked, Caller, Decision, Hints, Kind, Policy, Verdict};
+use crate::secrets::{self, SecretScan};
 use crate::upstream::Item;
 
 /// What decides a request to an item whose definition changed since it
@@ -169,5 +170,71 @@ impl<'a> Visible<'a> {
             name: &route.original,
             hints,
         })
+    }
+}
+
+/// A target whose server's results are scanned for secrets (see
+/// [`crate::secrets`]).
+pub(super) struct SecretsOf {
+    scan: SecretScan,
+    what: String,
+}
+
+impl SecretsOf {
+    /// The scan of `target`'s results; `None` where they are not scanned.
+    pub(super) fn of(host: &Host, target: &Target) -> Option<SecretsOf> {
+        let scan = host.secret_scan(target.route.upstream);
+        (scan != SecretScan::Off).then(|| SecretsOf {
+            scan,
+            what: format!(
+                "{} {:?} of server {:?}",
+                target.kind.as_str(),
+                target.asked,
+                target.server
+            ),
+        })
+    }
+
+    /// `result`, with its secrets replaced, or refused.
+    pub(super) fn apply(
+        self,
+        host: &Host,
+        result: Box<serde_json::value::RawValue>,
+    ) -> Result<Box<serde_json::value::RawValue>, ErrorObject> {
+        let own = host.own_secrets();
+        match self.scan {
+            SecretScan::Off => Ok(result),
+            SecretScan::Redact => {
+                let (redacted, kinds) = secrets::redact(result, &own);
+                if !kinds.is_empty() {
+                    tracing::warn!(
+                        "{} answered what looks like a secret ({}); redacted",
+                        self.what,
+                        kinds.join(", ")
+                    );
+                }
+                Ok(redacted)
+            }
+            SecretScan::Block => {
+                let kinds = secrets::found_in(result.get(), &own);
+                if kinds.is_empty() {
+                    return Ok(result);
+                }
+                tracing::warn!(
+                    "{} answered what looks like a secret ({}); refused",
+                    self.what,
+                    kinds.join(", ")
+                );
+                Err(ErrorObject::new(
+                    policy::DENIED,
+                    format!(
+                        "the result of {} holds what looks like a secret ({}); this host refuses \
+                         such results ([guard] secrets = \"block\")",
+                        self.what,
+                        kinds.join(", ")
+                    ),
+                ))
+            }
+        }
     }
 }

@@ -159,6 +159,10 @@ impl Gateway {
         ctx: RequestContext,
     ) -> (HandlerResult, Option<&'static str>) {
         let mut answered = None;
+        let scan = match &target {
+            Some(Ok(target)) => guard::SecretsOf::of(&self.host, target),
+            _ => None,
+        };
         if let (Some(verdict), Some(Ok(target)), Ok(request)) = (&verdict, &target, &mut params) {
             if verdict.decision == Decision::Ask {
                 match consent::settle(&self.host, verdict, target, &method, request, &ctx).await {
@@ -170,7 +174,13 @@ impl Gateway {
                 return (Err(error), None);
             }
         }
-        (self.dispatch(method, params, target, ctx).await, answered)
+        let host = scan.as_ref().map(|_| self.host.clone());
+        let result = self.dispatch(method, params, target, ctx).await;
+        let result = match (scan, host, result) {
+            (Some(scan), Some(host), Ok(result)) => scan.apply(&host, result),
+            (_, _, result) => result,
+        };
+        (result, answered)
     }
 
     async fn dispatch(
