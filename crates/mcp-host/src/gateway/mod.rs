@@ -202,7 +202,8 @@ impl Gateway {
                 return pages::page(&catalog, list, &params, ctx.revision, None);
             }
             let visible = guard::Visible::new(&self.host, &catalog, Caller::of(&ctx));
-            return pages::page(&catalog, list, &params, ctx.revision, Some(&visible));
+            let shows = |list, item: &_| visible.shows(list, item);
+            return pages::page(&catalog, list, &params, ctx.revision, Some(&shows));
         }
         let target = target.transpose()?;
         match method {

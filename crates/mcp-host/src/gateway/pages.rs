@@ -9,7 +9,6 @@ use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::{Map, Value};
 
-use super::guard::Visible;
 use super::to_result;
 use crate::Catalog;
 use crate::upstream::Item;
@@ -17,13 +16,17 @@ use crate::upstream::Item;
 /// Items per page of the host's lists.
 const PAGE_SIZE: usize = 100;
 
+/// Whether an item of a list is shown to the caller (the policy's
+/// filter, where it filters).
+pub(super) type Shows<'a> = dyn Fn(ListOf, &Item) -> bool + 'a;
+
 /// One page of a merged list, as `revision` shows it.
 pub(super) fn page(
     catalog: &Catalog,
     list: ListOf,
     params: &Map<String, Value>,
     revision: ProtocolVersion,
-    visible: Option<&Visible<'_>>,
+    shows: Option<&Shows<'_>>,
 ) -> HandlerResult {
     let offset = match params.get("cursor") {
         None | Some(Value::Null) => 0,
@@ -39,14 +42,14 @@ pub(super) fn page(
     // A caller's list leaves out what it is denied; its cursors count
     // in that list.
     let shown: Vec<&Item>;
-    let (chunk, total): (Vec<&Item>, usize) = match visible {
+    let (chunk, total): (Vec<&Item>, usize) = match shows {
         None => {
             let end = (offset + PAGE_SIZE).min(all.len());
             let chunk = all.get(offset..end).unwrap_or_default();
             (chunk.iter().collect(), all.len())
         }
-        Some(visible) => {
-            shown = all.iter().filter(|i| visible.shows(list, i)).collect();
+        Some(shows) => {
+            shown = all.iter().filter(|i| shows(list, i)).collect();
             let end = (offset + PAGE_SIZE).min(shown.len());
             let chunk = shown.get(offset..end).unwrap_or_default();
             (chunk.to_vec(), shown.len())
