@@ -8,6 +8,17 @@
 //! one MCP server on any transport, routing every request to its upstream
 //! and back.
 //!
+//! A request meets, in order: the target it names, resolved once from the
+//! catalog (`gateway/target.rs`); the [`policy`] (`gateway/guard.rs`:
+//! allow, deny, or ask, which also holds definitions changed since they
+//! were pinned); [`consent`] for `ask` (`gateway/consent.rs`: a grant, or
+//! a person asked through the client or the terminal); the upstream
+//! (`gateway/forward.rs`, with the eras bridged there and in
+//! `gateway/task_bridge.rs`); the [`secrets`] scan of its result; and the
+//! [`audit`] record around all of it (`gateway/audited.rs`). Each
+//! upstream is supervised in [`upstream`], which reads its lists, flags
+//! text aimed at the model ([`suspicious`]) and checks the pins.
+//!
 //! ```no_run
 //! use std::time::Duration;
 //! use mcp_host::{Gateway, Host, HostOptions, config::{HostConfig, ServerConfig}};

@@ -77,7 +77,7 @@ pub fn secret_name(name: &str) -> bool {
 }
 
 /// The kinds of secret `text` holds (`own` are the host's own secrets,
-/// matched as they are), each once, in the order of [`SHAPES`].
+/// matched as they are), each once, in the order the shapes are listed.
 pub fn found_in(text: &str, own: &[String]) -> Vec<&'static str> {
     let mut kinds: Vec<&'static str> = ANY
         .matches(text)
