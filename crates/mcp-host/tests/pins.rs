@@ -137,6 +137,11 @@ async fn a_changed_definition_is_held_until_a_person_approves_it() {
         store.approve("s", "*").unwrap(),
         vec!["tool add".to_owned()]
     );
+    let listed = within("tools/list", client.list_all_tools()).await.unwrap();
+    assert!(
+        listed.iter().any(|t| t.name == "s__add"),
+        "listed again once approved"
+    );
     assert_eq!(add(&client).await.unwrap(), "3");
     assert!(
         store.approve("s", "*").unwrap().is_empty(),

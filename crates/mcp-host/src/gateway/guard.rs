@@ -107,13 +107,12 @@ impl<'a> Visible<'a> {
             .collect();
         let changed = slots
             .iter()
-            .map(|upstream| match upstream {
-                Some(upstream) if hide => upstream
-                    .listing()
-                    .changed
-                    .iter()
-                    .map(|c| (c.kind, c.name.clone()))
-                    .collect(),
+            .map(|upstream| match (upstream, host.pins()) {
+                (Some(upstream), Some(pins)) if hide => upstream.listing().still_changed(
+                    pins,
+                    &upstream.config.name,
+                    &upstream.config.identity(),
+                ),
                 _ => Vec::new(),
             })
             .collect();

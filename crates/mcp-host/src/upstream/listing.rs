@@ -157,6 +157,42 @@ impl Listing {
         self.changed = changed;
     }
 
+    /// The items that changed since they were pinned and are still not
+    /// approved in `store` (a person's "always", or `mcp host approve`,
+    /// since the lists were read), as (kind, name).
+    pub(crate) fn still_changed(
+        &self,
+        store: &GuardStore,
+        server: &str,
+        identity: &str,
+    ) -> Vec<(&'static str, String)> {
+        let mut held = Vec::new();
+        for changed in &self.changed {
+            let (items, key) = match changed.kind {
+                "tool" => (&self.tools, "name"),
+                "prompt" => (&self.prompts, "name"),
+                _ => (&self.resources, "uri"),
+            };
+            let item = items
+                .iter()
+                .find(|item| item.get(key).and_then(Value::as_str) == Some(&changed.name));
+            let still = item.is_none_or(|item| {
+                let pin = GrantKey {
+                    server_identity: identity.to_owned(),
+                    kind: changed.kind,
+                    name: changed.name.clone(),
+                    definition: definition_hash(item),
+                };
+                let text = serde_json::to_string_pretty(item).unwrap_or_default();
+                store.check_pin(server, &pin, &text) != Pinned::Same
+            });
+            if still {
+                held.push((changed.kind, changed.name.clone()));
+            }
+        }
+        held
+    }
+
     /// Whether the definition of `name` (of `kind`) changed since it was
     /// pinned, and how.
     pub fn changed(&self, kind: &str, name: &str) -> Option<&Changed> {
