@@ -10,9 +10,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context as _, Result, bail};
 use axum::routing::get;
 use mcp_host::config::{GivenInputs, HostConfig, ServerConfig, Variables};
-use mcp_host::{
-    AuditLog, AuditSettings, AuthorizerFactory, Gateway, Host, HostSettings, UpstreamState,
-};
+use mcp_host::{AuditLog, AuditSettings, AuthorizerFactory, Gateway, Host, UpstreamState};
 use serde_json::Value;
 
 use crate::oauth::OAuthArgs;
@@ -20,7 +18,7 @@ use crate::serve::{
     Extra, Limits, SharedStores, bind, serve_service, serve_shared, shutdown_signal,
 };
 use crate::stderr::print_err;
-use crate::stdout::{print_json, print_out};
+use crate::stdout::print_json;
 use crate::tty_inputs::TtyInputs;
 
 /// The flags of `mcp host`.
@@ -92,7 +90,7 @@ const DEFAULT_ADDR: &str = "127.0.0.1:8080";
 
 /// Runs `mcp host`.
 pub async fn run(args: &HostArgs) -> Result<()> {
-    let settings = settings_of(args.settings.as_deref())?;
+    let settings = crate::host_guard::settings_of(args.settings.as_deref())?;
     let mut options = settings.options().map_err(anyhow::Error::msg)?;
     // Remote servers that ask for OAuth use the credentials `mcp call` and
     // `mcp tools` keep (and sign in as they do when there are none).
@@ -188,7 +186,7 @@ pub async fn run(args: &HostArgs) -> Result<()> {
     // Grants for always and pins are kept where a store is set, or where
     // some rule asks (in the user's state folder then).
     if settings.guard.store.is_some() || options.policy.can_ask() {
-        let store = Arc::new(open_store(&settings)?);
+        let store = Arc::new(crate::host_guard::open_store(&settings)?);
         options.consent.store = Some(Arc::clone(&store));
         options.supervisor.pins = Some(store);
     }
@@ -446,185 +444,6 @@ fn server_line(server: &mcp_host::UpstreamStatus) -> String {
     }
 }
 
-/// The settings in `file`, or the defaults without one.
-fn settings_of(file: Option<&std::path::Path>) -> Result<HostSettings> {
-    Ok(match file {
-        Some(path) => HostSettings::load(path)?,
-        None => HostSettings::default(),
-    })
-}
-
-/// The guard's store: `[guard] store`, else the user's state folder.
-fn open_store(settings: &HostSettings) -> Result<mcp_host::consent::GuardStore> {
-    let path = settings.guard.store.clone().unwrap_or_else(|| {
-        crate::target::xdg_dir("XDG_STATE_HOME", ".local/state").join("guard.sqlite")
-    });
-    mcp_host::consent::GuardStore::open(&path).map_err(anyhow::Error::msg)
-}
-
-/// The flags of `mcp host approve`.
-#[derive(clap::Args, Debug)]
-pub struct ApproveArgs {
-    /// The server, by its name in the config.
-    pub server: String,
-    /// The tool, prompt or resource (its name at the server; a glob).
-    #[arg(default_value = "*")]
-    pub name: String,
-    /// The host's settings file, whose `[guard] store` keeps the pins
-    /// (default: the user's state folder).
-    #[arg(long, value_name = "FILE")]
-    pub settings: Option<PathBuf>,
-}
-
-/// Runs `mcp host approve`: the definitions of `server` that changed
-/// since they were pinned are pinned as they are now.
-pub fn approve(args: &ApproveArgs) -> Result<()> {
-    let settings = settings_of(args.settings.as_deref())?;
-    let store = open_store(&settings)?;
-    let approved = store
-        .approve(&args.server, &args.name)
-        .map_err(anyhow::Error::msg)?;
-    if approved.is_empty() {
-        bail!(
-            "no definition of server {:?} matching {:?} waits for approval (in {})",
-            args.server,
-            args.name,
-            store.path().display()
-        );
-    }
-    let mut out = String::new();
-    for item in approved {
-        out.push_str(&format!("approved: {} {item}\n", args.server));
-    }
-    print_out(&out)
-}
-
-/// The flags of `mcp host explain`.
-#[derive(clap::Args, Debug)]
-pub struct ExplainArgs {
-    /// The server, by its name in the config.
-    pub server: String,
-    /// The tool's name at the server (with --prompt, a prompt's; with
-    /// --resource, a resource's URI).
-    pub name: String,
-    /// NAME is a prompt.
-    #[arg(long, conflicts_with = "resource")]
-    pub prompt: bool,
-    /// NAME is a resource's URI.
-    #[arg(long)]
-    pub resource: bool,
-    /// The caller's OAuth subject (default: anonymous).
-    #[arg(long, value_name = "SUBJECT")]
-    pub caller: Option<String>,
-    /// A scope the caller's token holds (repeatable).
-    #[arg(long = "scope", value_name = "SCOPE")]
-    pub scopes: Vec<String>,
-    /// The OAuth client the token was issued to.
-    #[arg(long, value_name = "ID")]
-    pub client_id: Option<String>,
-    /// The client's own name (clientInfo).
-    #[arg(long, value_name = "NAME")]
-    pub client: Option<String>,
-    /// The tool's annotations, as its server lists them (JSON).
-    #[arg(long, value_name = "JSON")]
-    pub annotations: Option<String>,
-    /// The server is marked trusted (its annotations are believed).
-    #[arg(long)]
-    pub trusted: bool,
-    /// The host's settings file, whose `[[policy]]` rules decide.
-    #[arg(long, value_name = "FILE")]
-    pub settings: Option<PathBuf>,
-}
-
-/// Runs `mcp host explain`: how the policy decides a request, and why
-/// each rule matches it or not.
-pub fn explain(args: &ExplainArgs) -> Result<()> {
-    use mcp_host::policy::{Asked, Caller, Hints, Kind};
-    let settings = settings_of(args.settings.as_deref())?;
-    let options = settings.options().map_err(anyhow::Error::msg)?;
-    let caller = Caller {
-        subject: args.caller.clone(),
-        client_id: args.client_id.clone(),
-        scopes: args.scopes.clone(),
-        client_name: args.client.clone(),
-    };
-    let kind = match (args.prompt, args.resource) {
-        (true, _) => Kind::Prompt,
-        (_, true) => Kind::Resource,
-        _ => Kind::Tool,
-    };
-    let annotations: Option<Value> = args
-        .annotations
-        .as_deref()
-        .map(serde_json::from_str)
-        .transpose()
-        .context("--annotations must be JSON")?;
-    let hints = (kind == Kind::Tool).then(|| Hints::believed(annotations.as_ref(), args.trusted));
-    let (verdict, rules) = options.policy.explain(&Asked {
-        caller: &caller,
-        server: &args.server,
-        kind,
-        name: &args.name,
-        hints,
-    });
-    let mut out = format!(
-        "{} {:?} of server {:?} for caller {:?}: {} ({})\n",
-        kind.as_str(),
-        args.name,
-        args.server,
-        caller.name(),
-        verdict.decision,
-        verdict.decided_by()
-    );
-    for (name, decision, why_not) in &rules {
-        match why_not {
-            None => out.push_str(&format!("  {name} ({decision}): matches\n")),
-            Some(why) => out.push_str(&format!("  {name} ({decision}): no, {why}\n")),
-        }
-    }
-    out.push_str(&format!(
-        "  where no rule matches: {}\n",
-        options.policy.default_decision()
-    ));
-    print_out(&out)
-}
-
-/// The flags of `mcp host import-permissions`.
-#[derive(clap::Args, Debug)]
-pub struct ImportArgs {
-    /// Files of other hosts: Claude Code settings (`permissions`), Cline or
-    /// Roo Code MCP settings (`autoApprove`, `alwaysAllow`).
-    #[arg(required = true)]
-    pub files: Vec<PathBuf>,
-}
-
-/// Runs `mcp host import-permissions`: prints the `[[policy]]` rules the
-/// files' permissions make, for a settings file; says on stderr what
-/// could not be carried over.
-pub fn import_permissions(args: &ImportArgs) -> Result<()> {
-    let mut out = String::new();
-    for file in &args.files {
-        let source = file.display().to_string();
-        let text =
-            std::fs::read_to_string(file).with_context(|| format!("cannot read {source}"))?;
-        let imported =
-            mcp_host::policy::import::import(&text, &source).map_err(anyhow::Error::msg)?;
-        for skipped in &imported.skipped {
-            print_err(&format!("{source}: left out: {skipped}"));
-        }
-        out.push_str(&format!("# From {source}\n"));
-        if imported.wants_ask_default {
-            out.push_str(
-                "# These tools ran there without asking; with [guard] default = \"ask\" the\n\
-                 # others are put to a person first.\n",
-            );
-        }
-        out.push_str(&mcp_host::policy::import::as_settings(&imported.rules));
-        out.push('\n');
-    }
-    print_out(&out)
-}
-
 /// What the policy does, said once at start.
 fn policy_line(options: &mcp_host::HostOptions) -> String {
     let policy = &options.policy;
@@ -802,7 +621,7 @@ fn masked(config: &HostConfig) -> Value {
                     server.get_mut("transport").and_then(|t| t.get_mut(key))
                 {
                     for (name, value) in map.iter_mut() {
-                        if looks_secret(name) {
+                        if mcp_host::secrets::secret_name(name) {
                             *value = Value::String("***".into());
                         }
                     }
@@ -813,193 +632,9 @@ fn masked(config: &HostConfig) -> Value {
     value
 }
 
-fn looks_secret(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    [
-        "token",
-        "secret",
-        "key",
-        "password",
-        "passwd",
-        "auth",
-        "credential",
-        "cookie",
-    ]
-    .iter()
-    .any(|word| name.contains(word))
-}
-
-/// The base URL of a host named as `--url` takes it: a URL (with or
-/// without `/mcp`), an address (`127.0.0.1:8080`, `localhost:8080`), or a
-/// port alone (on 127.0.0.1), as `--http` takes them.
-fn status_base(given: &str) -> String {
-    let given = given.trim().trim_end_matches('/');
-    let base = given.trim_end_matches("/mcp").trim_end_matches('/');
-    if base.contains("://") {
-        return base.to_owned();
-    }
-    match crate::serve::parse_listen_addr(base) {
-        Ok(addr) => format!("http://{addr}"),
-        Err(_) => format!("http://{base}"),
-    }
-}
-
-/// The flags of `mcp host status`.
-#[derive(clap::Args, Debug)]
-pub struct StatusArgs {
-    /// The running host's address, as its --http took it (a port alone,
-    /// an address such as 127.0.0.1:8080, or a URL).
-    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8080")]
-    pub url: String,
-    /// Print the JSON status as it is.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// Runs `mcp host status`.
-pub async fn status(args: &StatusArgs) -> Result<()> {
-    let url = format!("{}/status", status_base(&args.url));
-    let response = reqwest::Client::new()
-        .get(&url)
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await
-        .with_context(|| format!("cannot reach a host at {url}"))?;
-    if !response.status().is_success() {
-        bail!("{url} answered {}", response.status());
-    }
-    let status: Value = response
-        .json()
-        .await
-        .with_context(|| format!("{url} did not answer JSON"))?;
-    if args.json {
-        return print_json(&status);
-    }
-    let servers = status["servers"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    let width = servers
-        .iter()
-        .filter_map(|s| s["name"].as_str())
-        .map(|name| name.chars().count())
-        .max()
-        .unwrap_or_default()
-        .max("server".len());
-    let mut out = String::new();
-    out.push_str(&format!(
-        "{:<width$} {:<11} {:<16} {:<11} {:>5} {:>9} {:>7} {:>8}  last error\n",
-        "server", "state", "transport", "revision", "tools", "resources", "prompts", "restarts"
-    ));
-    for server in servers {
-        let text = |key: &str| server[key].as_str().unwrap_or("-").to_owned();
-        let count = |key: &str| server[key].as_u64().unwrap_or_default();
-        out.push_str(&format!(
-            "{:<width$} {:<11} {:<16} {:<11} {:>5} {:>9} {:>7} {:>8}  {}\n",
-            text("name"),
-            text("state"),
-            text("transport"),
-            text("revision"),
-            count("tools"),
-            count("resources"),
-            count("prompts"),
-            count("restarts"),
-            text("lastError"),
-        ));
-    }
-    for server in status["servers"].as_array().into_iter().flatten() {
-        for hint in server["hints"].as_array().into_iter().flatten() {
-            let (name, hint) = (server["name"].as_str(), hint.as_str());
-            out.push_str(&format!(
-                "hint: {}: {}\n",
-                name.unwrap_or("?"),
-                hint.unwrap_or("?")
-            ));
-        }
-    }
-    for server in status["servers"].as_array().into_iter().flatten() {
-        for flagged in server["flagged"].as_array().into_iter().flatten() {
-            let flags: Vec<&str> = flagged["flags"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            out.push_str(&format!(
-                "suspicious: {}: {} {} ({})\n",
-                server["name"].as_str().unwrap_or("?"),
-                flagged["kind"].as_str().unwrap_or("?"),
-                flagged["name"].as_str().unwrap_or("?"),
-                flags.join(", ")
-            ));
-        }
-    }
-    for server in status["servers"].as_array().into_iter().flatten() {
-        for changed in server["changed"].as_array().into_iter().flatten() {
-            out.push_str(&format!(
-                "changed since pinned: {}: {} {} (mcp host approve {} {})\n",
-                server["name"].as_str().unwrap_or("?"),
-                changed["kind"].as_str().unwrap_or("?"),
-                changed["name"].as_str().unwrap_or("?"),
-                server["name"].as_str().unwrap_or("?"),
-                changed["name"].as_str().unwrap_or("?"),
-            ));
-        }
-    }
-    for problem in status["problems"].as_array().into_iter().flatten() {
-        out.push_str(&format!(
-            "not started: {} ({})\n",
-            problem["server"].as_str().unwrap_or("?"),
-            problem["message"].as_str().unwrap_or("?")
-        ));
-    }
-    for collision in status["collisions"].as_array().into_iter().flatten() {
-        out.push_str(&format!(
-            "collision: {}\n",
-            collision.as_str().unwrap_or("?")
-        ));
-    }
-    if let Some(error) = status["reloadError"].as_str() {
-        out.push_str(&format!(
-            "config: the last change was not applied (the running configuration is kept): {error}\n"
-        ));
-    }
-    let audit = &status["audit"];
-    if audit.is_object() {
-        let count = |key: &str| audit[key].as_u64().unwrap_or_default();
-        out.push_str(&format!(
-            "audit: {} ({}): {} written, {} pending, {} lost{}\n",
-            audit["state"].as_str().unwrap_or("?"),
-            audit["path"].as_str().unwrap_or("?"),
-            count("written"),
-            count("pending"),
-            count("lost"),
-            audit["lastError"]
-                .as_str()
-                .map(|e| format!("; {e}"))
-                .unwrap_or_default()
-        ));
-    }
-    print_out(&out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn status_takes_the_host_as_http_takes_it() {
-        for (given, base) in [
-            ("18080", "http://127.0.0.1:18080"),
-            ("127.0.0.1:18080", "http://127.0.0.1:18080"),
-            ("localhost:18080", "http://127.0.0.1:18080"),
-            ("http://127.0.0.1:18080/mcp", "http://127.0.0.1:18080"),
-            ("http://host.example:8080/", "http://host.example:8080"),
-            ("host.example:8080", "http://host.example:8080"),
-        ] {
-            assert_eq!(status_base(given), base, "{given}");
-        }
-    }
 
     #[test]
     fn reloads_are_said_in_words() {

@@ -7,6 +7,8 @@ mod call;
 mod cpu_use;
 mod form;
 mod host;
+mod host_guard;
+mod host_status;
 mod idle_sessions;
 mod inspect;
 mod listing;
@@ -142,18 +144,18 @@ enum Command {
 enum HostAction {
     /// Shows each server of a running host: state, transport, revision,
     /// counts, restarts and last error.
-    Status(host::StatusArgs),
+    Status(host_status::StatusArgs),
     /// Pins the definitions of a server's tools, prompts and resources
     /// that changed since they were pinned, as they are now: a running
     /// host calls them again.
-    Approve(host::ApproveArgs),
+    Approve(host_guard::ApproveArgs),
     /// Says how the policy of a settings file decides a request: the
     /// decision, the rule, and why each other rule does not match.
-    Explain(host::ExplainArgs),
+    Explain(host_guard::ExplainArgs),
     /// Prints the `[[policy]]` rules that other hosts' permission lists
     /// make (Claude Code `permissions`, Cline `autoApprove`, Roo Code
     /// `alwaysAllow`), for a settings file.
-    ImportPermissions(host::ImportArgs),
+    ImportPermissions(host_guard::ImportArgs),
 }
 
 /// The log on stderr, filtered by `--log` (or RUST_LOG, else warnings).
@@ -261,19 +263,19 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Host {
             action: Some(HostAction::Status(args)),
             ..
-        } => host::status(&args).await?,
+        } => host_status::status(&args).await?,
         Command::Host {
             action: Some(HostAction::Approve(args)),
             ..
-        } => host::approve(&args)?,
+        } => host_guard::approve(&args)?,
         Command::Host {
             action: Some(HostAction::Explain(args)),
             ..
-        } => host::explain(&args)?,
+        } => host_guard::explain(&args)?,
         Command::Host {
             action: Some(HostAction::ImportPermissions(args)),
             ..
-        } => host::import_permissions(&args)?,
+        } => host_guard::import_permissions(&args)?,
         Command::Host { action: None, args } => host::run(&args).await?,
         Command::Call {
             server,
