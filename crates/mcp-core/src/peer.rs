@@ -321,15 +321,10 @@ impl Peer {
     /// anything this session sends after it whenever the transport takes
     /// it at once (a queue with room), and from a task of its own
     /// otherwise, so that the answer of the request that raised it follows
-    /// it rather than overtaking it. Dropped, as [`Peer::notify_raw`]
-    /// would refuse it, when the session may not send it or has closed.
-    pub fn notify_detached(&self, method: &str, params: Option<&RawValue>) {
-        self.notify_detached_holding(method, params, ());
-    }
-
-    /// [`Peer::notify_detached`], keeping `held` until the transport has
-    /// taken the notification (or it is dropped): a guard that marks the
-    /// notification as still waiting to go out.
+    /// it rather than overtaking it. `held` is kept until the transport has
+    /// taken the notification (or it is dropped): a guard that marks it as
+    /// still waiting to go out. Dropped, as [`Peer::notify_raw`] would
+    /// refuse it, when the session may not send it or has closed.
     pub fn notify_detached_holding<G: Send + 'static>(
         &self,
         method: &str,
