@@ -3,12 +3,11 @@
 //! server that answered and how it ended, including the calls that failed,
 //! the tool errors, and the calls a client left.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_client::{Client, EraChoice, RequestOptions};
 use mcp_host::config::{HostConfig, ServerConfig};
-use mcp_host::{AuditLog, AuditSettings, Gateway, Host, HostOptions};
+use mcp_host::{AuditLog, AuditSettings, Host, HostOptions};
 use mcp_schema::ProtocolVersion;
 use mcp_server::{Context, HandlerError, NoArguments, Server, ToolDef};
 use serde_json::{Value, json};
@@ -16,7 +15,7 @@ use tokio::sync::mpsc;
 
 mod support;
 
-use support::{Scratch, on_http};
+use support::{Scratch, gateway_client, on_http};
 
 const LEGACY: EraChoice = EraChoice::Pinned(ProtocolVersion::V2025_11_25);
 const MODERN: EraChoice = EraChoice::Pinned(ProtocolVersion::V2026_07_28);
@@ -61,17 +60,7 @@ async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
 }
 
 async fn connect(host: &Host, era: EraChoice) -> Client {
-    let gateway = Gateway::new(host.clone(), "audit-host", "1.0");
-    let (server_side, client_side) = mcp_core::Transport::pair();
-    let _session = mcp_core::serve(
-        server_side,
-        Arc::new(gateway.clone()),
-        gateway.session_config(),
-    );
-    let builder = Client::builder("audit-tests", "2.5").era(era);
-    within("connect", builder.connect(client_side))
-        .await
-        .expect("connect")
+    gateway_client(host, Client::builder("audit-tests", "2.5").era(era)).await
 }
 
 /// The records, oldest first: the columns that do not depend on timing.
@@ -254,26 +243,14 @@ async fn a_servers_question_to_a_client_is_recorded() {
     );
     host.wait_started(Duration::from_secs(20)).await;
     for era in [LEGACY, MODERN] {
-        let gateway = Gateway::new(host.clone(), "audit-host", "1.0");
-        let (server_side, client_side) = mcp_core::Transport::pair();
-        let _session = mcp_core::serve(
-            server_side,
-            Arc::new(gateway.clone()),
-            gateway.session_config(),
-        );
-        let client = within(
-            "connect",
-            Client::builder("audit-tests", "2.5")
-                .era(era)
-                .on_sampling(|_| async {
-                    Ok(mcp_schema::CreateMessageResult::assistant_text(
-                        "m", "Paris",
-                    ))
-                })
-                .connect(client_side),
-        )
-        .await
-        .unwrap();
+        let builder = Client::builder("audit-tests", "2.5")
+            .era(era)
+            .on_sampling(|_| async {
+                Ok(mcp_schema::CreateMessageResult::assistant_text(
+                    "m", "Paris",
+                ))
+            });
+        let client = gateway_client(&host, builder).await;
         let answer = within(
             "test_sampling",
             client.call_tool("test_sampling", json!({"prompt": "Capital of France?"})),

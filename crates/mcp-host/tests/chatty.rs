@@ -12,9 +12,11 @@ use std::time::Duration;
 
 use mcp_client::{Client, EraChoice};
 use mcp_host::config::{HostConfig, ServerConfig};
-use mcp_host::{Gateway, Host, HostOptions, SupervisorOptions, UpstreamState};
+use mcp_host::{Host, HostOptions, SupervisorOptions, UpstreamState};
 use mcp_schema::ProtocolVersion;
 use tokio::sync::mpsc;
+
+mod support;
 
 const SCRIPT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -45,27 +47,15 @@ async fn a_chatty_server_is_heard_and_stopped() {
     let upstream = Arc::clone(&host.upstreams()[0]);
     assert_eq!(upstream.status().state, UpstreamState::Ready);
 
-    let gateway = Gateway::new(host.clone(), "test-host", "1.0");
-    let (server_side, client_side) = mcp_core::Transport::pair();
-    let _session = mcp_core::serve(
-        server_side,
-        Arc::new(gateway.clone()),
-        gateway.session_config(),
-    );
     let (heard, mut messages) = mpsc::unbounded_channel();
-    let client = within(
-        "connect",
-        Client::builder("chatty-test", "1.0")
-            .era(EraChoice::Pinned(ProtocolVersion::V2025_11_25))
-            .on_notification(move |n| {
-                if n.method == "notifications/message" {
-                    let _ = heard.send(());
-                }
-            })
-            .connect(client_side),
-    )
-    .await
-    .unwrap();
+    let builder = Client::builder("chatty-test", "1.0")
+        .era(EraChoice::Pinned(ProtocolVersion::V2025_11_25))
+        .on_notification(move |n| {
+            if n.method == "notifications/message" {
+                let _ = heard.send(());
+            }
+        });
+    let client = support::gateway_client(&host, builder).await;
     // No call in flight, no level chosen: the messages come all the same.
     within("three log messages", async {
         for _ in 0..3 {

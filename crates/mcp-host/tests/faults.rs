@@ -26,7 +26,7 @@ use tokio::sync::broadcast;
 
 mod support;
 
-use support::Scratch;
+use support::{Scratch, gateway_client};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/bad_server.py");
 const LEGACY: EraChoice = EraChoice::Pinned(ProtocolVersion::V2025_11_25);
@@ -114,20 +114,7 @@ async fn start(
 
 /// A client of `era` connected to the host's gateway in memory.
 async fn client(host: &Host, era: EraChoice) -> Client {
-    client_with(host, Client::builder("faults", "1.0").era(era)).await
-}
-
-async fn client_with(host: &Host, builder: mcp_client::ClientBuilder) -> Client {
-    let gateway = Gateway::new(host.clone(), "faults-host", "1.0");
-    let (server_side, client_side) = mcp_core::Transport::pair();
-    let _session = mcp_core::serve(
-        server_side,
-        Arc::new(gateway.clone()),
-        gateway.session_config(),
-    );
-    within("connect", builder.connect(client_side))
-        .await
-        .expect("connect")
+    gateway_client(host, Client::builder("faults", "1.0").era(era)).await
 }
 
 async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
@@ -479,7 +466,7 @@ async fn floods_notifications() {
             }
             _ => {}
         });
-    let a = client_with(&host, builder).await;
+    let a = gateway_client(&host, builder).await;
     a.set_logging_level(mcp_schema::LoggingLevel::Info)
         .await
         .unwrap();

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use mcp_client::{Client, EraChoice, RequestOptions};
 use mcp_host::config::{HostConfig, ServerConfig};
-use mcp_host::{Gateway, Host, HostOptions, SupervisorOptions, UpstreamState};
+use mcp_host::{Host, HostOptions, SupervisorOptions, UpstreamState};
 use mcp_schema::ProtocolVersion;
 use mcp_server::{Context, HandlerError, NoArguments, Server, ToolDef};
 use serde_json::{Value, json};
@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 
 mod support;
 
-use support::{on_http, on_http_endpoint};
+use support::{gateway_client, on_http, on_http_endpoint};
 
 const LEGACY: EraChoice = EraChoice::Pinned(ProtocolVersion::V2025_11_25);
 const MODERN: EraChoice = EraChoice::Pinned(ProtocolVersion::V2026_07_28);
@@ -119,22 +119,7 @@ async fn client(
             let _ = seen.send(n.method.clone());
         });
     }
-    connect(host, builder).await
-}
-
-/// The client `builder` makes, connected to the host's gateway over an
-/// in-memory transport.
-async fn connect(host: &Host, builder: mcp_client::ClientBuilder) -> Client {
-    let gateway = Gateway::new(host.clone(), "test-host", "1.0");
-    let (server_side, client_side) = mcp_core::Transport::pair();
-    let _session = mcp_core::serve(
-        server_side,
-        Arc::new(gateway.clone()),
-        gateway.session_config(),
-    );
-    within("connect", builder.connect(client_side))
-        .await
-        .expect("connect")
+    gateway_client(host, builder).await
 }
 
 /// A host in front of `mcp_servers::everything` over HTTP, spoken to in
@@ -614,7 +599,7 @@ async fn a_legacy_clients_task_runs_on_a_modern_upstream() {
     let host = everything_host("modern").await;
     let asked = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&asked);
-    let client = connect(
+    let client = gateway_client(
         &host,
         Client::builder("gateway-tests", "1.0")
             .era(LEGACY)
@@ -703,7 +688,7 @@ async fn a_legacy_clients_task_runs_on_a_modern_upstream() {
 #[tokio::test]
 async fn a_modern_clients_call_of_a_legacy_task_only_tool_runs_as_its_task() {
     let host = everything_host("legacy").await;
-    let client = connect(
+    let client = gateway_client(
         &host,
         Client::builder("gateway-tests", "1.0")
             .era(MODERN)
