@@ -253,7 +253,12 @@ fn runtime(threads: Threads) -> std::io::Result<tokio::runtime::Runtime> {
     if threads != Threads::One {
         builder.on_thread_park(memory::collect_when_idle);
     }
-    builder.enable_all().build()
+    let runtime = builder.enable_all().build()?;
+    #[cfg(feature = "mimalloc")]
+    if threads != Threads::One {
+        memory::sweep_idle_workers(runtime.handle().clone());
+    }
+    Ok(runtime)
 }
 
 /// Runs one command.
