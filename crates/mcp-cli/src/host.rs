@@ -8,15 +8,12 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context as _, Result, bail};
-use axum::routing::get;
 use mcp_host::config::{GivenInputs, HostConfig, ServerConfig, Variables};
 use mcp_host::{AuditLog, AuditSettings, AuthorizerFactory, Gateway, Host, UpstreamState};
 use serde_json::Value;
 
 use crate::oauth::OAuthArgs;
-use crate::serve::{
-    Extra, Limits, SharedStores, bind, serve_service, serve_shared, shutdown_signal,
-};
+use crate::serve::{Limits, SharedStores, bind, serve_service, serve_shared, shutdown_signal};
 use crate::stderr::print_err;
 use crate::stdout::print_json;
 use crate::tty_inputs::TtyInputs;
@@ -76,6 +73,12 @@ pub struct HostArgs {
     /// asked, wherever it is posted; each host still runs its own servers.
     #[arg(long, value_name = "URL", conflicts_with = "stdio")]
     pub redis: Option<String>,
+    /// Serve /metrics (Prometheus), /status and /healthz on this address
+    /// of their own, with a bearer token (`[admin] token`, the variable
+    /// MCP_ADMIN_TOKEN, or a random one printed at start); also with
+    /// --stdio.
+    #[arg(long, value_name = "ADDR", value_parser = crate::serve::parse_listen_addr)]
+    pub admin: Option<std::net::SocketAddr>,
     /// Record every request (who, what, which server, how it ended, how
     /// long it took) in this SQLite file, created if missing; `[audit]` in
     /// the settings file says more (arguments, how many records to keep).
@@ -148,6 +151,10 @@ pub async fn run(args: &HostArgs) -> Result<()> {
             .max_connections_per_ip
             .or(defaults.max_connections_per_ip);
         shown.servers = (&options.supervisor).into();
+        let admin = &mut shown.admin;
+        admin.http = crate::host_admin::address(args.admin, &settings.admin);
+        admin.token = admin.token.as_ref().map(|_| "***".to_owned());
+        admin.metrics = Some(admin.metrics.unwrap_or(admin.http.is_some()));
         let guard = &mut shown.guard;
         guard
             .approvers
@@ -171,7 +178,14 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         .transpose()
         .map_err(anyhow::Error::msg)?;
     options.start_grace = start_timeout;
-    // The address first: a busy port fails before any server starts.
+    // The addresses first: a busy port fails before any server starts.
+    let admin = match crate::host_admin::address(args.admin, &settings.admin) {
+        Some(addr) => {
+            options.metrics = settings.admin.metrics.unwrap_or(true);
+            Some(crate::host_admin::bind_admin(addr, &settings.admin).await?)
+        }
+        None => None,
+    };
     let listener = match (stdio, http) {
         (true, _) => None,
         (false, Some(addr)) => Some(bind(addr).await?),
@@ -195,6 +209,7 @@ pub async fn run(args: &HostArgs) -> Result<()> {
     let host = Host::start(config, options);
     let reporting = tokio::spawn(report_states(host.clone(), start_timeout));
     let reloading = tokio::spawn(watch_config(host.clone(), args.config.clone(), vars));
+    let admin = admin.map(|admin| admin.serve(&host, &allow)).transpose()?;
     let gateway = Gateway::new(host.clone(), "mcp-host", env!("CARGO_PKG_VERSION"));
     let served = if stdio {
         let session = mcp_core::serve(
@@ -220,7 +235,7 @@ pub async fn run(args: &HostArgs) -> Result<()> {
             max_connections_per_ip: settings.serve.max_connections_per_ip,
         };
         let service: Arc<dyn mcp_core::Service> = Arc::new(gateway);
-        let routes = status_routes(&host);
+        let routes = crate::host_admin::endpoint_routes(&host);
         match &redis {
             None => {
                 serve_service(
@@ -275,6 +290,9 @@ pub async fn run(args: &HostArgs) -> Result<()> {
     };
     reloading.abort();
     reporting.abort();
+    if let Some(admin) = admin {
+        admin.abort();
+    }
     host.shutdown(Duration::from_secs(10)).await;
     served
 }
@@ -480,44 +498,6 @@ fn counted(n: usize, thing: &str) -> String {
         format!("1 {thing}")
     } else {
         format!("{n} {thing}s")
-    }
-}
-
-/// `/status` (JSON, for people and scripts) and `/healthz` (for load
-/// balancers: 200 while at least one server is ready or none is
-/// configured, 503 otherwise).
-fn status_routes(host: &Host) -> Extra {
-    let for_status = host.clone();
-    let for_health = host.clone();
-    Extra {
-        guarded: Some(axum::Router::new().route(
-            "/status",
-            get(move || {
-                let host = for_status.clone();
-                async move {
-                    let body = serde_json::to_string(&host.status()).unwrap_or_default();
-                    ([(http::header::CONTENT_TYPE, "application/json")], body)
-                }
-            }),
-        )),
-        open: Some(axum::Router::new().route(
-            "/healthz",
-            get(move || {
-                let host = for_health.clone();
-                async move {
-                    let servers = host.status().servers;
-                    let healthy = servers.is_empty()
-                        || servers.iter().any(|s| {
-                            matches!(s.state, UpstreamState::Ready | UpstreamState::Degraded)
-                        });
-                    if healthy {
-                        (http::StatusCode::OK, "ok")
-                    } else {
-                        (http::StatusCode::SERVICE_UNAVAILABLE, "no server is ready")
-                    }
-                }
-            }),
-        )),
     }
 }
 

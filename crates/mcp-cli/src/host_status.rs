@@ -33,14 +33,26 @@ pub struct StatusArgs {
     /// Print the JSON status as it is.
     #[arg(long)]
     pub json: bool,
+    /// The admin listener's token, where the URL is the admin listener's
+    /// (also: the environment variable MCP_ADMIN_TOKEN).
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
 }
 
 /// Runs `mcp host status`.
 pub async fn status(args: &StatusArgs) -> Result<()> {
     let url = format!("{}/status", status_base(&args.url));
-    let response = reqwest::Client::new()
+    let mut request = reqwest::Client::new()
         .get(&url)
-        .timeout(Duration::from_secs(10))
+        .timeout(Duration::from_secs(10));
+    let token = args
+        .token
+        .clone()
+        .or_else(|| std::env::var("MCP_ADMIN_TOKEN").ok());
+    if let Some(token) = token.filter(|t| !t.is_empty()) {
+        request = request.bearer_auth(token);
+    }
+    let response = request
         .send()
         .await
         .with_context(|| format!("cannot reach a host at {url}"))?;

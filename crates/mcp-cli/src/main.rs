@@ -7,6 +7,7 @@ mod call;
 mod cpu_use;
 mod form;
 mod host;
+mod host_admin;
 mod host_guard;
 mod host_status;
 mod idle_sessions;

@@ -408,6 +408,23 @@ pub fn parse_listen_addr(text: &str) -> Result<std::net::SocketAddr, String> {
         })
 }
 
+/// The Host names and Origins a listener on loopback port `port`
+/// accepts: the loopback ones, and `allow` (`*`: any; an entry with a
+/// scheme is an Origin, else a Host name).
+pub(crate) fn origin_policy(port: u16, allow: &[String]) -> mcp_http::OriginPolicy {
+    let mut policy = mcp_http::OriginPolicy::loopback(port);
+    for entry in allow {
+        policy = if entry == "*" {
+            mcp_http::OriginPolicy::any()
+        } else if entry.contains("://") {
+            policy.allow_origin(entry)
+        } else {
+            policy.allow_host(entry)
+        };
+    }
+    policy
+}
+
 /// Binds the listener of `--http`.
 pub async fn bind(addr: std::net::SocketAddr) -> Result<tokio::net::TcpListener> {
     use anyhow::Context as _;
@@ -607,17 +624,7 @@ pub async fn serve_shared(
     shared: Option<SharedStores>,
 ) -> Result<()> {
     let local = listener.local_addr()?;
-    let mut policy = mcp_http::OriginPolicy::loopback(local.port());
-    for entry in allow {
-        policy = if entry == "*" {
-            mcp_http::OriginPolicy::any()
-        } else if entry.contains("://") {
-            policy.allow_origin(entry)
-        } else {
-            policy.allow_host(entry)
-        };
-    }
-    let policy = std::sync::Arc::new(policy);
+    let policy = std::sync::Arc::new(origin_policy(local.port(), allow));
     let mut config = mcp_http::HttpConfig::loopback(local.port()).origin_policy((*policy).clone());
     if let Some(max) = limits.max_sessions {
         config = config.max_sessions(max);

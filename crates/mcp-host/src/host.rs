@@ -78,6 +78,13 @@ pub struct HostStatus {
     /// The audit log's state, where there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub audit: Option<AuditStatus>,
+    /// Calls held while a person is asked to approve them.
+    pub calls_asking: usize,
+    /// The requests the host answered itself (lists, completions of
+    /// nothing, tasks it keeps), by method, client era and outcome, where
+    /// it keeps metrics; each server's are in its status.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub requests: Vec<crate::metrics::Tally>,
 }
 
 /// What a reload did: the servers it started and stopped, by config name
@@ -112,6 +119,10 @@ pub struct HostOptions {
     /// What becomes of results that hold a secret, for servers whose
     /// entries do not say.
     pub secrets: crate::secrets::SecretScan,
+    /// Whether the gateway counts each request (by server, method, era
+    /// and outcome) and its latency, for [`Host::metrics`] and the
+    /// status; off by default.
+    pub metrics: bool,
 }
 
 impl Default for HostOptions {
@@ -123,6 +134,7 @@ impl Default for HostOptions {
             policy: Arc::default(),
             consent: crate::consent::ConsentOptions::default(),
             secrets: crate::secrets::SecretScan::Off,
+            metrics: false,
         }
     }
 }
@@ -162,6 +174,10 @@ pub(crate) struct Inner {
     update_hook: std::sync::OnceLock<UpdateHook>,
     /// Told of each resource a listen stream asks for, where set.
     pub(crate) subscription_hook: std::sync::OnceLock<UpdateHook>,
+    /// What the gateway counted of the requests no server answered.
+    pub(crate) requests: crate::metrics::RequestStats,
+    /// Calls held while a person is asked.
+    pub(crate) asking: std::sync::atomic::AtomicUsize,
 }
 
 /// A [`Host`] that may have ended.
@@ -227,6 +243,8 @@ impl Host {
                 supervisors: Mutex::new(JoinSet::new()),
                 update_hook: std::sync::OnceLock::new(),
                 subscription_hook: std::sync::OnceLock::new(),
+                requests: crate::metrics::RequestStats::default(),
+                asking: std::sync::atomic::AtomicUsize::new(0),
             }),
         };
         for problem in &config.problems {
@@ -524,6 +542,64 @@ impl Host {
             sessions,
             listeners,
             audit: self.audit().map(AuditLog::status),
+            calls_asking: self.inner.asking.load(std::sync::atomic::Ordering::Relaxed),
+            requests: self.inner.requests.tallies(),
+        }
+    }
+
+    /// Whether the gateway counts requests (see [`HostOptions::metrics`]).
+    pub fn keeps_metrics(&self) -> bool {
+        self.inner.options.metrics
+    }
+
+    /// Everything the host counts and its servers' state, read now, for
+    /// `/metrics` ([`crate::metrics::Snapshot::encode`]).
+    pub fn metrics(&self) -> crate::metrics::Snapshot {
+        use crate::metrics::{AuditMetrics, ServerMetrics};
+        let counts = |name: String, stats: &crate::metrics::RequestStats| ServerMetrics {
+            name,
+            requests: stats.tallies(),
+            latencies: stats.latencies(),
+            tool_calls: stats.tool_calls(),
+            ..ServerMetrics::default()
+        };
+        let upstreams = self.upstreams();
+        let status = self.status();
+        let servers = status
+            .servers
+            .iter()
+            .map(|server| {
+                let stats = upstreams.iter().find(|u| u.name() == server.name);
+                let mut metrics = match stats {
+                    Some(upstream) => counts(server.name.clone(), &upstream.stats),
+                    None => counts(server.name.clone(), &Default::default()),
+                };
+                metrics.state = server.state.as_str();
+                metrics.restarts = server.restarts;
+                metrics.failed_calls = server.failed_calls;
+                metrics.dropped_notifications = server.dropped_notifications;
+                metrics.in_flight = server.in_flight;
+                metrics.waiting = server.waiting;
+                metrics.up_seconds = server.up_seconds;
+                metrics
+            })
+            .collect();
+        crate::metrics::Snapshot {
+            servers,
+            host: counts(String::new(), &self.inner.requests),
+            sessions: status.sessions,
+            listen_streams: status.listeners,
+            calls_asking: status.calls_asking,
+            catalog: [
+                ("tools", status.tools),
+                ("resources", status.resources),
+                ("prompts", status.prompts),
+            ],
+            audit: status.audit.map(|audit| AuditMetrics {
+                written: audit.written,
+                pending: audit.pending,
+                lost: audit.lost,
+            }),
         }
     }
 

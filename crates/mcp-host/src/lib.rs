@@ -47,6 +47,7 @@ mod downstream;
 mod expiring;
 mod gateway;
 mod host;
+pub mod metrics;
 pub mod names;
 mod params;
 pub mod policy;

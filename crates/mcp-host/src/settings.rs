@@ -13,6 +13,11 @@
 //! max_connections_per_ip = 64 # from one address (default: no limit)
 //! redis = "redis://127.0.0.1:6379/0" # sessions and SSE events shared by several hosts
 //!
+//! [admin]                     # an address of its own for operators
+//! http = "127.0.0.1:9090"     # /metrics (Prometheus), /status, /healthz
+//! token = "..."               # bearer token for all but /healthz (or MCP_ADMIN_TOKEN; default: a random one, printed)
+//! metrics = true              # count requests even without the listener (for `mcp host status`)
+//!
 //! [servers]                   # how every upstream is supervised
 //! connect_timeout = 30        # seconds to start, handshake and list
 //! probe_patience = 10         # seconds server/discover is waited for before initialize is sent too
@@ -70,6 +75,9 @@ pub struct HostSettings {
     /// How the host serves its clients.
     #[serde(default)]
     pub serve: ServeSettings,
+    /// The admin listener: metrics, status and health for operators.
+    #[serde(default)]
+    pub admin: AdminSettings,
     /// How upstreams are supervised.
     #[serde(default)]
     pub servers: ServerSettings,
@@ -146,6 +154,25 @@ impl From<&AuditSettings> for AuditFileSettings {
             backlog: Some(settings.backlog),
         }
     }
+}
+
+/// `[admin]`: the admin listener, an HTTP address of its own (loopback
+/// unless set otherwise) serving `/metrics`, `/status` and `/healthz`,
+/// whether the host serves its clients over HTTP or stdio.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct AdminSettings {
+    /// Where it listens; unset: no admin listener.
+    pub http: Option<SocketAddr>,
+    /// The bearer token every path but `/healthz` requires; unset: the
+    /// environment variable `MCP_ADMIN_TOKEN`, else a random one printed
+    /// at start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// Whether requests are counted (by server, method, era, outcome,
+    /// latency): on with the admin listener, and where this says so.
+    pub metrics: Option<bool>,
 }
 
 /// `[serve]`: how the host serves its clients.
@@ -457,6 +484,7 @@ impl HostSettings {
             policy: Arc::new(Policy::new(rules, self.guard.default)),
             consent,
             secrets: self.guard.secrets.unwrap_or_default(),
+            metrics: self.admin.metrics.unwrap_or(self.admin.http.is_some()),
             ..HostOptions::default()
         })
     }

@@ -123,7 +123,7 @@ fn flags_of(host: &Host, target: &Target) -> Option<String> {
 
 /// Whether a tool's result says it failed (`isError: true`), found by a
 /// scan of its top-level members rather than a second parse.
-fn is_tool_error(result: &str) -> bool {
+pub(super) fn is_tool_error(result: &str) -> bool {
     crate::scan::Members::of(result)
         .is_some_and(|mut members| members.any(|m| m.key_is("isError") && m.value == "true"))
 }

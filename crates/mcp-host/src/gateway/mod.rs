@@ -31,6 +31,7 @@ mod audited;
 mod consent;
 mod forward;
 mod guard;
+mod measured;
 mod pages;
 mod results;
 mod target;
@@ -44,6 +45,7 @@ use crate::policy::{Caller, Decision, Verdict};
 use audited::Audited;
 use consent::Settled;
 use forward::forward;
+use measured::Measured;
 use pages::ListOf;
 use results::rewrite_uris;
 use target::Target;
@@ -165,6 +167,7 @@ impl Gateway {
         };
         if let (Some(verdict), Some(Ok(target)), Ok(request)) = (&verdict, &target, &mut params) {
             if verdict.decision == Decision::Ask {
+                let _asking = Asking::of(&self.host);
                 match consent::settle(&self.host, verdict, target, &method, request, &ctx).await {
                     Settled::Go(how) => answered = Some(how),
                     Settled::Reply(round) => return (Ok(round), Some("asked")),
@@ -579,6 +582,27 @@ impl Gateway {
     }
 }
 
+/// Counts a call among those held while a person is asked, while it is.
+struct Asking<'a>(&'a Host);
+
+impl<'a> Asking<'a> {
+    fn of(host: &'a Host) -> Asking<'a> {
+        host.inner
+            .asking
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Asking(host)
+    }
+}
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        self.0
+            .inner
+            .asking
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// The target of a method that always has one.
 fn named(target: Option<Target>) -> Result<Target, ErrorObject> {
     target.ok_or_else(|| ErrorObject::internal("the request names nothing to reach"))
@@ -612,9 +636,17 @@ impl Service for Gateway {
             Some(Ok(target)) => guard::decide(&self.host, target, &ctx),
             _ => None,
         };
+        let measured = self.host.keeps_metrics().then(|| {
+            let target = target.as_ref().and_then(|t| t.as_ref().ok());
+            Measured::begin(&self.host, &method, target, &ctx)
+        });
         match self.host.audit() {
             None => box_future(move || async move {
-                gateway.answer(method, params, target, verdict, ctx).await.0
+                let result = gateway.answer(method, params, target, verdict, ctx).await.0;
+                if let Some(measured) = measured {
+                    measured.finish(&result);
+                }
+                result
             }),
             Some(log) => {
                 let audited = Audited::begin(
@@ -630,6 +662,9 @@ impl Service for Gateway {
                     let (result, answered) =
                         gateway.answer(method, params, target, verdict, ctx).await;
                     audited.finish(&result, answered);
+                    if let Some(measured) = measured {
+                        measured.finish(&result);
+                    }
                     result
                 })
             }

@@ -53,6 +53,19 @@ pub enum UpstreamState {
     Stopped,
 }
 
+impl UpstreamState {
+    /// Its name, as the status and the metrics say it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UpstreamState::Starting => "starting",
+            UpstreamState::Ready => "ready",
+            UpstreamState::Degraded => "degraded",
+            UpstreamState::Restarting => "restarting",
+            UpstreamState::Stopped => "stopped",
+        }
+    }
+}
+
 /// An upstream's state for people and scripts (`mcp host status`).
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -104,6 +117,15 @@ pub struct UpstreamStatus {
     /// they were pinned (held until a person approves them).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub changed: Vec<Changed>,
+    /// Calls waiting for a free slot (`max_in_flight`) now.
+    pub waiting: usize,
+    /// Seconds since its connection was made, while it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub up_seconds: Option<f64>,
+    /// The requests it answered through the host's gateway, by method,
+    /// client era and outcome (counted where the host keeps metrics).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub requests: Vec<crate::metrics::Tally>,
 }
 
 /// What an upstream tells the host.
@@ -153,6 +175,10 @@ pub struct Upstream {
     /// The `_meta` of the last forwarded request, for the next one.
     meta: crate::upstream_meta::MetaCache,
     on_update: OnUpdate,
+    /// What the gateway counted of its requests.
+    pub(crate) stats: crate::metrics::RequestStats,
+    /// Calls waiting for a permit.
+    waiting: std::sync::atomic::AtomicUsize,
 }
 
 struct Live {
@@ -162,6 +188,8 @@ struct Live {
     /// Why the latest child's output was abandoned, if it was; kept until
     /// the next connection, so that the calls it cut off can say why.
     output_fault: Option<mcp_core::stdio::StreamFault>,
+    /// When the connection in use was made.
+    connected_at: Option<Instant>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -203,6 +231,9 @@ impl Upstream {
             hints: config.hints.clone(),
             flagged: Vec::new(),
             changed: Vec::new(),
+            waiting: 0,
+            up_seconds: None,
+            requests: Vec::new(),
         };
         Arc::new(Upstream {
             permits: Semaphore::new(options.max_in_flight.max(1)),
@@ -214,6 +245,7 @@ impl Upstream {
                 client: None,
                 listing: Arc::default(),
                 output_fault: None,
+                connected_at: None,
             }),
             stop: CancellationToken::new(),
             signals,
@@ -226,6 +258,8 @@ impl Upstream {
             dropped: AtomicU64::new(0),
             relist: std::sync::atomic::AtomicBool::new(false),
             on_update,
+            stats: crate::metrics::RequestStats::default(),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -241,7 +275,13 @@ impl Upstream {
 
     /// Its state now.
     pub fn status(&self) -> UpstreamStatus {
-        let mut status = lock(&self.live).status.clone();
+        let (mut status, connected_at) = {
+            let live = lock(&self.live);
+            (live.status.clone(), live.connected_at)
+        };
+        status.up_seconds = connected_at.map(|at| at.elapsed().as_secs_f64());
+        status.waiting = self.waiting.load(Ordering::Relaxed);
+        status.requests = self.stats.tallies();
         let free = self.permits.available_permits();
         status.in_flight = self.options.max_in_flight.max(1).saturating_sub(free);
         status.dropped_notifications = self.dropped.load(Ordering::Relaxed);
@@ -328,6 +368,18 @@ impl Upstream {
 
     /// Waits for room for one more call in flight.
     pub(crate) async fn permit(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        if let Ok(permit) = self.permits.try_acquire() {
+            return Some(permit);
+        }
+        /// Counts a call among the waiting while it waits.
+        struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        let _waiting = Waiting(&self.waiting);
         self.permits.acquire().await.ok()
     }
 
@@ -408,6 +460,7 @@ impl Upstream {
                 live.client = None;
                 live.listing = Arc::default();
                 live.status.pid = None;
+                live.connected_at = None;
             });
             let exited = connection.close(self.options.shutdown_grace).await;
             match ended {
@@ -522,6 +575,7 @@ impl Upstream {
                 .map(|i| format!("{} {}", i.name, i.version));
             live.status.pid = pid;
             live.output_fault = output_fault;
+            live.connected_at = Some(Instant::now());
             listing.count_into(&mut live.status);
             live.listing = Arc::new(listing);
             live.client = Some(client);
