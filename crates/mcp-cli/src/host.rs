@@ -178,6 +178,15 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         .transpose()
         .map_err(anyhow::Error::msg)?;
     options.start_grace = start_timeout;
+    // With several hosts on one Redis, one budget per limit for them all.
+    if let Some(url) = &redis
+        && !options.limits.is_empty()
+    {
+        let connection = mcp_redis::connect(url).await?;
+        options.budgets = Some(Arc::new(SharedBudgets(mcp_redis::RedisBudgets::new(
+            connection,
+        ))));
+    }
     // The addresses first: a busy port fails before any server starts.
     let admin = match crate::host_admin::address(args.admin, &settings.admin) {
         Some(addr) => {
@@ -295,6 +304,26 @@ pub async fn run(args: &HostArgs) -> Result<()> {
     }
     host.shutdown(Duration::from_secs(10)).await;
     served
+}
+
+/// The rate limits' budgets, kept in Redis for every host sharing it.
+#[derive(Debug)]
+struct SharedBudgets(mcp_redis::RedisBudgets);
+
+impl mcp_host::limits::SharedBudgets for SharedBudgets {
+    fn spend<'a>(
+        &'a self,
+        key: &'a str,
+        interval: Duration,
+        burst: u32,
+    ) -> mcp_core::BoxFuture<'a, Result<Option<Duration>, String>> {
+        Box::pin(async move {
+            self.0
+                .spend(key, interval, burst)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
 }
 
 /// What hosts sharing their clients on Redis tell each other on the bus.

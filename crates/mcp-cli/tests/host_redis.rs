@@ -71,16 +71,7 @@ async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
 }
 
 async fn post(url: &str, session: Option<&str>, body: Value) -> reqwest::Response {
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", LEGACY)
-        .body(body.to_string());
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session);
-    }
-    within("a POST", request.send()).await.expect("POST sent")
+    support::post_rpc(url, session, LEGACY, &body).await
 }
 
 /// The JSON-RPC messages of an SSE response, one at a time.
@@ -169,18 +160,7 @@ async fn an_answer_posted_to_another_host_reaches_the_host_that_asked() {
 
 /// Initializes a legacy session on the host at `url`: its id.
 async fn open_session(url: &str) -> String {
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": LEGACY, "capabilities": {},
-        "clientInfo": {"name": "cli-test", "version": "1"}}});
-    let response = post(url, None, initialize).await;
-    assert_eq!(response.status(), 200);
-    let session = response.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(post(url, Some(&session), initialized).await.status(), 202);
-    session
+    support::open_session(url, LEGACY).await
 }
 
 /// Calls `update_watched_resource` through `url` until `stream` gets the

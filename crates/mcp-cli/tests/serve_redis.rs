@@ -3,8 +3,6 @@
 
 mod support;
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use support::{Redis, free_port, mcp, serve_everything_http_with, stderr};
 
@@ -16,19 +14,7 @@ async fn serve(redis: &str) -> (tokio::process::Child, String) {
 }
 
 async fn post(url: &str, session: Option<&str>, body: Value) -> reqwest::Response {
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-06-18")
-        .body(body.to_string());
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session);
-    }
-    tokio::time::timeout(Duration::from_secs(10), request.send())
-        .await
-        .expect("answered in time")
-        .expect("POST sent")
+    support::post_rpc(url, session, "2025-06-18", &body).await
 }
 
 #[tokio::test]

@@ -116,23 +116,6 @@ async fn post(
         .expect("POST sent")
 }
 
-/// A legacy session of `version`, initialized; its id.
-async fn open_session(client: &reqwest::Client, url: &str, version: &str) -> String {
-    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": version, "capabilities": {},
-        "clientInfo": {"name": "unread", "version": "1"}}});
-    let response = post(client, url, None, version, &initialize).await;
-    assert_eq!(response.status(), 200);
-    let session = response.headers()["mcp-session-id"]
-        .to_str()
-        .expect("a visible ASCII id")
-        .to_owned();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let response = post(client, url, Some(&session), version, &initialized).await;
-    assert_eq!(response.status(), 202);
-    session
-}
-
 /// Opens the standalone stream of `session` and reads its response head,
 /// then nothing more.
 async fn open_unread_stream(address: &str, session: &str) -> TcpStream {
@@ -199,7 +182,7 @@ async fn run() {
     let url = format!("http://{address}/mcp");
     let client = reqwest::Client::new();
     // A first session and a call warm the server up before it is measured.
-    let warm = open_session(&client, &url, "2025-11-25").await;
+    let warm = support::open_session(&url, "2025-11-25").await;
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
     post(&client, &url, Some(&warm), "2025-11-25", &ping).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -209,11 +192,11 @@ async fn run() {
     let mut sessions = Vec::new();
     let mut streams = Vec::new();
     for _ in 0..STREAMS {
-        let session = open_session(&client, &url, "2025-11-25").await;
+        let session = support::open_session(&url, "2025-11-25").await;
         streams.push(open_unread_stream(&address, &session).await);
         sessions.push(session);
     }
-    let driver = open_session(&client, &url, "2025-03-26").await;
+    let driver = support::open_session(&url, "2025-03-26").await;
     for round in 0..ROUNDS {
         flood(&url, &driver, round).await;
     }

@@ -123,6 +123,11 @@ pub struct HostOptions {
     /// and outcome) and its latency, for [`Host::metrics`] and the
     /// status; off by default.
     pub metrics: bool,
+    /// Rate limits (see [`crate::limits`]); none by default.
+    pub limits: Arc<crate::limits::Limits>,
+    /// Where the rate limits' budgets are kept when shared with other
+    /// instances; none: in memory.
+    pub budgets: Option<Arc<dyn crate::limits::SharedBudgets>>,
 }
 
 impl Default for HostOptions {
@@ -135,6 +140,8 @@ impl Default for HostOptions {
             consent: crate::consent::ConsentOptions::default(),
             secrets: crate::secrets::SecretScan::Off,
             metrics: false,
+            limits: Arc::default(),
+            budgets: None,
         }
     }
 }
@@ -178,6 +185,18 @@ pub(crate) struct Inner {
     pub(crate) requests: crate::metrics::RequestStats,
     /// Calls held while a person is asked.
     pub(crate) asking: std::sync::atomic::AtomicUsize,
+}
+
+/// Every minute while the host runs, the rate limits forget the budgets
+/// that are full again (callers gone quiet).
+async fn forget_idle_budgets(host: WeakHost) {
+    let mut every = tokio::time::interval(Duration::from_secs(60));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let Some(host) = host.upgrade() else { return };
+        host.limits().forget_idle();
+    }
 }
 
 /// A [`Host`] that may have ended.
@@ -255,6 +274,9 @@ impl Host {
         }
         let weak = Arc::downgrade(&host.inner);
         tokio::spawn(signal_loop(weak, receiver));
+        if !host.limits().is_empty() {
+            tokio::spawn(forget_idle_budgets(host.downgrade()));
+        }
         host
     }
 
@@ -374,6 +396,16 @@ impl Host {
     /// The policy requests are decided by.
     pub(crate) fn policy(&self) -> &crate::policy::Policy {
         &self.inner.options.policy
+    }
+
+    /// The rate limits.
+    pub(crate) fn limits(&self) -> &crate::limits::Limits {
+        &self.inner.options.limits
+    }
+
+    /// Where the rate limits' budgets are shared, if they are.
+    pub(crate) fn shared_budgets(&self) -> Option<&dyn crate::limits::SharedBudgets> {
+        self.inner.options.budgets.as_deref()
     }
 
     /// Every upstream slot by index (`None` where one was removed).

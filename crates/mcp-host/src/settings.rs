@@ -27,6 +27,8 @@
 //! backoff_max = 30            # the longest wait between restarts
 //! shutdown_grace = 2          # seconds per step of stopping a child
 //! max_in_flight = 256         # calls in flight per server; more wait
+//! max_waiting = 1024          # calls waiting for a slot per server; more are refused
+//! max_wait = 30               # seconds a call waits for a slot before it is refused
 //! start_concurrency = 8       # servers starting at once
 //! max_message_bytes = 16777216 # the longest message from a stdio server
 //!
@@ -45,6 +47,11 @@
 //! store = "guard.db"          # grants for always and pins (default: the user's state folder)
 //! changed = "ask"             # a definition changed since pinned: ask | hide | warn
 //! secrets = "off"             # results holding a secret: off | redact | block (an entry's "secrets" wins)
+//!
+//! [[limits]]                  # rate limits, see the limits module
+//! server = "memory"           # glob (optional; also tool = , method = )
+//! per = "caller"              # whose budget: caller | server | tool
+//! rate = "20/minute"          # N/second | N/minute | N/hour (or preset = "read" | "invoke_tool" | "create" | "update" | "delete" | "default")
 //!
 //! [[policy]]                  # rules, see the policy module: deny wins over ask over allow
 //! decision = "deny"           # allow | deny | ask
@@ -89,6 +96,9 @@ pub struct HostSettings {
     /// The policy's rules, in order (see [`crate::policy`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub policy: Vec<RuleSettings>,
+    /// Rate limits (see [`crate::limits`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<crate::limits::LimitSettings>,
 }
 
 /// `[guard]`: the policy's default.
@@ -224,6 +234,10 @@ pub struct ServerSettings {
     pub shutdown_grace: Option<f64>,
     /// Calls in flight per server.
     pub max_in_flight: Option<usize>,
+    /// Calls waiting for a slot per server; more are refused at once.
+    pub max_waiting: Option<usize>,
+    /// Seconds a call waits for a slot before it is refused.
+    pub max_wait: Option<f64>,
     /// Servers starting at once.
     pub start_concurrency: Option<usize>,
     /// The longest message a stdio server may send, in bytes; a longer
@@ -244,6 +258,8 @@ impl From<&SupervisorOptions> for ServerSettings {
             backoff_max: seconds(options.backoff_max),
             shutdown_grace: seconds(options.shutdown_grace),
             max_in_flight: Some(options.max_in_flight),
+            max_waiting: Some(options.max_waiting),
+            max_wait: seconds(options.max_wait),
             start_concurrency: Some(options.start_concurrency),
             max_message_bytes: Some(options.max_message_bytes),
         }
@@ -383,6 +399,7 @@ impl HostSettings {
                 "servers.shutdown_grace",
                 &mut supervisor.shutdown_grace,
             ),
+            (s.max_wait, "servers.max_wait", &mut supervisor.max_wait),
         ];
         for (value, key, slot) in durations {
             if let Some(value) = value {
@@ -394,6 +411,11 @@ impl HostSettings {
                 s.max_in_flight,
                 "servers.max_in_flight",
                 &mut supervisor.max_in_flight,
+            ),
+            (
+                s.max_waiting,
+                "servers.max_waiting",
+                &mut supervisor.max_waiting,
             ),
             (
                 s.start_concurrency,
@@ -485,6 +507,7 @@ impl HostSettings {
             consent,
             secrets: self.guard.secrets.unwrap_or_default(),
             metrics: self.admin.metrics.unwrap_or(self.admin.http.is_some()),
+            limits: Arc::new(crate::limits::Limits::compile(&self.limits)?),
             ..HostOptions::default()
         })
     }

@@ -83,6 +83,7 @@
 //! # }
 //! ```
 
+mod budget;
 mod bus;
 mod event_store;
 mod session_store;
@@ -91,6 +92,7 @@ use std::time::Duration;
 
 use redis::Value;
 
+pub use budget::RedisBudgets;
 pub use bus::RedisBus;
 pub use event_store::RedisEventStore;
 pub use redis::Client;

@@ -210,3 +210,44 @@ impl Drop for Redis {
         let _ = self.child.wait();
     }
 }
+
+/// POSTs the JSON-RPC `body` to the MCP endpoint `url` as a client of
+/// protocol `version` (in `session`, where given), within 30 s.
+pub async fn post_rpc(
+    url: &str,
+    session: Option<&str>,
+    version: &str,
+    body: &serde_json::Value,
+) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", version)
+        .body(body.to_string());
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    tokio::time::timeout(Duration::from_secs(30), request.send())
+        .await
+        .expect("answered in time")
+        .expect("POST sent")
+}
+
+/// Initializes a legacy session of protocol `version` on the endpoint
+/// `url`: its id.
+pub async fn open_session(url: &str, version: &str) -> String {
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": {},
+                   "clientInfo": {"name": "cli-test", "version": "1"}}});
+    let response = post_rpc(url, None, version, &initialize).await;
+    assert_eq!(response.status(), 200);
+    let session = response.headers()["mcp-session-id"]
+        .to_str()
+        .expect("a visible ASCII id")
+        .to_owned();
+    let initialized = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let response = post_rpc(url, Some(&session), version, &initialized).await;
+    assert_eq!(response.status(), 202);
+    session
+}

@@ -184,7 +184,7 @@ pub(super) async fn forward_declaring(
     if !upstream_modern && !ctx.revision.is_legacy() {
         return forward_in_rounds(upstream, client, method, params, ctx, held).await;
     }
-    let _permit = upstream.permit().await;
+    let _permit = upstream.permit().await?;
     let _caller = upstream.register_caller(&ctx.peer, &ctx.negotiated, Asked::Request);
     let mut rounds = 0;
     loop {
@@ -253,7 +253,7 @@ async fn forward_in_rounds(
     // held call is cancelled upstream by dropping it.
     let call = Box::pin(async move {
         let _caller = caller;
-        let _permit = upstream.permit().await;
+        let _permit = upstream.permit().await?;
         let wire = upstream_params(
             &upstream,
             &client,

@@ -85,6 +85,7 @@ fn outcome_of(calls_tool: bool, result: &HandlerResult) -> Outcome {
         Ok(raw) if calls_tool && super::audited::is_tool_error(raw.get()) => Outcome::ToolError,
         Ok(_) => Outcome::Ok,
         Err(error) if error.code == crate::policy::DENIED => Outcome::Denied,
+        Err(error) if error.code == crate::limits::LIMITED => Outcome::Limited,
         Err(_) => Outcome::Error,
     }
 }

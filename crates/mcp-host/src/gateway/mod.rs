@@ -165,16 +165,25 @@ impl Gateway {
             Some(Ok(target)) => guard::SecretsOf::of(&self.host, target),
             _ => None,
         };
-        if let (Some(verdict), Some(Ok(target)), Ok(request)) = (&verdict, &target, &mut params) {
-            if verdict.decision == Decision::Ask {
-                let _asking = Asking::of(&self.host);
-                match consent::settle(&self.host, verdict, target, &method, request, &ctx).await {
-                    Settled::Go(how) => answered = Some(how),
-                    Settled::Reply(round) => return (Ok(round), Some("asked")),
-                    Settled::Refused(error, how) => return (Err(error), Some(how)),
-                }
-            } else if let Err(error) = guard::enforce(verdict, target) {
-                return (Err(error), None);
+        if let (Some(verdict), Some(Ok(target))) = (&verdict, &target)
+            && let Err(error) = guard::enforce(verdict, target)
+        {
+            return (Err(error), None);
+        }
+        // Within the budgets, before anyone is asked.
+        if !self.host.limits().is_empty()
+            && let Err(refusal) = self.metered(&method, target.as_ref(), &ctx).await
+        {
+            return (Err(refusal.to_error()), None);
+        }
+        if let (Some(verdict), Some(Ok(target)), Ok(request)) = (&verdict, &target, &mut params)
+            && verdict.decision == Decision::Ask
+        {
+            let _asking = Asking::of(&self.host);
+            match consent::settle(&self.host, verdict, target, &method, request, &ctx).await {
+                Settled::Go(how) => answered = Some(how),
+                Settled::Reply(round) => return (Ok(round), Some("asked")),
+                Settled::Refused(error, how) => return (Err(error), Some(how)),
             }
         }
         let host = scan.as_ref().map(|_| self.host.clone());
@@ -184,6 +193,33 @@ impl Gateway {
             (_, _, result) => result,
         };
         (result, answered)
+    }
+
+    /// Counts a request against the rate limits.
+    async fn metered(
+        &self,
+        method: &str,
+        target: Option<&Result<Target, ErrorObject>>,
+        ctx: &RequestContext,
+    ) -> Result<(), crate::limits::Refusal> {
+        let limits = self.host.limits();
+        let target = target.and_then(|t| t.as_ref().ok());
+        let caller = Caller::of(ctx);
+        let hints = match target {
+            Some(target) if limits.reads_hints() => target.hints(&self.host),
+            _ => None,
+        };
+        let request = crate::limits::Metered {
+            caller: caller.name(),
+            method,
+            server: target.map(|t| t.server.as_str()),
+            item: target.map(|t| t.route.original.as_str()),
+            hints,
+        };
+        match self.host.shared_budgets() {
+            Some(shared) => limits.check_shared(&request, shared).await,
+            None => limits.check(&request),
+        }
     }
 
     async fn dispatch(

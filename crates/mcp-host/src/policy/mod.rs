@@ -175,7 +175,7 @@ impl Hints<Option<bool>> {
     }
 
     /// Whether `hints` say what these want.
-    fn allow(&self, hints: &Hints<bool>) -> bool {
+    pub(crate) fn allow(&self, hints: &Hints<bool>) -> bool {
         let wants = |want: Option<bool>, is: bool| want.is_none_or(|want| want == is);
         wants(self.read_only, hints.read_only)
             && wants(self.destructive, hints.destructive)

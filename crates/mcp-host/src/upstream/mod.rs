@@ -366,10 +366,14 @@ impl Upstream {
         self.config.timeout.unwrap_or(self.options.request_timeout)
     }
 
-    /// Waits for room for one more call in flight.
-    pub(crate) async fn permit(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+    /// Waits for room for one more call in flight: at most `max_wait`,
+    /// behind at most `max_waiting` others; refused beyond either, with an
+    /// error that says which.
+    pub(crate) async fn permit(
+        &self,
+    ) -> Result<tokio::sync::SemaphorePermit<'_>, mcp_schema::ErrorObject> {
         if let Ok(permit) = self.permits.try_acquire() {
-            return Some(permit);
+            return Ok(permit);
         }
         /// Counts a call among the waiting while it waits.
         struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
@@ -378,9 +382,39 @@ impl Upstream {
                 self.0.fetch_sub(1, Ordering::Relaxed);
             }
         }
-        self.waiting.fetch_add(1, Ordering::Relaxed);
+        let before = self.waiting.fetch_add(1, Ordering::Relaxed);
         let _waiting = Waiting(&self.waiting);
-        self.permits.acquire().await.ok()
+        let options = &self.options;
+        let busy = |why: String| {
+            mcp_schema::ErrorObject::new(
+                crate::limits::LIMITED,
+                format!(
+                    "server {:?} is busy: {} calls in flight (max_in_flight) and {why}; try again later",
+                    self.config.name, options.max_in_flight
+                ),
+            )
+            .with_data(serde_json::json!({
+                "limit": "max_in_flight",
+                "server": self.config.name,
+                "retryAfterSeconds": 1.0,
+            }))
+        };
+        if before >= options.max_waiting {
+            return Err(busy(format!(
+                "{} waiting already (max_waiting)",
+                options.max_waiting
+            )));
+        }
+        match tokio::time::timeout(options.max_wait, self.permits.acquire()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            Ok(Err(_)) => Err(mcp_schema::ErrorObject::internal(
+                "the server's connection is closing",
+            )),
+            Err(_) => Err(busy(format!(
+                "no slot came free within {:?} (max_wait)",
+                options.max_wait
+            ))),
+        }
     }
 
     /// A client asked for log messages from `level` up: a legacy server

@@ -45,6 +45,11 @@ pub struct SupervisorOptions {
     pub shutdown_grace: Duration,
     /// Calls in flight to one server at most; more wait.
     pub max_in_flight: usize,
+    /// Calls waiting for a slot on one server at most; more are refused
+    /// at once.
+    pub max_waiting: usize,
+    /// How long a call waits for a slot at most before it is refused.
+    pub max_wait: Duration,
     /// Servers starting (connecting, handshaking, listing) at once, at
     /// most: many slow servers do not hold the others up.
     pub start_concurrency: usize,
@@ -74,6 +79,8 @@ impl Default for SupervisorOptions {
             backoff_max: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(2),
             max_in_flight: 256,
+            max_waiting: 1024,
+            max_wait: Duration::from_secs(30),
             start_concurrency: 8,
             authorizer: None,
             max_message_bytes: mcp_core::stdio::MAX_LINE_BYTES,

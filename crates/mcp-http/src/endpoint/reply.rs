@@ -72,8 +72,10 @@ pub(super) enum Era {
     Modern,
 }
 
-/// The HTTP status of a JSON response carrying `text`.
-fn status_of(text: &str, era: Era) -> StatusCode {
+/// The HTTP status of a JSON response carrying `text`, and for an error
+/// whose `data.retryAfterSeconds` says when to try again (a rate limit),
+/// that many whole seconds (at least one) for `Retry-After`.
+fn head_of(text: &str, era: Era) -> (StatusCode, Option<u64>) {
     #[derive(Deserialize)]
     struct ErrorProbe {
         #[serde(default)]
@@ -82,17 +84,23 @@ fn status_of(text: &str, era: Era) -> StatusCode {
     }
     static ERROR: TextSearch = TextSearch::new("\"error\"");
     if is_plain_result(text) || !ERROR.is_in(text) {
-        return StatusCode::OK;
+        return (StatusCode::OK, None);
     }
     let Ok(ErrorProbe {
         id,
         error: Some(error),
     }) = serde_json::from_str::<ErrorProbe>(text)
     else {
-        return StatusCode::OK;
+        return (StatusCode::OK, None);
     };
+    let retry_after = error
+        .data
+        .as_ref()
+        .and_then(|data| data.get("retryAfterSeconds")?.as_f64())
+        .filter(|seconds| seconds.is_finite() && *seconds >= 0.0)
+        .map(|seconds| (seconds.ceil() as u64).max(1));
     let no_id = id.is_none_or(|v| v.is_null());
-    match (era, error.code) {
+    let status = match (era, error.code) {
         (_, error_codes::PARSE_ERROR | error_codes::INVALID_REQUEST) if no_id => {
             StatusCode::BAD_REQUEST
         }
@@ -107,7 +115,8 @@ fn status_of(text: &str, era: Era) -> StatusCode {
             | error_codes::UNSUPPORTED_PROTOCOL_VERSION,
         ) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
-    }
+    };
+    (status, retry_after)
 }
 
 /// Whether `text` opens as a result response to a numeric id, as this
@@ -119,10 +128,17 @@ fn is_plain_result(text: &str) -> bool {
         .is_some_and(|rest| rest.starts_with(r#","result":"#))
 }
 
-/// A response carrying one JSON message.
+/// A response carrying one JSON message; an error saying when to retry
+/// (`data.retryAfterSeconds`) gets `Retry-After`.
 pub(super) fn json_response(text: MessageText, era: Era) -> Response {
-    let status = status_of(&text, era);
-    json_with_status(status, text.into_body())
+    let (status, retry_after) = head_of(&text, era);
+    let mut response = json_with_status(status, text.into_body());
+    if let Some(seconds) = retry_after {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
 }
 
 #[cfg(test)]
@@ -137,7 +153,7 @@ mod tests {
                 .unwrap(),
         );
         assert!(is_plain_result(&result), "{result}");
-        assert_eq!(status_of(&result, Era::Modern), StatusCode::OK);
+        assert_eq!(head_of(&result, Era::Modern).0, StatusCode::OK);
         for not_plain in [
             r#"{"jsonrpc":"2.0","id":"a","result":{}}"#,
             r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"m"}}"#,
@@ -147,9 +163,20 @@ mod tests {
         }
         let invalid_params = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"m"}}"#;
         assert_eq!(
-            status_of(invalid_params, Era::Modern),
+            head_of(invalid_params, Era::Modern).0,
             StatusCode::BAD_REQUEST
         );
-        assert_eq!(status_of(invalid_params, Era::Legacy), StatusCode::OK);
+        assert_eq!(head_of(invalid_params, Era::Legacy).0, StatusCode::OK);
+    }
+
+    #[test]
+    fn an_error_saying_when_to_retry_gets_retry_after_in_whole_seconds() {
+        let limited = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32029,"message":"m","data":{"retryAfterSeconds":2.2}}}"#;
+        assert_eq!(head_of(limited, Era::Legacy), (StatusCode::OK, Some(3)));
+        let soon = limited.replace("2.2", "0.01");
+        assert_eq!(head_of(&soon, Era::Modern).1, Some(1));
+        let other =
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32029,"message":"m","data":{"retry":2}}}"#;
+        assert_eq!(head_of(other, Era::Legacy).1, None);
     }
 }
