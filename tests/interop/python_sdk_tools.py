@@ -8,19 +8,12 @@ Prints `ok: ...` per check; exits non-zero with `FAILED: ...` otherwise.
 """
 
 import json
-import subprocess
 import sys
 import urllib.request
 
 import anyio
+from interop_checks import check, start_http
 from mcp import Client
-
-
-def check(condition, what, detail=None):
-    if not condition:
-        suffix = f"\n  got: {detail}" if detail is not None else ""
-        raise SystemExit(f"FAILED: {what}{suffix}")
-    print(f"ok: {what}")
 
 
 def listed_by_the_server(url):
@@ -58,15 +51,8 @@ async def seen_by_the_sdk(url, mode):
 
 
 async def main(binary):
-    server = subprocess.Popen([binary, "serve", "everything", "--http", "127.0.0.1:0"],
-                              stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    server, url = start_http([binary, "serve", "everything", "--http", "127.0.0.1:0"])
     try:
-        url = None
-        for line in server.stdout:
-            if line.startswith("MCP endpoint: "):
-                url = line.removeprefix("MCP endpoint: ").strip()
-                break
-        check(url is not None, "mcp serve everything --http prints its endpoint")
         listed = listed_by_the_server(url)
         check("region_query" in listed, "the server lists region_query (x-mcp-header arguments)")
         for mode, era in [("legacy", "2025-11-25"), ("auto", "2026-07-28")]:

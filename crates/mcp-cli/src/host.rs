@@ -37,6 +37,11 @@ pub struct HostArgs {
     /// --stdio` in a client's config to give it every server).
     #[arg(long)]
     pub stdio: bool,
+    /// With --stdio, serve this view of the catalog (`[views.NAME]` in
+    /// the settings file) instead of all of it. Over HTTP every view is
+    /// served at /views/NAME/mcp.
+    #[arg(long, value_name = "NAME", requires = "stdio")]
+    pub view: Option<String>,
     /// Also accept these Host names and Origins (repeatable), beyond the
     /// loopback ones; `*` accepts any (only behind a trusted proxy).
     #[arg(long, value_name = "HOST_OR_ORIGIN")]
@@ -219,7 +224,24 @@ pub async fn run(args: &HostArgs) -> Result<()> {
     let reporting = tokio::spawn(report_states(host.clone(), start_timeout));
     let reloading = tokio::spawn(watch_config(host.clone(), args.config.clone(), vars));
     let admin = admin.map(|admin| admin.serve(&host, &allow)).transpose()?;
-    let gateway = Gateway::new(host.clone(), "mcp-host", env!("CARGO_PKG_VERSION"));
+    let version = env!("CARGO_PKG_VERSION");
+    let mut views = settings.views().map_err(anyhow::Error::msg)?;
+    let gateway = match &args.view {
+        None => Gateway::new(host.clone(), "mcp-host", version),
+        Some(name) => {
+            let at = views
+                .iter()
+                .position(|v| v.name == *name)
+                .with_context(|| {
+                    let known: Vec<&str> = views.iter().map(|v| v.name.as_str()).collect();
+                    format!(
+                        "no view {name:?} in the settings file (views: {})",
+                        known.join(", ")
+                    )
+                })?;
+            Gateway::for_view(host.clone(), views.swap_remove(at), name, version)
+        }
+    };
     let served = if stdio {
         let session = mcp_core::serve(
             mcp_core::stdio::stdio(),
@@ -244,7 +266,15 @@ pub async fn run(args: &HostArgs) -> Result<()> {
             max_connections_per_ip: settings.serve.max_connections_per_ip,
         };
         let service: Arc<dyn mcp_core::Service> = Arc::new(gateway);
-        let routes = crate::host_admin::endpoint_routes(&host);
+        let mut routes = crate::host_admin::endpoint_routes(&host);
+        for view in views {
+            let prefix = format!("/views/{}", view.name);
+            print_err(&format!("view {}: {prefix}/mcp", view.name));
+            let name = view.name.clone();
+            let gateway = Gateway::for_view(host.clone(), view, &name, version);
+            let config = gateway.session_config();
+            routes.endpoints.push((prefix, Arc::new(gateway), config));
+        }
         match &redis {
             None => {
                 serve_service(

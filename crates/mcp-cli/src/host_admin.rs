@@ -89,6 +89,7 @@ pub fn endpoint_routes(host: &Host) -> Extra {
     Extra {
         guarded: Some(status(host)),
         open: Some(health(host)),
+        endpoints: Vec::new(),
     }
 }
 

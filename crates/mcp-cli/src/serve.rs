@@ -442,6 +442,15 @@ pub struct Extra {
     pub guarded: Option<axum::Router>,
     /// Routes for load balancers (health).
     pub open: Option<axum::Router>,
+    /// More MCP servers beside the main one, each under its path prefix
+    /// (`/views/NAME`: `/views/NAME/mcp`, `/views/NAME/sse`,
+    /// `/views/NAME/ws`), with the main endpoint's limits; their sessions
+    /// are kept in this process.
+    pub endpoints: Vec<(
+        String,
+        std::sync::Arc<dyn mcp_core::Service>,
+        mcp_core::SessionConfig,
+    )>,
 }
 
 /// What is done with each resource a session is subscribed to.
@@ -666,6 +675,25 @@ pub async fn serve_shared(
         .flatten()
         .map(|path| format!("{origin}{path}"))
         .collect();
+    // The other endpoints' routes, guarded as the others are.
+    let mut guarded_routes = extra.guarded;
+    for (prefix, service, session_config) in extra.endpoints {
+        let mut config = config.clone().path(format!("{prefix}/mcp"));
+        config.legacy_sse_path = Some(format!("{prefix}/sse"));
+        config.legacy_message_path = format!("{prefix}/messages");
+        config.websocket_path = Some(format!("{prefix}/ws"));
+        let own = mcp_http::HttpConfig::loopback(local.port());
+        config.event_store = own.event_store;
+        config.session_store = own.session_store;
+        config.stored_updates = None;
+        config.response_relay = None;
+        config.task_relay = None;
+        let router = mcp_http::McpEndpoint::new(service, session_config, config).router();
+        guarded_routes = Some(match guarded_routes {
+            Some(routes) => routes.merge(router),
+            None => router,
+        });
+    }
     let endpoint = mcp_http::McpEndpoint::new(service, session_config, config);
     if let Some(bus) = &_bus {
         // Answers other instances received to this one's requests.
@@ -699,8 +727,8 @@ pub async fn serve_shared(
         });
     }
     let guard = mcp_http::guard::GuardLayer::new(std::sync::Arc::clone(&policy));
-    let plain = extra.guarded.is_none() && extra.open.is_none();
-    let guarded = extra.guarded.map(|r| r.layer(guard.clone()));
+    let plain = guarded_routes.is_none() && extra.open.is_none();
+    let guarded = guarded_routes.map(|r| r.layer(guard.clone()));
     let open = extra.open.map(|r| r.layer(guard));
     let with_guarded = move |router: axum::Router| match guarded {
         Some(extra) => router.merge(extra),

@@ -242,6 +242,15 @@ impl Catalog {
         self.tool_routes.get(name)
     }
 
+    /// The upstream of exposed resource template `uri_template`.
+    pub fn template(&self, uri_template: &str) -> Option<usize> {
+        let literal = uri_template.split('{').next().unwrap_or_default();
+        self.template_routes
+            .iter()
+            .find(|route| route.prefix == literal)
+            .map(|route| route.upstream)
+    }
+
     /// The route of exposed prompt `name`.
     pub fn prompt(&self, name: &str) -> Option<&Route> {
         self.prompt_routes.get(name)

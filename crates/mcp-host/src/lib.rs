@@ -61,6 +61,7 @@ pub mod suspicious;
 mod tasks;
 pub mod upstream;
 mod upstream_meta;
+pub mod views;
 
 pub use audit::{AuditLog, AuditSettings};
 pub use catalog::Catalog;

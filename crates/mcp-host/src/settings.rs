@@ -53,6 +53,11 @@
 //! per = "caller"              # whose budget: caller | server | tool
 //! rate = "20/minute"          # N/second | N/minute | N/hour (or preset = "read" | "invoke_tool" | "create" | "update" | "delete" | "default")
 //!
+//! [views.research]            # a view: a subset of the catalog at /views/research/mcp (or --view research)
+//! servers = ["time", "fetch*"] # globs over the config's server names
+//! tools = ["*"]               # globs over the tools' names as shown
+//! discovery = true            # list search_tools, describe_tool and call_tool instead
+//!
 //! [[policy]]                  # rules, see the policy module: deny wins over ask over allow
 //! decision = "deny"           # allow | deny | ask
 //! server = "memory"           # glob over the config's server names
@@ -99,6 +104,9 @@ pub struct HostSettings {
     /// Rate limits (see [`crate::limits`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits: Vec<crate::limits::LimitSettings>,
+    /// Curated views of the catalog, by name (see [`crate::views`]).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub views: std::collections::BTreeMap<String, crate::views::ViewSettings>,
 }
 
 /// `[guard]`: the policy's default.
@@ -359,8 +367,17 @@ impl HostSettings {
         Ok(settings)
     }
 
+    /// The views these settings describe, by name.
+    pub fn views(&self) -> Result<Vec<crate::views::View>, String> {
+        self.views
+            .iter()
+            .map(|(name, view)| crate::views::View::compile(name, view))
+            .collect()
+    }
+
     /// The host options these settings give.
     pub fn options(&self) -> Result<HostOptions, String> {
+        self.views()?;
         let mut supervisor = SupervisorOptions::default();
         let s = &self.servers;
         let durations = [

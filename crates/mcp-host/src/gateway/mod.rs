@@ -29,6 +29,7 @@ use serde_json::{Map, Value, json};
 
 mod audited;
 mod consent;
+mod discovery;
 mod forward;
 mod guard;
 mod measured;
@@ -50,11 +51,15 @@ use pages::ListOf;
 use results::rewrite_uris;
 use target::Target;
 
-/// The host's catalog as an MCP server.
+/// The host's catalog as an MCP server: all of it, or one view of it.
 #[derive(Clone)]
 pub struct Gateway {
     host: Host,
     identity: Arc<ServerIdentity>,
+    /// The view served, where this serves one.
+    view: Option<Arc<crate::views::View>>,
+    /// The view's tools indexed for search (discovery mode).
+    index: Arc<discovery::IndexCache>,
 }
 
 /// Where a request by name or URI goes: its upstream, and the name or URI
@@ -134,7 +139,27 @@ impl Gateway {
         identity.set_instructions(host.catalog().instructions.clone());
         let identity = Arc::new(identity);
         follow_instructions(&host, &identity);
-        Gateway { host, identity }
+        Gateway {
+            host,
+            identity,
+            view: None,
+            index: Arc::default(),
+        }
+    }
+
+    /// A gateway in front of `view` of `host`'s catalog, called `name`:
+    /// its lists hold the view's items only (or, in discovery mode, the
+    /// three discovery tools), and what is outside it cannot be reached
+    /// through it. Its instructions are the view's, else its servers'.
+    pub fn for_view(host: Host, view: crate::views::View, name: &str, version: &str) -> Gateway {
+        let mut gateway = Gateway::new(host, name, version);
+        if let Some(own) = &view.instructions {
+            let identity = ServerIdentity::new(Implementation::new(name, version), capabilities());
+            identity.set_instructions(Some(own.clone()));
+            gateway.identity = Arc::new(identity);
+        }
+        gateway.view = Some(Arc::new(view));
+        gateway
     }
 
     /// The engine settings for serving the gateway.
@@ -236,12 +261,21 @@ impl Gateway {
         let params = params?;
         if let Some(list) = ListOf::asked_by(method) {
             let params = params.into_map()?;
+            if list == ListOf::Tools && self.view.as_ref().is_some_and(|v| v.discovery) {
+                return pages::whole(list, &discovery::tools(), ctx.revision);
+            }
             let catalog = self.host.catalog();
-            if !guard::filters_lists(&self.host) {
+            let filters = guard::filters_lists(&self.host);
+            if !filters && self.view.is_none() {
                 return pages::page(&catalog, list, &params, ctx.revision, None);
             }
-            let visible = guard::Visible::new(&self.host, &catalog, Caller::of(&ctx));
-            let shows = |list, item: &_| visible.shows(list, item);
+            let visible =
+                filters.then(|| guard::Visible::new(&self.host, &catalog, Caller::of(&ctx)));
+            let servers = self.host.upstream_names();
+            let shows = |list, item: &_| {
+                visible.as_ref().is_none_or(|v| v.shows(list, item))
+                    && self.view_shows(&catalog, &servers, list, item)
+            };
             return pages::page(&catalog, list, &params, ctx.revision, Some(&shows));
         }
         let target = target.transpose()?;
@@ -618,6 +652,28 @@ impl Gateway {
     }
 }
 
+impl Gateway {
+    /// `target`, where this gateway's view holds it.
+    fn within_view(&self, target: Target) -> Result<Target, ErrorObject> {
+        let Some(view) = &self.view else {
+            return Ok(target);
+        };
+        let holds = match target.kind {
+            crate::policy::Kind::Tool => self.view_has_tool(&target.server, &target.asked),
+            _ => view.has_server(&target.server),
+        };
+        if holds {
+            return Ok(target);
+        }
+        Err(ErrorObject::invalid_params(format!(
+            "unknown {}: {} (not in view {:?})",
+            target.kind.as_str(),
+            target.asked,
+            view.name
+        )))
+    }
+}
+
 /// Counts a call among those held while a person is asked, while it is.
 struct Asking<'a>(&'a Host);
 
@@ -664,10 +720,25 @@ impl Service for Gateway {
         }
         let params = Params::read_parsed(request.params_past_meta().as_deref());
         let method = request.method;
+        if let Some(view) = self.view.as_ref().filter(|v| v.discovery)
+            && method == methods::TOOLS_CALL
+            && let Ok(params) = &params
+            && let Some(name) = params
+                .str("name")
+                .filter(|n| discovery::is_discovery_tool(n))
+        {
+            let arguments = params
+                .raw("arguments")
+                .and_then(|raw| serde_json::from_str::<Map<String, Value>>(raw.get()).ok())
+                .unwrap_or_default();
+            let (view, name) = (Arc::clone(view), name.into_owned());
+            return box_future(move || gateway.discovery_call(view, name, arguments, ctx));
+        }
         let target = params
             .as_ref()
             .ok()
-            .and_then(|params| Target::of(&self.host, &method, params, &ctx));
+            .and_then(|params| Target::of(&self.host, &method, params, &ctx))
+            .map(|target| target.and_then(|target| self.within_view(target)));
         let verdict = match &target {
             Some(Ok(target)) => guard::decide(&self.host, target, &ctx),
             _ => None,

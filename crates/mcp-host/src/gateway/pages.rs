@@ -87,6 +87,17 @@ pub(super) fn page(
     })
 }
 
+/// A list of a few `items`, in one page, as `revision` shows it.
+pub(super) fn whole(list: ListOf, items: &[Item], revision: ProtocolVersion) -> HandlerResult {
+    let chunk: Vec<&Item> = items.iter().collect();
+    to_result(&Page {
+        key: list.key(),
+        items: &chunk,
+        next: None,
+        hints: (!revision.is_legacy()).then_some(CACHE_HINTS),
+    })
+}
+
 /// Which merged list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum ListOf {
