@@ -242,6 +242,63 @@ impl Catalog {
         self.tool_routes.get(name)
     }
 
+    /// The upstreams whose tools (`Tools`), resources and templates, or
+    /// prompts differ between `self` and `other`.
+    pub(crate) fn changed_upstreams(
+        &self,
+        other: &Catalog,
+        kind: crate::ListKind,
+    ) -> std::collections::BTreeSet<usize> {
+        let mine = self.by_upstream(kind);
+        let theirs = other.by_upstream(kind);
+        mine.keys()
+            .chain(theirs.keys())
+            .filter(|index| mine.get(index) != theirs.get(index))
+            .copied()
+            .collect()
+    }
+
+    /// The items of `kind`'s lists, by upstream.
+    fn by_upstream(&self, kind: crate::ListKind) -> HashMap<usize, Vec<&Item>> {
+        let mut items: HashMap<usize, Vec<&Item>> = HashMap::new();
+        let text = |item: &Item, key: &str| -> String {
+            item.get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let mut add = |upstream: Option<usize>, item| {
+            // What no route names is counted under every upstream's key
+            // at once: usize::MAX, changed wherever it differs.
+            items
+                .entry(upstream.unwrap_or(usize::MAX))
+                .or_default()
+                .push(item);
+        };
+        match kind {
+            crate::ListKind::Tools => {
+                for item in &self.tools {
+                    add(self.tool(&text(item, "name")).map(|r| r.upstream), item);
+                }
+            }
+            crate::ListKind::Prompts => {
+                for item in &self.prompts {
+                    add(self.prompt(&text(item, "name")).map(|r| r.upstream), item);
+                }
+            }
+            crate::ListKind::Resources => {
+                for item in &self.resources {
+                    let uri = text(item, "uri");
+                    add(self.resource_routes.get(&uri).map(|r| r.upstream), item);
+                }
+                for item in &self.templates {
+                    add(self.template(&text(item, "uriTemplate")), item);
+                }
+            }
+        }
+        items
+    }
+
     /// The upstream of exposed resource template `uri_template`.
     pub fn template(&self, uri_template: &str) -> Option<usize> {
         let literal = uri_template.split('{').next().unwrap_or_default();

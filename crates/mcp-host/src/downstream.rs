@@ -4,12 +4,14 @@
 //! updates and log messages.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use mcp_core::{Outbox, Peer};
 use mcp_schema::jsonrpc::RequestId;
 use mcp_schema::{LoggingLevel, Meta, SubscriptionFilter, methods};
 use serde_json::{Value, json};
+
+use crate::views::View;
 
 /// Which list changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,6 +55,8 @@ struct Listener {
     peer: Peer,
     id: RequestId,
     filter: SubscriptionFilter,
+    /// The view it listens through, if any.
+    view: Option<Arc<View>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -63,6 +67,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[derive(Default)]
 pub(crate) struct Downstream {
     sessions: Mutex<HashMap<usize, Peer>>,
+    /// The view of each session opened on one.
+    views: Mutex<HashMap<usize, Arc<View>>>,
     listeners: Mutex<(u64, HashMap<u64, Listener>)>,
 }
 
@@ -79,12 +85,16 @@ impl Drop for ListenerGuard<'_> {
 }
 
 impl Downstream {
-    pub(crate) fn session_ready(&self, peer: &Peer) {
+    pub(crate) fn session_ready(&self, peer: &Peer, view: Option<Arc<View>>) {
         lock(&self.sessions).insert(peer.session_key(), peer.clone());
+        if let Some(view) = view {
+            lock(&self.views).insert(peer.session_key(), view);
+        }
     }
 
     pub(crate) fn session_closed(&self, peer: &Peer) {
         lock(&self.sessions).remove(&peer.session_key());
+        lock(&self.views).remove(&peer.session_key());
     }
 
     /// How many legacy sessions and listen streams are open.
@@ -97,6 +107,7 @@ impl Downstream {
         peer: &Peer,
         id: &RequestId,
         filter: SubscriptionFilter,
+        view: Option<Arc<View>>,
     ) -> ListenerGuard<'_> {
         let mut listeners = lock(&self.listeners);
         listeners.0 += 1;
@@ -107,6 +118,7 @@ impl Downstream {
                 peer: peer.clone(),
                 id: id.clone(),
                 filter,
+                view,
             },
         );
         ListenerGuard {
@@ -115,14 +127,19 @@ impl Downstream {
         }
     }
 
-    /// Tells every client that `kind` changed.
-    pub(crate) fn list_changed(&self, kind: ListKind) {
+    /// Tells every client that `kind` changed, but those on a view the
+    /// change does not `affect`.
+    pub(crate) fn list_changed(&self, kind: ListKind, affects: &dyn Fn(&View) -> bool) {
         let mut outbox = Outbox::new();
-        for peer in lock(&self.sessions).values() {
-            outbox.push(peer, kind.method(), &json!({}), ());
+        let views = lock(&self.views);
+        for (key, peer) in lock(&self.sessions).iter() {
+            if views.get(key).is_none_or(|view| affects(view)) {
+                outbox.push(peer, kind.method(), &json!({}), ());
+            }
         }
+        drop(views);
         for listener in lock(&self.listeners).1.values() {
-            if kind.wanted(&listener.filter) {
+            if kind.wanted(&listener.filter) && listener.view.as_deref().is_none_or(affects) {
                 let params = json!({ "_meta": subscription_meta(&listener.id) });
                 outbox.push(&listener.peer, kind.method(), &params, ());
             }

@@ -700,9 +700,9 @@ impl Host {
     }
 }
 
-/// Rebuilds the catalog from the upstreams as they are now; returns what
-/// changed.
-fn rebuild(inner: &Inner) -> (bool, bool, bool) {
+/// Rebuilds the catalog from the upstreams as they are now; returns, for
+/// each kind of list, the upstreams whose part of it changed.
+fn rebuild(inner: &Inner) -> [(ListKind, std::collections::BTreeSet<usize>); 3] {
     let sources: Vec<Source> = read(&inner.upstreams)
         .iter()
         .flatten()
@@ -718,11 +718,8 @@ fn rebuild(inner: &Inner) -> (bool, bool, bool) {
         tracing::warn!("name collision: {collision}");
     }
     let mut slot = write(&inner.catalog);
-    let changed = (
-        slot.tools != fresh.tools,
-        slot.resources != fresh.resources || slot.templates != fresh.templates,
-        slot.prompts != fresh.prompts,
-    );
+    let changed = [ListKind::Tools, ListKind::Resources, ListKind::Prompts]
+        .map(|kind| (kind, slot.changed_upstreams(&fresh, kind)));
     *slot = Arc::new(fresh);
     changed
 }
@@ -753,17 +750,29 @@ async fn signal_loop(host: std::sync::Weak<Inner>, mut signals: mpsc::Receiver<(
             }
         }
         if changed {
-            let (tools, resources, prompts) = rebuild(&inner);
-            let downstream = &inner.downstream;
-            for (kind, did) in [
-                (ListKind::Tools, tools),
-                (ListKind::Resources, resources),
-                (ListKind::Prompts, prompts),
-            ] {
-                if did {
-                    downstream.list_changed(kind);
+            let lists = rebuild(&inner);
+            let names = read(&inner.upstreams)
+                .iter()
+                .map(|u| u.as_ref().map(|u| u.config.name.clone()))
+                .collect::<Vec<_>>();
+            for (kind, upstreams) in &lists {
+                if upstreams.is_empty() {
+                    continue;
                 }
+                // A view hears of a change of its servers' lists (or of a
+                // server that is gone, whatever its name was).
+                let affects = |view: &crate::views::View| {
+                    upstreams.iter().any(|index| {
+                        names
+                            .get(*index)
+                            .cloned()
+                            .flatten()
+                            .is_none_or(|name| view.has_server(&name))
+                    })
+                };
+                inner.downstream.list_changed(*kind, &affects);
             }
+            let [tools, resources, prompts] = lists.map(|(_, upstreams)| !upstreams.is_empty());
             if tools || resources || prompts {
                 let _ = inner.events.send(HostEvent::CatalogChanged {
                     tools,

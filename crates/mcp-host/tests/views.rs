@@ -314,3 +314,81 @@ async fn a_discovery_view_finds_calls_and_audits_among_two_thousand_tools() {
         assert_eq!(row.outcome, "ok");
     }
 }
+
+/// A client of `gateway` in `era` that passes on the methods of the
+/// notifications it gets.
+async fn watching_client(
+    gateway: Gateway,
+    era: EraChoice,
+) -> (Client, tokio::sync::mpsc::UnboundedReceiver<String>) {
+    let (seen, notifications) = tokio::sync::mpsc::unbounded_channel();
+    let (server_side, client_side) = mcp_core::Transport::pair();
+    let _session = mcp_core::serve(
+        server_side,
+        std::sync::Arc::new(gateway.clone()),
+        gateway.session_config(),
+    );
+    let builder = Client::builder("views", "1.0")
+        .era(era)
+        .on_notification(move |n| {
+            let _ = seen.send(n.method.clone());
+        });
+    let client = within("connect", builder.connect(client_side))
+        .await
+        .expect("connect");
+    (client, notifications)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_change_reaches_only_the_views_of_its_server() {
+    let everything = on_http(mcp_servers::everything::server()).await;
+    let calendar = on_http(domain_server("calendar")).await;
+    let settings = HostSettings::parse(
+        "[views.e]\nservers = [\"everything\"]\n\n[views.c]\nservers = [\"calendar\"]\n",
+    )
+    .unwrap();
+    let host = Host::start(
+        HostConfig {
+            servers: vec![
+                ServerConfig::remote("everything", &everything),
+                ServerConfig::remote("calendar", &calendar),
+            ],
+            problems: Vec::new(),
+        },
+        settings.options().unwrap(),
+    );
+    host.wait_started(Duration::from_secs(20)).await;
+    let legacy = EraChoice::Pinned(ProtocolVersion::V2025_11_25);
+    let (on_e, mut heard_by_e) = watching_client(view_gateway(&host, &settings, "e"), legacy).await;
+    let (_on_c, mut heard_by_c) =
+        watching_client(view_gateway(&host, &settings, "c"), legacy).await;
+    let (_on_all, mut heard_by_all) =
+        watching_client(Gateway::new(host.clone(), "all", "1.0"), legacy).await;
+    within(
+        "the change",
+        on_e.call_tool("everything__test_trigger_tool_change", json!({})),
+    )
+    .await
+    .unwrap();
+    for heard in [&mut heard_by_e, &mut heard_by_all] {
+        within("tools/list_changed", async {
+            while let Some(method) = heard.recv().await {
+                if method == "notifications/tools/list_changed" {
+                    return;
+                }
+            }
+        })
+        .await;
+    }
+    // The calendar view's lists did not change: it hears nothing of it.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut heard = Vec::new();
+    while let Ok(method) = heard_by_c.try_recv() {
+        heard.push(method);
+    }
+    assert!(
+        !heard.iter().any(|m| m.ends_with("list_changed")),
+        "{heard:?}"
+    );
+    host.shutdown(Duration::from_secs(5)).await;
+}

@@ -635,11 +635,11 @@ impl Gateway {
             .flatten()
             .cloned()
             .collect();
-        let _registered = self
-            .host
-            .inner
-            .downstream
-            .listen(&ctx.peer, &ctx.id, filter);
+        let _registered =
+            self.host
+                .inner
+                .downstream
+                .listen(&ctx.peer, &ctx.id, filter, self.view.clone());
         // The servers of the resources asked for send their updates.
         for uri in &uris {
             self.host.subscribe_upstream(uri).await;
@@ -779,7 +779,10 @@ impl Service for Gateway {
     }
 
     fn session_ready(&self, peer: &Peer) {
-        self.host.inner.downstream.session_ready(peer);
+        self.host
+            .inner
+            .downstream
+            .session_ready(peer, self.view.clone());
     }
 
     fn tool_header_params(&self, name: &str) -> Option<Arc<[HeaderParam]>> {
