@@ -2,7 +2,8 @@
 //! and refuses the others; a discovery view over 2,000 tools of 20 servers
 //! lists its three tools, whose search finds the tool twenty queries
 //! written for this test mean among its first three, and a call through
-//! `call_tool` is audited as a direct call is. The upstreams are
+//! `call_tool` is audited as a direct call is (and the discovery tools'
+//! own calls as calls of no server). The upstreams are
 //! `mcp_server` servers over loopback HTTP.
 
 use std::time::Duration;
@@ -312,6 +313,15 @@ async fn a_discovery_view_finds_calls_and_audits_among_two_thousand_tools() {
         assert_eq!(row.method, "tools/call");
         assert_eq!(row.server.as_deref(), Some("weather"));
         assert_eq!(row.outcome, "ok");
+    }
+    // The discovery tools' own calls are records too, of no server.
+    for (tool, calls) in [("search_tools", QUERIES.len()), ("call_tool", 1)] {
+        let mut filter = AuditQuery::default();
+        filter.target = Some(tool.into());
+        filter.limit = 100;
+        let rows = query(&audit_file, &filter).unwrap();
+        assert_eq!(rows.len(), calls, "{tool}");
+        assert!(rows.iter().all(|r| r.server.is_none() && r.outcome == "ok"));
     }
 }
 

@@ -695,6 +695,32 @@ impl Drop for Asking<'_> {
     }
 }
 
+/// A call of a discovery view's own tool: the view, the tool and its
+/// arguments.
+type DiscoveryCall = Box<(Arc<crate::views::View>, String, Map<String, Value>)>;
+
+impl Gateway {
+    /// The answer to a request: a discovery view's own tool's, or
+    /// [`Gateway::answer`]'s.
+    async fn respond(
+        self,
+        discovery: Option<DiscoveryCall>,
+        method: String,
+        params: Result<Params, ErrorObject>,
+        target: Option<Result<Target, ErrorObject>>,
+        verdict: Option<Verdict>,
+        ctx: RequestContext,
+    ) -> (HandlerResult, Option<&'static str>) {
+        match discovery {
+            Some(call) => {
+                let (view, name, arguments) = *call;
+                (self.discovery_call(view, name, arguments, ctx).await, None)
+            }
+            None => self.answer(method, params, target, verdict, ctx).await,
+        }
+    }
+}
+
 /// The target of a method that always has one.
 fn named(target: Option<Target>) -> Result<Target, ErrorObject> {
     target.ok_or_else(|| ErrorObject::internal("the request names nothing to reach"))
@@ -720,23 +746,25 @@ impl Service for Gateway {
         }
         let params = Params::read_parsed(request.params_past_meta().as_deref());
         let method = request.method;
-        if let Some(view) = self.view.as_ref().filter(|v| v.discovery)
-            && method == methods::TOOLS_CALL
-            && let Ok(params) = &params
-            && let Some(name) = params
+        // A discovery view's own tools are answered here, counted and
+        // audited as calls that reach no server.
+        let discovery = match (&self.view, &params) {
+            (Some(view), Ok(params)) if view.discovery && method == methods::TOOLS_CALL => params
                 .str("name")
                 .filter(|n| discovery::is_discovery_tool(n))
-        {
-            let arguments = params
-                .raw("arguments")
-                .and_then(|raw| serde_json::from_str::<Map<String, Value>>(raw.get()).ok())
-                .unwrap_or_default();
-            let (view, name) = (Arc::clone(view), name.into_owned());
-            return box_future(move || gateway.discovery_call(view, name, arguments, ctx));
-        }
+                .map(|name| {
+                    let arguments = params
+                        .raw("arguments")
+                        .and_then(|raw| serde_json::from_str(raw.get()).ok())
+                        .unwrap_or_default();
+                    Box::new((Arc::clone(view), name.into_owned(), arguments))
+                }),
+            _ => None,
+        };
         let target = params
             .as_ref()
             .ok()
+            .filter(|_| discovery.is_none())
             .and_then(|params| Target::of(&self.host, &method, params, &ctx))
             .map(|target| target.and_then(|target| self.within_view(target)));
         let verdict = match &target {
@@ -749,7 +777,9 @@ impl Service for Gateway {
         });
         match self.host.audit() {
             None => box_future(move || async move {
-                let result = gateway.answer(method, params, target, verdict, ctx).await.0;
+                let (result, _) = gateway
+                    .respond(discovery, method, params, target, verdict, ctx)
+                    .await;
                 if let Some(measured) = measured {
                     measured.finish(&result);
                 }
@@ -766,8 +796,9 @@ impl Service for Gateway {
                     &ctx,
                 );
                 box_future(move || async move {
-                    let (result, answered) =
-                        gateway.answer(method, params, target, verdict, ctx).await;
+                    let (result, answered) = gateway
+                        .respond(discovery, method, params, target, verdict, ctx)
+                        .await;
                     audited.finish(&result, answered);
                     if let Some(measured) = measured {
                         measured.finish(&result);
