@@ -117,7 +117,9 @@ async fn require_token(State(token): State<Arc<str>>, request: Request, next: Ne
         .headers()
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim())
         .unwrap_or_default();
     if bool::from(given.as_bytes().ct_eq(token.as_bytes())) {
         return next.run(request).await;

@@ -176,6 +176,21 @@ async fn metrics_over_http_count_the_calls_of_both_eras_behind_a_token() {
         .await
         .unwrap();
     assert_eq!(wrong.status(), 401);
+    // The scheme's case does not matter (RFC 9110).
+    let lower = client
+        .get(format!("{base}/healthz"))
+        .header("authorization", format!("bearer {TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(lower.status(), 200);
+    let lower = client
+        .get(format!("{base}/status"))
+        .header("authorization", format!("bearer {TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(lower.status(), 200);
     let rebound = client
         .get(format!("{base}/metrics"))
         .bearer_auth(TOKEN)
