@@ -13,8 +13,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::extensions::Extensions;
+use crate::identity::Negotiated;
 use crate::peer::Peer;
-use crate::session::Negotiated;
 
 /// The context of one incoming request.
 #[derive(Clone, Debug)]

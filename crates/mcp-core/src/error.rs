@@ -1,6 +1,7 @@
 //! Why a request we sent did not produce a result.
 
-use mcp_schema::ErrorObject;
+use mcp_schema::jsonrpc::RequestId;
+use mcp_schema::{ErrorObject, ProtocolVersion, error_codes};
 
 /// The ways an outgoing request can fail.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -30,4 +31,17 @@ impl From<RequestError> for ErrorObject {
             other => ErrorObject::internal(other),
         }
     }
+}
+
+/// The -32600 error refusing a request whose id is that of a request
+/// still in flight.
+pub fn request_id_in_use(id: &RequestId) -> ErrorObject {
+    ErrorObject::invalid_request(format!("request id {id} is already in use"))
+}
+
+/// The -32022 error listing what this implementation supports.
+pub fn unsupported_version(requested: &str) -> ErrorObject {
+    ErrorObject::new(error_codes::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version").with_data(
+        serde_json::json!({ "supported": ProtocolVersion::supported_strings(), "requested": requested }),
+    )
 }

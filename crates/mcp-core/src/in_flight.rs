@@ -12,7 +12,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::session::request_id_in_use;
+use crate::error::request_id_in_use;
 
 /// The requests of one session.
 pub(crate) enum InFlight {

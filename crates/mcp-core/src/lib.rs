@@ -34,10 +34,12 @@ pub mod child;
 mod context;
 mod error;
 mod extensions;
+mod identity;
 mod in_flight;
 mod outbox;
 mod peer;
 mod read_spin;
+mod replies;
 mod request_meta;
 mod service;
 mod session;
@@ -49,15 +51,14 @@ mod transport;
 
 pub use context::{Progress, RequestContext};
 pub use error::RequestError;
+pub use error::{request_id_in_use, unsupported_version};
 pub use extensions::{ContinuesElsewhere, Extensions, Owner, SessionName};
+pub use identity::{ClientIdentity, Negotiated, Role, ServerIdentity, SessionConfig};
 pub use outbox::Outbox;
 pub use peer::{Peer, ProgressCallback, RequestOptions};
 pub use request_meta::KnownMeta;
 pub use service::{BoxFuture, HandlerResult, IncomingRequest, Service, box_future};
-pub use session::{
-    ClientIdentity, DirectSession, Negotiated, ReadFrame, Role, RunningSession, ServerIdentity,
-    SessionConfig, request_id_in_use, serve, unsupported_version,
-};
+pub use session::{DirectSession, ReadFrame, RunningSession, serve};
 pub use task_scope::TaskScope;
 pub use transport::{
     DEFAULT_CHANNEL_CAPACITY, FrameKind, FrameSink, Inbound, InboundFrame, OutboundFrame,

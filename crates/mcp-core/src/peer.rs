@@ -20,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::RequestError;
 use crate::extensions::Extensions;
+use crate::identity::{Negotiated, Role, SessionConfig};
 use crate::in_flight::InFlight;
-use crate::session::{Negotiated, Role, SessionConfig};
 use crate::transport::{FrameKind, FrameSink, OutboundFrame};
 
 /// Called with each progress notification the peer sends for a request.

@@ -7,23 +7,13 @@
 //! [`Negotiated`] it implies, keyed by that text.
 
 use std::borrow::Cow;
-use std::sync::{Arc, LazyLock, RwLock};
+use std::sync::{Arc, LazyLock};
 
-use foldhash::HashMap;
 use mcp_schema::leading_meta::META_FIRST;
 use mcp_schema::text_search::TextSearch;
-use mcp_schema::{ErrorObject, ProtocolVersion, RequestMetaObject};
+use mcp_schema::{ErrorObject, RequestMetaObject};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-
-use crate::session::{Negotiated, ServerIdentity};
-
-/// How many distinct `_meta` texts a server keeps; past that it starts over.
-const CAPACITY: usize = 64;
-
-/// How many of the latest remembered texts are looked for at the start of
-/// params before they are parsed.
-const RECENT: usize = 4;
 
 /// Looks for a `_meta` key in raw JSON, before a parse that needs one.
 pub(crate) static META_KEY: TextSearch = TextSearch::new("\"_meta\"");
@@ -90,137 +80,12 @@ pub(crate) fn read_meta(text: Option<&str>) -> Result<Arc<RequestMetaObject>, Er
     }
 }
 
-/// What a stateless request's `_meta` says, read once.
-#[derive(Debug)]
-pub(crate) struct StatelessClient {
-    /// The typed `_meta`.
-    pub(crate) meta: Arc<RequestMetaObject>,
-    /// Both sides, as a request with this `_meta` sees them (the revision
-    /// it asks for included).
-    pub(crate) negotiated: Arc<Negotiated>,
-}
-
-impl StatelessClient {
-    /// Both sides as a stateless request with `meta` sees them.
-    pub(crate) fn new(
-        identity: &ServerIdentity,
-        meta: Arc<RequestMetaObject>,
-        revision: ProtocolVersion,
-    ) -> Self {
-        let negotiated = Arc::new(Negotiated {
-            revision: Some(revision),
-            client_info: meta.client_info.clone(),
-            client_capabilities: meta.client_capabilities.clone().unwrap_or_default(),
-            server_info: Some(identity.info().clone()),
-            server_capabilities: identity.capabilities().clone(),
-        });
-        StatelessClient { meta, negotiated }
-    }
-
-    /// Whether the `_meta` is the same for every request of its client:
-    /// one with a progress token, or members beyond the protocol's own
-    /// (trace context, say), is particular to its request.
-    fn repeats(&self) -> bool {
-        self.meta.progress_token.is_none() && self.meta.other.is_empty()
-    }
-}
-
-/// The stateless clients a server has seen, by the text of their `_meta`.
-/// A clone starts empty.
-#[derive(Default)]
-pub(crate) struct StatelessClients {
-    seen: RwLock<Seen>,
-}
-
-#[derive(Default)]
-struct Seen {
-    by_text: HashMap<Arc<str>, Arc<StatelessClient>>,
-    /// The latest remembered, newest first.
-    recent: Vec<(Arc<RawValue>, Arc<StatelessClient>)>,
-}
-
-impl Seen {
-    /// The latest remembered `_meta` whose text opens `rest`, as a whole
-    /// value: one that `rest` goes on from with `,` or `}`.
-    fn recent_opening(&self, rest: &str) -> Option<&(Arc<RawValue>, Arc<StatelessClient>)> {
-        self.recent.iter().find(|(text, _)| {
-            rest.strip_prefix(text.get())
-                .is_some_and(|after| matches!(after.as_bytes().first(), Some(b',' | b'}')))
-        })
-    }
-}
-
-impl StatelessClients {
-    /// The remembered client whose `_meta` text opens `params`, with that
-    /// text. Found by comparing text, without
-    /// parsing: a client that writes its `_meta` first and the same every
-    /// time is recognised by a comparison of bytes. A complete JSON object
-    /// that the params go on from with `,` or `}` is the whole `_meta` value.
-    pub(crate) fn recognise<'p>(&self, params: &'p str) -> Option<(&'p str, Arc<StatelessClient>)> {
-        let rest = params.strip_prefix(META_FIRST)?;
-        let seen = self.seen.read().unwrap_or_else(|p| p.into_inner());
-        seen.recent_opening(rest)
-            .map(|(text, client)| (&rest[..text.get().len()], Arc::clone(client)))
-    }
-
-    /// The latest remembered `_meta` whose text opens `rest` (the text
-    /// after a `"_meta":` key), as a whole value, and its client.
-    pub(crate) fn recent_meta_opening(
-        &self,
-        rest: &str,
-    ) -> Option<(Arc<RawValue>, Arc<StatelessClient>)> {
-        let seen = self.seen.read().unwrap_or_else(|p| p.into_inner());
-        seen.recent_opening(rest)
-            .map(|(text, client)| (Arc::clone(text), Arc::clone(client)))
-    }
-
-    /// The client whose requests carry exactly this `_meta` text.
-    pub(crate) fn get(&self, text: &str) -> Option<Arc<StatelessClient>> {
-        let seen = self.seen.read().unwrap_or_else(|p| p.into_inner());
-        seen.by_text.get(text).cloned()
-    }
-
-    /// Remembers `client` under its `_meta` text, if that text repeats.
-    pub(crate) fn remember(&self, text: &str, client: &Arc<StatelessClient>) {
-        if !client.repeats() {
-            return;
-        }
-        // The text of a `_meta` member read before: valid JSON, checked
-        // again only here, once per client.
-        let Ok(raw) = RawValue::from_string(text.to_owned()) else {
-            return;
-        };
-        let mut seen = self.seen.write().unwrap_or_else(|p| p.into_inner());
-        if seen.by_text.len() >= CAPACITY {
-            *seen = Seen::default();
-        }
-        seen.recent.retain(|(recent, _)| recent.get() != text);
-        seen.recent.insert(0, (Arc::from(raw), Arc::clone(client)));
-        seen.recent.truncate(RECENT);
-        seen.by_text.insert(Arc::from(text), Arc::clone(client));
-    }
-}
-
-impl Clone for StatelessClients {
-    fn clone(&self) -> Self {
-        StatelessClients::default()
-    }
-}
-
-impl std::fmt::Debug for StatelessClients {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let seen = self.seen.read().map_or(0, |s| s.by_text.len());
-        f.debug_struct("StatelessClients")
-            .field("seen", &seen)
-            .finish()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::identity::{CAPACITY, RECENT, ServerIdentity, StatelessClient, StatelessClients};
     use mcp_schema::jsonrpc::{Frame, Message};
-    use mcp_schema::{Implementation, ServerCapabilities};
+    use mcp_schema::{Implementation, ProtocolVersion, ServerCapabilities};
 
     fn identity() -> ServerIdentity {
         ServerIdentity::new(Implementation::new("s", "1"), ServerCapabilities::default())
@@ -390,9 +255,6 @@ mod tests {
             let text = format!(r#"{{"io.modelcontextprotocol/protocolVersion":"{n}"}}"#);
             seen.remember(&text, &client(&identity, &text));
         }
-        assert!(
-            seen.seen.read().unwrap().by_text.len() <= CAPACITY,
-            "bounded"
-        );
+        assert!(seen.remembered() <= CAPACITY, "bounded");
     }
 }

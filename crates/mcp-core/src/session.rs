@@ -9,11 +9,9 @@ use std::time::Duration;
 
 use mcp_schema::jsonrpc::{self, ErrorResponse, Frame, Message, Notification, Request, RequestId};
 use mcp_schema::leading_meta::META_FIRST;
-use mcp_schema::text_search::TextSearch;
 use mcp_schema::{
-    CancelledNotificationParams, ClientCapabilities, DiscoverResult, ErrorObject, Implementation,
-    InitializeRequestParams, InitializeResult, ProgressNotificationParams, ProtocolVersion,
-    RequestMetaObject, ServerCapabilities, error_codes, methods,
+    CancelledNotificationParams, ErrorObject, InitializeRequestParams, InitializeResult,
+    ProgressNotificationParams, ProtocolVersion, RequestMetaObject, methods,
 };
 use serde_json::value::RawValue;
 use tokio::task::JoinHandle;
@@ -21,250 +19,13 @@ use tokio_util::task::TaskTracker;
 
 use crate::context::{Progress, RequestContext};
 use crate::extensions::Extensions;
+use crate::identity::{Negotiated, Role, ServerIdentity, SessionConfig, StatelessClient};
 use crate::in_flight::InFlight;
 use crate::peer::{Outbound, Peer, Phase, Shared};
-use crate::request_meta::{
-    KnownMeta, META_KEY, StatelessClient, StatelessClients, leading_meta_end, members_after,
-    meta_text, read_meta,
-};
+use crate::replies::{discover, empty_result, modern_revision, response_text, server_declares};
+use crate::request_meta::{KnownMeta, leading_meta_end, members_after, meta_text, read_meta};
 use crate::service::{HandlerResult, IncomingRequest, Service};
 use crate::transport::{FrameKind, FrameSink, Inbound, InboundFrame, Transport};
-
-/// Who the server is and what it offers, as announced at `initialize` and
-/// `server/discover`. Fixed once made but for its instructions, so what is
-/// derived from it (the `_meta` naming the server, what stateless clients
-/// said) is made once.
-#[derive(Clone, Debug)]
-pub struct ServerIdentity {
-    info: Implementation,
-    capabilities: ServerCapabilities,
-    /// Shared by the clones of one identity: a gateway's change as its
-    /// servers come and go ([`ServerIdentity::set_instructions`]).
-    instructions: Arc<std::sync::RwLock<Option<String>>>,
-    /// The `_meta` member naming the server on modern-era results.
-    meta_member: Option<Arc<str>>,
-    /// The stateless clients seen, so their repeated `_meta` is read once.
-    stateless_clients: StatelessClients,
-}
-
-impl ServerIdentity {
-    /// An identity with these capabilities and no instructions.
-    pub fn new(info: Implementation, capabilities: ServerCapabilities) -> Self {
-        ServerIdentity {
-            meta_member: server_meta_member(&info),
-            info,
-            capabilities,
-            instructions: Arc::default(),
-            stateless_clients: StatelessClients::default(),
-        }
-    }
-
-    /// Adds instructions.
-    pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
-        self.instructions = Arc::new(std::sync::RwLock::new(Some(instructions.into())));
-        self
-    }
-
-    /// Replaces the instructions of this identity and its clones, for the
-    /// `initialize` and `server/discover` answered from now on.
-    pub fn set_instructions(&self, instructions: Option<String>) {
-        *self.instructions.write().unwrap_or_else(|p| p.into_inner()) = instructions;
-    }
-
-    /// Name and version.
-    pub fn info(&self) -> &Implementation {
-        &self.info
-    }
-
-    /// What the server offers; requests for undeclared features get -32601.
-    pub fn capabilities(&self) -> &ServerCapabilities {
-        &self.capabilities
-    }
-
-    /// How to use the server.
-    pub fn instructions(&self) -> Option<String> {
-        self.instructions
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
-    /// The stateless clients this identity has served.
-    pub(crate) fn stateless_clients(&self) -> &StatelessClients {
-        &self.stateless_clients
-    }
-}
-
-/// Who the client is and what it can do for a server.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct ClientIdentity {
-    /// Name and version.
-    pub info: Implementation,
-    /// What the client answers; server requests for others get -32601.
-    pub capabilities: ClientCapabilities,
-}
-
-impl ClientIdentity {
-    /// An identity with these capabilities.
-    pub fn new(info: Implementation, capabilities: ClientCapabilities) -> Self {
-        ClientIdentity { info, capabilities }
-    }
-}
-
-/// Which side of the conversation this session is.
-#[derive(Clone, Debug)]
-pub enum Role {
-    /// Answers `initialize` and `server/discover`, serves features.
-    Server(Arc<ServerIdentity>),
-    /// Drives the handshake, answers sampling, roots and elicitation.
-    Client(Arc<ClientIdentity>),
-}
-
-/// The engine's settings.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct SessionConfig {
-    /// Which side this is.
-    pub role: Role,
-    /// Default wait for a response to an outgoing request.
-    pub request_timeout: Duration,
-    /// Progress may extend a request's wait up to this much in total.
-    pub max_request_timeout: Duration,
-    /// Incoming requests handled at once; more wait (back-pressure).
-    pub max_concurrent_requests: usize,
-    /// When the peer stops sending, requests in flight get this long to
-    /// finish before they are cancelled.
-    pub shutdown_grace: Duration,
-    /// The id of the first request this side sends in a session (then 1
-    /// more each time). Instances that share sessions start at different,
-    /// random points, so that their requests to one client never share an
-    /// id.
-    pub first_request_id: i64,
-}
-
-impl SessionConfig {
-    /// Parses a frame as [`Message::parse_frame`] does; a server reads a
-    /// stateless request whose params open with a `_meta` it has read
-    /// before (the same text, as a client repeats it with every request)
-    /// without parsing that `_meta` again, and the frame keeps what that
-    /// `_meta` was read as.
-    pub fn read_frame(&self, text: &str) -> Result<ReadFrame, ErrorResponse> {
-        if let Role::Server(identity) = &self.role {
-            let mut known = None;
-            let message = Message::parse_with_known_meta(text, |rest| {
-                let (text, client) = identity.stateless_clients().recent_meta_opening(rest)?;
-                known = Some(Recognised {
-                    client,
-                    meta_len: text.get().len(),
-                });
-                Some(text)
-            });
-            // The text compared equal where the params open: the client is
-            // the one of this request's `_meta`.
-            if let Some(message) = message {
-                return Ok(ReadFrame {
-                    frame: Frame::Single(message),
-                    known,
-                });
-            }
-        }
-        Message::parse_frame(text).map(ReadFrame::from)
-    }
-
-    /// Default settings for `role`: 60 s timeout, 10 min hard maximum,
-    /// 512 requests in flight, 5 s shutdown grace.
-    pub fn new(role: Role) -> Self {
-        SessionConfig {
-            role,
-            request_timeout: Duration::from_secs(60),
-            max_request_timeout: Duration::from_secs(600),
-            max_concurrent_requests: 512,
-            shutdown_grace: Duration::from_secs(5),
-            first_request_id: 1,
-        }
-    }
-
-    /// Sets the default request timeout.
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
-        self
-    }
-
-    /// Sets the hard maximum a request may wait, progress included.
-    pub fn max_request_timeout(mut self, timeout: Duration) -> Self {
-        self.max_request_timeout = timeout;
-        self
-    }
-
-    /// Sets how long requests in flight may finish after the peer stops sending.
-    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
-        self.shutdown_grace = grace;
-        self
-    }
-
-    /// Sets how many incoming requests run at once.
-    pub fn max_concurrent_requests(mut self, n: usize) -> Self {
-        self.max_concurrent_requests = n.max(1);
-        self
-    }
-}
-
-/// What both sides know about each other for a request: the revision and
-/// each side's identity and capabilities.
-#[derive(Clone, Debug, Default)]
-#[non_exhaustive]
-pub struct Negotiated {
-    /// The revision in force.
-    pub revision: Option<ProtocolVersion>,
-    /// The client's name and version, if it said.
-    pub client_info: Option<Implementation>,
-    /// What the client declared.
-    pub client_capabilities: ClientCapabilities,
-    /// The server's name and version, if known.
-    pub server_info: Option<Implementation>,
-    /// What the server declared.
-    pub server_capabilities: ServerCapabilities,
-}
-
-impl Negotiated {
-    /// The revision in force: the legacy one before any was agreed.
-    pub(crate) fn revision_in_force(&self) -> ProtocolVersion {
-        self.revision.unwrap_or(ProtocolVersion::LATEST_LEGACY)
-    }
-
-    /// What a client learned about a server of `revision` (from
-    /// `initialize` or `server/discover`).
-    pub fn for_client(
-        revision: ProtocolVersion,
-        client: &ClientIdentity,
-        server_info: Option<Implementation>,
-        server_capabilities: ServerCapabilities,
-    ) -> Self {
-        Negotiated {
-            revision: Some(revision),
-            client_info: Some(client.info.clone()),
-            client_capabilities: client.capabilities.clone(),
-            server_info,
-            server_capabilities,
-        }
-    }
-
-    /// The outcome of a legacy handshake, seen from the client.
-    pub fn from_initialize(
-        revision: ProtocolVersion,
-        client: &ClientIdentity,
-        result: &InitializeResult,
-    ) -> Self {
-        Negotiated {
-            revision: Some(revision),
-            client_info: Some(client.info.clone()),
-            client_capabilities: client.capabilities.clone(),
-            server_info: Some(result.server_info.clone()),
-            server_capabilities: result.capabilities.clone(),
-        }
-    }
-}
 
 /// How long a closing session waits for its last frames to be written.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -373,6 +134,36 @@ impl ReadFrame {
             meta: Arc::clone(&known.client.meta),
             members: members_after(params, end)?,
         })
+    }
+}
+
+impl SessionConfig {
+    /// Parses a frame as [`Message::parse_frame`] does; a server reads a
+    /// stateless request whose params open with a `_meta` it has read
+    /// before (the same text, as a client repeats it with every request)
+    /// without parsing that `_meta` again, and the frame keeps what that
+    /// `_meta` was read as.
+    pub fn read_frame(&self, text: &str) -> Result<ReadFrame, ErrorResponse> {
+        if let Role::Server(identity) = &self.role {
+            let mut known = None;
+            let message = Message::parse_with_known_meta(text, |rest| {
+                let (text, client) = identity.stateless_clients().recent_meta_opening(rest)?;
+                known = Some(Recognised {
+                    client,
+                    meta_len: text.get().len(),
+                });
+                Some(text)
+            });
+            // The text compared equal where the params open: the client is
+            // the one of this request's `_meta`.
+            if let Some(message) = message {
+                return Ok(ReadFrame {
+                    frame: Frame::Single(message),
+                    known,
+                });
+            }
+        }
+        Message::parse_frame(text).map(ReadFrame::from)
     }
 }
 
@@ -1096,169 +887,6 @@ struct Admitted {
     meta: Arc<RequestMetaObject>,
     /// Where the `_meta` member opening the params ends, if it does.
     leading_meta_end: Option<usize>,
-}
-
-/// The revision of a request outside a legacy session, from its `_meta`.
-/// In the order the specification checks: the per-request fields must be
-/// there (-32602), then the version must be one we serve (-32022).
-fn modern_revision(method: &str, meta: &RequestMetaObject) -> Result<ProtocolVersion, ErrorObject> {
-    let Some(requested) = meta.protocol_version.as_deref() else {
-        return Err(ErrorObject::invalid_params(format!(
-            "{method}: _meta[\"{}\"] is required (or start a legacy session with initialize)",
-            mcp_schema::META_PROTOCOL_VERSION
-        )));
-    };
-    if meta.client_capabilities.is_none() {
-        return Err(ErrorObject::invalid_params(format!(
-            "{method}: _meta[\"{}\"] is required",
-            mcp_schema::META_CLIENT_CAPABILITIES
-        )));
-    }
-    match requested.parse::<ProtocolVersion>() {
-        Ok(v) if !v.is_legacy() => Ok(v),
-        Ok(v) => Err(ErrorObject::invalid_request(format!(
-            "protocol version {v} starts with initialize; send initialize first"
-        ))),
-        Err(_) => Err(unsupported_version(requested)),
-    }
-}
-
-/// The -32600 error refusing a request whose id is that of a request
-/// still in flight.
-pub fn request_id_in_use(id: &RequestId) -> ErrorObject {
-    ErrorObject::invalid_request(format!("request id {id} is already in use"))
-}
-
-/// The -32022 error listing what this implementation supports.
-pub fn unsupported_version(requested: &str) -> ErrorObject {
-    ErrorObject::new(error_codes::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version").with_data(
-        serde_json::json!({ "supported": ProtocolVersion::supported_strings(), "requested": requested }),
-    )
-}
-
-/// Whether the server declared the capability `method` belongs to.
-fn server_declares(caps: &ServerCapabilities, method: &str) -> bool {
-    match method {
-        methods::TOOLS_LIST | methods::TOOLS_CALL => caps.tools.is_some(),
-        methods::RESOURCES_LIST | methods::RESOURCES_READ | methods::RESOURCES_TEMPLATES_LIST => {
-            caps.resources.is_some()
-        }
-        methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => caps
-            .resources
-            .as_ref()
-            .is_some_and(|r| r.subscribe == Some(true)),
-        methods::PROMPTS_LIST | methods::PROMPTS_GET => caps.prompts.is_some(),
-        methods::LOGGING_SET_LEVEL => caps.logging.is_some(),
-        methods::COMPLETION_COMPLETE => caps.completions.is_some(),
-        methods::TASKS_GET
-        | methods::TASKS_RESULT
-        | methods::TASKS_LIST
-        | methods::TASKS_CANCEL
-        | methods::TASKS_UPDATE => {
-            caps.tasks.is_some()
-                || caps
-                    .extensions
-                    .as_ref()
-                    .is_some_and(|e| e.contains_key(mcp_schema::EXTENSION_TASKS))
-        }
-        _ => true,
-    }
-}
-
-fn discover(identity: &ServerIdentity, revision: ProtocolVersion) -> HandlerResult {
-    let supported = ProtocolVersion::supported_strings()
-        .into_iter()
-        .map(String::from)
-        .collect();
-    let mut result = DiscoverResult::new(
-        supported,
-        revision.server_capabilities(&identity.capabilities),
-    );
-    result.instructions = identity.instructions();
-    let mut meta = mcp_schema::Meta::new();
-    meta.insert(
-        mcp_schema::META_SERVER_INFO.into(),
-        serde_json::to_value(&identity.info).map_err(ErrorObject::internal)?,
-    );
-    result.meta = Some(meta);
-    jsonrpc::to_raw(&result).map_err(ErrorObject::internal)
-}
-
-fn empty_result() -> Box<RawValue> {
-    RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| unreachable!("{{}} is valid JSON"))
-}
-
-/// The response text for a handler's outcome. In the modern era a
-/// successful result carries `resultType` and, where it has no `_meta` of
-/// its own, the server's identity in `_meta` (`server_meta` is that member,
-/// ready to insert). A handler that produced another kind of result
-/// (`input_required`, `task`) wrote `resultType` first; that one is left
-/// alone.
-fn response_text(
-    id: &RequestId,
-    result: HandlerResult,
-    revision: Option<ProtocolVersion>,
-    server_meta: Option<&str>,
-) -> String {
-    match result {
-        Ok(raw) if revision.is_some_and(ProtocolVersion::has_result_type) => {
-            completed_response(id, &raw, server_meta)
-                .unwrap_or_else(|| jsonrpc::write_response(id, &raw))
-        }
-        Ok(raw) => jsonrpc::write_response(id, &raw),
-        Err(error) => jsonrpc::write_error(Some(id), &error),
-    }
-}
-
-/// The response to `id` with `"resultType":"complete"` (and `server_meta`
-/// where the result has no `_meta`) at the front of the result object.
-/// `None` when the result is not an object or already says its type.
-fn completed_response(
-    id: &RequestId,
-    result: &RawValue,
-    server_meta: Option<&str>,
-) -> Option<String> {
-    static RESULT_TYPE: TextSearch = TextSearch::new("\"resultType\"");
-    let text = result.get();
-    let first_is_type = text
-        .trim_start()
-        .strip_prefix('{')
-        .is_some_and(|rest| rest.trim_start().starts_with("\"resultType\""));
-    if first_is_type
-        // Elsewhere in the object? Only a text that mentions the key needs
-        // the (slower) look at its top-level members.
-        || (RESULT_TYPE.is_in(text) && has_result_type(text))
-    {
-        return None;
-    }
-    const COMPLETE: &str = r#""resultType":"complete""#;
-    match server_meta.filter(|_| !META_KEY.is_in(text)) {
-        Some(meta) => jsonrpc::write_response_prepending(id, &[COMPLETE, meta], result),
-        None => jsonrpc::write_response_prepending(id, &[COMPLETE], result),
-    }
-}
-
-/// Whether a result object has a top-level `resultType` member.
-fn has_result_type(text: &str) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        #[serde(rename = "resultType", default)]
-        result_type: Option<serde::de::IgnoredAny>,
-    }
-    serde_json::from_str::<Probe>(text).is_ok_and(|p| p.result_type.is_some())
-}
-
-/// The `_meta` member that names a server on modern-era results.
-fn server_meta_member(info: &Implementation) -> Option<Arc<str>> {
-    let mut meta = mcp_schema::Meta::new();
-    meta.insert(
-        mcp_schema::META_SERVER_INFO.into(),
-        serde_json::to_value(info).ok()?,
-    );
-    Some(Arc::from(format!(
-        "\"_meta\":{}",
-        serde_json::to_string(&meta).ok()?
-    )))
 }
 
 #[cfg(test)]
