@@ -9,6 +9,16 @@
 //! carry the messages, and sends through a [`FrameSink`]: an idle session
 //! then holds no task and no channel.
 //!
+//! A message meets the modules in this order: `transport` (and `stdio`,
+//! `stdio_pipes`) carries its frame; `session` reads it and admits it
+//! (lifecycle, revision, capabilities), with `request_meta` reading a
+//! request's `_meta` and `identity` knowing both sides and what they
+//! negotiated (and the stateless clients a server has seen); `replies`
+//! answers what the protocol itself defines; `in_flight` correlates
+//! requests and responses; `context` and `service` hand a request to the
+//! role's handler; `peer` and `outbox` send back; `error` says why a
+//! request failed.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use mcp_core::{serve, BoxFuture, HandlerResult, IncomingRequest, RequestContext, Role, ServerIdentity,

@@ -8,16 +8,20 @@
 //! one MCP server on any transport, routing every request to its upstream
 //! and back.
 //!
-//! A request meets, in order: the target it names, resolved once from the
-//! catalog (`gateway/target.rs`); the [`policy`] (`gateway/guard.rs`:
-//! allow, deny, or ask, which also holds definitions changed since they
-//! were pinned); [`consent`] for `ask` (`gateway/consent.rs`: a grant, or
-//! a person asked through the client or the terminal); the upstream
+//! A request meets, in order: the [`views`] filter where the gateway
+//! serves a view (`gateway/discovery.rs`, which also answers a discovery
+//! view's own tools); the target it names, resolved once from the catalog
+//! (`gateway/target.rs`); the [`policy`] (`gateway/guard.rs`: allow, deny,
+//! or ask, which also holds definitions changed since they were pinned);
+//! the rate [`limits`]; [`consent`] for `ask` (`gateway/consent.rs`: a
+//! grant, or a person asked through the client or the terminal); a slot on
+//! its upstream (`max_in_flight`, bounded waits) and the upstream itself
 //! (`gateway/forward.rs`, with the eras bridged there and in
-//! `gateway/task_bridge.rs`); the [`secrets`] scan of its result; and the
-//! [`audit`] record around all of it (`gateway/audited.rs`). Each
-//! upstream is supervised in [`upstream`], which reads its lists, flags
-//! text aimed at the model ([`suspicious`]) and checks the pins.
+//! `gateway/task_bridge.rs`); the [`secrets`] scan of its result; and
+//! around all of it the [`audit`] record (`gateway/audited.rs`) and the
+//! [`metrics`] count (`gateway/measured.rs`). Each upstream is supervised
+//! in [`upstream`], which reads its lists, flags text aimed at the model
+//! ([`suspicious`]) and checks the pins.
 //!
 //! ```no_run
 //! use std::time::Duration;

@@ -134,7 +134,7 @@ pub struct Counted<'a> {
     pub tool: Option<&'a str>,
 }
 
-/// One row of [`RequestStats::counts`]: a method, era and outcome, and
+/// One row of [`RequestStats::tallies`]: a method, era and outcome, and
 /// how many requests.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Tally {
