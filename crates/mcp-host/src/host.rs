@@ -595,13 +595,17 @@ impl Host {
             tool_calls: stats.tool_calls(),
             ..ServerMetrics::default()
         };
-        let upstreams = self.upstreams();
+        let upstreams: std::collections::HashMap<String, Arc<Upstream>> = self
+            .upstreams()
+            .into_iter()
+            .map(|u| (u.name().to_owned(), u))
+            .collect();
         let status = self.status();
         let servers = status
             .servers
             .iter()
             .map(|server| {
-                let stats = upstreams.iter().find(|u| u.name() == server.name);
+                let stats = upstreams.get(&server.name);
                 let mut metrics = match stats {
                     Some(upstream) => counts(server.name.clone(), &upstream.stats),
                     None => counts(server.name.clone(), &Default::default()),
