@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{Context as _, Result, bail};
 use mcp_host::config::{GivenInputs, HostConfig, ServerConfig, Variables};
+use mcp_host::sampler::{Approve, SamplingMode};
 use mcp_host::{AuditLog, AuditSettings, AuthorizerFactory, Gateway, Host, UpstreamState};
 use serde_json::Value;
 
@@ -211,6 +212,11 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         .consent
         .registered
         .push(Arc::new(crate::tty_approver::TtyApprover::default()));
+    // A server's request to the host's model is reviewed at the terminal.
+    options
+        .sampling
+        .reviewers
+        .push(Arc::new(crate::tty_reviewer::TtyReviewer::default()));
     // Grants for always and pins are kept where a store is set, or where
     // some rule asks (in the user's state folder then).
     if settings.guard.store.is_some() || options.policy.can_ask() {
@@ -219,6 +225,7 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         options.supervisor.pins = Some(store);
     }
     print_err(&policy_line(&options));
+    print_err(&sampling_line(&options));
     // Served at once: servers that start slowly, or never, hold no one up.
     let host = Host::start(config, options);
     let reporting = tokio::spawn(report_states(host.clone(), start_timeout));
@@ -547,6 +554,34 @@ fn policy_line(options: &mcp_host::HostOptions) -> String {
                 store.path().display()
             ));
         }
+    }
+    line
+}
+
+/// Who answers servers' sampling requests, for the start-up lines.
+fn sampling_line(options: &mcp_host::HostOptions) -> String {
+    let sampling = &options.sampling;
+    let Some(model) = sampling.models.first() else {
+        return "sampling: the calling client answers (no [model] configured)".into();
+    };
+    let settings = &sampling.settings;
+    let mode = match settings.mode.unwrap_or(SamplingMode::ClientThenHost) {
+        SamplingMode::Client => "the calling client answers",
+        SamplingMode::Host => "the host's model answers",
+        SamplingMode::ClientThenHost => "the calling client answers, else the host's model",
+    };
+    let approve = match settings.approve.unwrap_or_default() {
+        Approve::Ask => "a person at the terminal approves each request and reply",
+        Approve::Allow => "unattended",
+    };
+    let mut line = format!(
+        "sampling: {mode}; model {:?} at {} ({approve})",
+        model.model,
+        model.base_url()
+    );
+    if !settings.servers.is_empty() {
+        let names: Vec<&str> = settings.servers.keys().map(String::as_str).collect();
+        line.push_str(&format!("; own rules for {}", names.join(", ")));
     }
     line
 }

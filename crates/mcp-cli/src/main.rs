@@ -28,8 +28,10 @@ mod target;
 mod task;
 mod terminal;
 mod tool_table;
+mod tty;
 mod tty_approver;
 mod tty_inputs;
+mod tty_reviewer;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};

@@ -128,6 +128,10 @@ pub struct HostOptions {
     /// Where the rate limits' budgets are kept when shared with other
     /// instances; none: in memory.
     pub budgets: Option<Arc<dyn crate::limits::SharedBudgets>>,
+    /// The host's models and who answers servers' sampling requests
+    /// (see [`crate::sampler`]); by default no model, and the clients
+    /// answer.
+    pub sampling: crate::sampler::SamplingOptions,
 }
 
 impl Default for HostOptions {
@@ -142,6 +146,7 @@ impl Default for HostOptions {
             metrics: false,
             limits: Arc::default(),
             budgets: None,
+            sampling: crate::sampler::SamplingOptions::default(),
         }
     }
 }
@@ -235,6 +240,14 @@ impl Host {
     pub fn start(config: HostConfig, mut options: HostOptions) -> Host {
         // What servers ask clients is recorded with what clients ask.
         options.supervisor.audit = options.audit.clone();
+        options.supervisor.sampler = match crate::sampler::Sampler::new(options.sampling.clone()) {
+            // Without a model the clients answer, as with no sampler.
+            Ok(sampler) => sampler.has_model().then(|| Arc::new(sampler)),
+            Err(why) => {
+                tracing::error!("sampling at the host is off: {why}");
+                None
+            }
+        };
         let (signals, receiver) = mpsc::channel(SIGNAL_QUEUE);
         let (events, _) = broadcast::channel(256);
         let host = Host {

@@ -21,7 +21,10 @@
 //! around all of it the [`audit`] record (`gateway/audited.rs`) and the
 //! [`metrics`] count (`gateway/measured.rs`). Each upstream is supervised
 //! in [`upstream`], which reads its lists, flags text aimed at the model
-//! ([`suspicious`]) and checks the pins.
+//! ([`suspicious`]) and checks the pins. What a server asks back
+//! (sampling, elicitation) goes only to the client whose call caused it;
+//! sampling may be answered by the host's own [`model`] instead, as the
+//! [`sampler`] decides, with a person reviewing it.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -54,10 +57,12 @@ mod glob;
 mod host;
 pub mod limits;
 pub mod metrics;
+pub mod model;
 pub mod names;
 mod params;
 pub mod policy;
 mod rounds;
+pub mod sampler;
 mod scan;
 pub mod secrets;
 pub mod settings;

@@ -251,7 +251,7 @@ fn preset(name: &str) -> Option<(Methods, Hints<Option<bool>>, &'static str)> {
 
 /// The quota `rate` writes (`N/second`, `N/minute` or `N/hour`), its
 /// interval and its burst.
-fn quota(rate: &str) -> Result<(Quota, Duration, u32), String> {
+pub(crate) fn quota(rate: &str) -> Result<(Quota, Duration, u32), String> {
     let (count, per) = rate
         .split_once('/')
         .ok_or_else(|| format!("rate {rate:?} must be N/second, N/minute or N/hour"))?;

@@ -58,6 +58,28 @@
 //! tools = ["*"]               # globs over the tools' names as shown
 //! discovery = true            # list search_tools, describe_tool and call_tool instead
 //!
+//! [model]                     # the host's model: sampling at the host, mcp chat
+//! provider = "openai"         # openai (any OpenAI-compatible server) | anthropic
+//! base_url = "http://127.0.0.1:8000/v1" # default: the provider's own API
+//! model = "smollm2"           # its name at the provider
+//! api_key_env = "OPENAI_API_KEY" # the variable holding the key (default per provider; none for local servers)
+//! timeout = 120               # seconds for a whole answer
+//! retries = 3                 # on 429, 5xx and lost connections, as Retry-After says
+//! max_tokens = 1024           # an answer's length where the request does not say
+//!
+//! [models.fast]               # more models, chosen by a request's modelPreferences
+//! model = "gpt-4o-mini"       # (same keys, and cost, speed, intelligence in [0, 1])
+//! cost = 0.9
+//!
+//! [sampling]                  # who answers servers' sampling requests
+//! mode = "client-then-host"   # client | host | client-then-host (default with a [model])
+//! approve = "ask"             # ask (a person sees each request and reply) | allow
+//! review_reply = true         # with ask: the reply is shown before the server gets it
+//! max_tokens = 2048           # a request asking more is cut to this
+//! rate = "30/hour"            # requests the model answers per server
+//! [sampling.servers.everything] # per server, the same keys
+//! approve = "allow"
+//!
 //! [[policy]]                  # rules, see the policy module: deny wins over ask over allow
 //! decision = "deny"           # allow | deny | ask
 //! server = "memory"           # glob over the config's server names
@@ -107,6 +129,17 @@ pub struct HostSettings {
     /// Curated views of the catalog, by name (see [`crate::views`]).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub views: std::collections::BTreeMap<String, crate::views::ViewSettings>,
+    /// The host's model (see [`crate::model`]): for sampling answered at
+    /// the host and for `mcp chat`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<crate::model::ModelSettings>,
+    /// More models, by a name of the user's, for requests whose
+    /// preferences suit them better.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub models: std::collections::BTreeMap<String, crate::model::ModelSettings>,
+    /// Who answers servers' sampling requests (see [`crate::sampler`]).
+    #[serde(default)]
+    pub sampling: crate::sampler::SamplingSettings,
 }
 
 /// `[guard]`: the policy's default.
@@ -518,8 +551,10 @@ impl HostSettings {
         if let Some(on_change) = self.guard.changed {
             consent.on_change = on_change;
         }
+        let sampling = self.sampling_options(consent.timeout)?;
         Ok(HostOptions {
             supervisor,
+            sampling,
             policy: Arc::new(Policy::new(rules, self.guard.default)),
             consent,
             secrets: self.guard.secrets.unwrap_or_default(),
@@ -527,6 +562,31 @@ impl HostSettings {
             limits: Arc::new(crate::limits::Limits::compile(&self.limits)?),
             ..HostOptions::default()
         })
+    }
+}
+
+impl HostSettings {
+    /// The models, `[model]` first, and `[sampling]`, checked.
+    fn sampling_options(
+        &self,
+        timeout: Duration,
+    ) -> Result<crate::sampler::SamplingOptions, String> {
+        if self.model.is_none() && !self.models.is_empty() {
+            return Err("[models.NAME] needs a [model], the default".into());
+        }
+        let mut options = crate::sampler::SamplingOptions::default();
+        if let Some(model) = &self.model {
+            model.check("model")?;
+            options.models.push(model.clone());
+        }
+        for (name, model) in &self.models {
+            model.check(&format!("models.{name}"))?;
+            options.models.push(model.clone());
+        }
+        options.settings = self.sampling.clone();
+        options.timeout = Some(timeout);
+        crate::sampler::Sampler::new(options.clone())?;
+        Ok(options)
     }
 }
 

@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+/// A real model server: llama-cpp-python's, with SmolLM2-135M.
+#[path = "../../../mcp-host/tests/support/local_model.rs"]
+pub mod local_model;
 /// Tests that need what the machine may lack: the same rule as
 /// mcp-redis's tests.
 #[path = "../../../mcp-redis/tests/support/needs.rs"]

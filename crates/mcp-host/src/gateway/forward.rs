@@ -186,12 +186,19 @@ pub(super) async fn forward_declaring(
     }
     let _permit = upstream.permit().await?;
     let _caller = upstream.register_caller(&ctx.peer, &ctx.negotiated, Asked::Request);
+    // Where the host's model answers sampling for this server, a
+    // 2026-07-28 upstream is told the client can sample.
+    let with_host = upstream_modern
+        .then(|| upstream.capabilities_with_host(capabilities))
+        .flatten();
+    let declared = with_host.as_ref().unwrap_or(capabilities);
     let mut rounds = 0;
     loop {
-        let wire = upstream_params(upstream, &client, &params, ctx, capabilities)?;
+        let wire = upstream_params(upstream, &client, &params, ctx, declared)?;
         let raw = send(upstream, &client, method, wire, ctx).await?;
-        let needs_answers =
-            upstream_modern && ctx.revision.is_legacy() && asks_for_input(raw.get());
+        let needs_answers = upstream_modern
+            && (ctx.revision.is_legacy() || upstream.host_sampling().is_some())
+            && asks_for_input(raw.get());
         if !needs_answers {
             return Ok(if upstream_modern {
                 adapt_result(raw, ctx.revision.is_legacy())
@@ -215,7 +222,29 @@ pub(super) async fn forward_declaring(
             Some(Value::Object(questions)) => questions,
             _ => Map::new(),
         };
-        let answers = answer_for_legacy_client(&ctx.peer, questions).await?;
+        let (for_host, for_client): (Map<String, Value>, Map<String, Value>) =
+            questions.into_iter().partition(|(_, question)| {
+                question.get("method").and_then(Value::as_str)
+                    == Some(mcp_schema::methods::SAMPLING_CREATE_MESSAGE)
+                    && upstream.host_answers_round(
+                        ctx.client_capabilities(),
+                        question.get("params").unwrap_or(&Value::Null),
+                    )
+            });
+        if !ctx.revision.is_legacy() && (!for_client.is_empty() || for_host.is_empty()) {
+            // A 2026-07-28 client answers a round with questions of its
+            // own itself: the round goes to it as the upstream put it.
+            return Ok(adapt_result(raw, false));
+        }
+        let mut answers = if for_client.is_empty() {
+            Map::new()
+        } else {
+            answer_for_legacy_client(&ctx.peer, for_client).await?
+        };
+        for (key, question) in for_host {
+            let params = question.get("params").cloned().unwrap_or(Value::Null);
+            answers.insert(key, upstream.sample_for_round(params).await?);
+        }
         params.set("inputResponses", &answers)?;
         match result.remove("requestState") {
             Some(state) => params.set("requestState", &state)?,

@@ -79,24 +79,32 @@ impl Upstream {
         }
     }
 
-    /// The newest caller in flight whose client can be asked and declared
-    /// what `declares` looks for.
-    fn caller_for(
-        &self,
-        declares: impl Fn(&Negotiated) -> bool,
-    ) -> Option<(Peer, Asked, Arc<Negotiated>)> {
-        lock(&self.callers)
-            .1
-            .iter()
-            .rev()
-            .find(|c| {
-                let reachable = match &c.asked {
-                    Asked::Request => !c.peer.is_closed(),
-                    Asked::Round(questions) => !questions.is_closed(),
-                };
-                reachable && declares(&c.negotiated)
-            })
-            .map(|c| (c.peer.clone(), c.asked.clone(), Arc::clone(&c.negotiated)))
+    /// Whose call a request the server makes now belongs to.
+    pub(super) fn whose(&self) -> Whose {
+        let callers = lock(&self.callers);
+        let mut reachable = callers.1.iter().rev().filter(|c| match &c.asked {
+            Asked::Request => !c.peer.is_closed(),
+            Asked::Round(questions) => !questions.is_closed(),
+        });
+        let Some(newest) = reachable.next() else {
+            return Whose::Nobody;
+        };
+        let session = newest.peer.session_key();
+        let mut others: Vec<usize> = reachable
+            .map(|c| c.peer.session_key())
+            .filter(|key| *key != session)
+            .collect();
+        others.sort_unstable();
+        others.dedup();
+        if others.is_empty() {
+            Whose::One(
+                newest.peer.clone(),
+                newest.asked.clone(),
+                Arc::clone(&newest.negotiated),
+            )
+        } else {
+            Whose::Several(others.len() + 1)
+        }
     }
 
     /// The peers of the downstream requests in flight on this server.
@@ -109,26 +117,61 @@ impl Upstream {
     }
 
     /// Sends a request the server made to the client whose call is in
-    /// flight on it, or refuses it clearly. The audit log records each such
-    /// request, where there is one.
+    /// flight on it, where that client is known and declared what
+    /// `declares` looks for, or refuses it clearly. The audit log records
+    /// each such request, where there is one.
     pub(super) async fn ask_caller<P: Serialize + Sync, R: serde::de::DeserializeOwned>(
         &self,
         method: &str,
         params: &P,
         declares: impl Fn(&Negotiated) -> bool,
     ) -> Result<R, ErrorObject> {
-        let Some(audit) = &self.options.audit else {
-            return self.ask_caller_now(method, params, declares).await;
-        };
         let started = std::time::Instant::now();
+        let whose = self.whose();
+        let answer = match &whose {
+            Whose::One(peer, asked, negotiated) if declares(negotiated) => {
+                ask(peer, asked, method, params).await
+            }
+            Whose::One(..) => Err(self.cannot_ask(
+                method,
+                "the client whose call is in flight on it did not declare that it can answer it",
+            )),
+            Whose::Nobody => Err(self.cannot_ask(method, "no client has a call in flight on it")),
+            Whose::Several(n) => Err(self.cannot_ask(method, &several(*n))),
+        };
+        self.audit_asked(method, started, &whose, &answer, None);
+        answer
+    }
+
+    /// The error for a request of the server's that no client is asked.
+    pub(super) fn cannot_ask(&self, method: &str, why: &str) -> ErrorObject {
+        ErrorObject::new(
+            mcp_schema::error_codes::INTERNAL_ERROR,
+            format!("{method} from server {:?}: {why}", self.config.name),
+        )
+    }
+
+    /// Records a request the server made: whose call it was (where
+    /// known), how it ended, and what the host's model did with it.
+    pub(super) fn audit_asked<R>(
+        &self,
+        method: &str,
+        started: std::time::Instant,
+        whose: &Whose,
+        answer: &Result<R, ErrorObject>,
+        at_host: Option<(&crate::sampler::Answered, &str)>,
+    ) {
+        let Some(audit) = &self.options.audit else {
+            return;
+        };
         let mut record = crate::audit::AuditRecord {
-            time_ms: crate::audit::now_ms(),
+            time_ms: crate::audit::now_ms() - started.elapsed().as_millis() as i64,
             method: method.to_owned(),
             server: Some(self.config.name.clone()),
+            duration_ms: started.elapsed().as_secs_f64() * 1000.0,
             ..Default::default()
         };
-        let asked = self.caller_for(&declares);
-        if let Some((peer, _, negotiated)) = &asked {
+        if let Whose::One(peer, _, negotiated) = whose {
             record.client = negotiated
                 .client_info
                 .as_ref()
@@ -146,9 +189,12 @@ impl Upstream {
                 .get::<mcp_core::Owner>()
                 .map(|owner| owner.as_str().to_owned());
         }
-        let answer = self.ask_caller_now(method, params, declares).await;
-        record.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
-        match &answer {
+        if let Some((answered, why)) = at_host {
+            record.target = answered.model.clone();
+            record.answer = answered.answer;
+            record.rule = Some(why.to_owned());
+        }
+        match answer {
             Ok(_) => record.outcome = "ok",
             Err(error) => {
                 record.outcome = "error";
@@ -157,47 +203,57 @@ impl Upstream {
             }
         }
         audit.record(record);
-        answer
     }
+}
 
-    async fn ask_caller_now<P: Serialize + Sync, R: serde::de::DeserializeOwned>(
-        &self,
-        method: &str,
-        params: &P,
-        declares: impl Fn(&Negotiated) -> bool,
-    ) -> Result<R, ErrorObject> {
-        let Some((peer, asked, _)) = self.caller_for(declares) else {
-            return Err(ErrorObject::new(
-                mcp_schema::error_codes::INTERNAL_ERROR,
-                format!(
-                    "{method} from server {:?}: no client with a call in flight on this server \
-                     declared that it can answer it",
-                    self.config.name
-                ),
-            ));
-        };
-        match asked {
-            Asked::Request => peer
-                .request(method, params, RequestOptions::new())
-                .await
-                .map_err(ErrorObject::from),
-            Asked::Round(questions) => {
-                let (answer, answered) = tokio::sync::oneshot::channel();
-                let question = Question {
-                    method: method.to_owned(),
-                    params: serde_json::to_value(params).map_err(ErrorObject::internal)?,
-                    answer,
-                };
-                questions
-                    .send(question)
-                    .map_err(|_| ErrorObject::internal("the client's call has ended"))?;
-                let answer = answered.await.map_err(|_| {
-                    ErrorObject::internal("the client did not answer before its call ended")
-                })??;
-                serde_json::from_value(answer).map_err(|e| {
-                    ErrorObject::invalid_params(format!("the client's answer to {method}: {e}"))
-                })
-            }
+/// Whose call a request the server makes belongs to.
+pub(super) enum Whose {
+    /// The one client with calls in flight on this server.
+    One(Peer, Asked, Arc<Negotiated>),
+    /// No call is in flight.
+    Nobody,
+    /// Calls of this many clients are in flight: on one shared connection
+    /// nothing ties the server's request to the call that caused it.
+    Several(usize),
+}
+
+/// Why a request cannot go to a client when `n` have calls in flight.
+pub(super) fn several(n: usize) -> String {
+    format!(
+        "{n} clients have calls in flight on it, on one shared connection, and the host \
+         cannot tell whose call asked; it asks no other user's client"
+    )
+}
+
+/// Asks `peer` what the server asked: a request on a legacy session, or
+/// a question of a 2026-07-28 call's `input_required` round.
+async fn ask<P: Serialize + Sync, R: serde::de::DeserializeOwned>(
+    peer: &Peer,
+    asked: &Asked,
+    method: &str,
+    params: &P,
+) -> Result<R, ErrorObject> {
+    match asked {
+        Asked::Request => peer
+            .request(method, params, RequestOptions::new())
+            .await
+            .map_err(ErrorObject::from),
+        Asked::Round(questions) => {
+            let (answer, answered) = tokio::sync::oneshot::channel();
+            let question = Question {
+                method: method.to_owned(),
+                params: serde_json::to_value(params).map_err(ErrorObject::internal)?,
+                answer,
+            };
+            questions
+                .send(question)
+                .map_err(|_| ErrorObject::internal("the client's call has ended"))?;
+            let answer = answered.await.map_err(|_| {
+                ErrorObject::internal("the client did not answer before its call ended")
+            })??;
+            serde_json::from_value(answer).map_err(|e| {
+                ErrorObject::invalid_params(format!("the client's answer to {method}: {e}"))
+            })
         }
     }
 }

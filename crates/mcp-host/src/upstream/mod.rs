@@ -13,6 +13,7 @@ mod callers;
 mod connect;
 pub(crate) mod listing;
 mod options;
+mod sampling;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -22,8 +23,8 @@ use mcp_client::{Client, EraChoice};
 
 use mcp_schema::jsonrpc::Notification;
 use mcp_schema::{
-    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ErrorObject, SubscriptionFilter, methods,
+    CreateMessageRequestParams, ElicitRequestParams, ElicitResult, ErrorObject, SubscriptionFilter,
+    methods,
 };
 use serde::Serialize;
 use tokio::sync::{Semaphore, mpsc};
@@ -646,13 +647,7 @@ impl Upstream {
                 async move {
                     let upstream =
                         upstream.ok_or_else(|| ErrorObject::internal("host stopping"))?;
-                    upstream
-                        .ask_caller::<_, CreateMessageResult>(
-                            methods::SAMPLING_CREATE_MESSAGE,
-                            &params,
-                            |n| n.client_capabilities.sampling.is_some(),
-                        )
-                        .await
+                    upstream.sample(params).await
                 }
             })
             .on_elicitation(move |params: ElicitRequestParams| {
@@ -668,6 +663,11 @@ impl Upstream {
                 }
             })
             .elicitation_url(true)
+            // The host's model takes tools; a client may not, and is then
+            // not asked a request that has them.
+            .sampling_tools(self.options.sampler.as_deref().is_some_and(|sampler| {
+                sampler.has_model() && sampler.mode(&self.config.name).host_may_answer()
+            }))
             .on_notification(move |n: &Notification| {
                 if n.method == methods::NOTIFICATION_RESOURCES_UPDATED {
                     on_update(index, n);

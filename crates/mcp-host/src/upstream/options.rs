@@ -66,6 +66,10 @@ pub struct SupervisorOptions {
     /// roots) are recorded; [`crate::Host::start`] sets the host's audit
     /// log here.
     pub audit: Option<crate::audit::AuditLog>,
+    /// Who answers a server's sampling requests when the host may (see
+    /// [`crate::sampler`]); [`crate::Host::start`] sets it from
+    /// [`crate::HostOptions::sampling`]. None: the clients only.
+    pub sampler: Option<Arc<crate::sampler::Sampler>>,
 }
 
 impl Default for SupervisorOptions {
@@ -86,6 +90,7 @@ impl Default for SupervisorOptions {
             max_message_bytes: mcp_core::stdio::MAX_LINE_BYTES,
             pins: None,
             audit: None,
+            sampler: None,
         }
     }
 }
