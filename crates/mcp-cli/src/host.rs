@@ -19,15 +19,40 @@ use crate::stderr::print_err;
 use crate::stdout::print_json;
 use crate::tty_inputs::TtyInputs;
 
-/// The flags of `mcp host`.
-#[derive(clap::Args, Debug)]
-pub struct HostArgs {
+/// The files `mcp host` and `mcp chat` read: the servers' config, the
+/// host's settings, and what the config's variables stand for.
+#[derive(clap::Args, Debug, Clone)]
+pub struct HostFiles {
     /// A config file listing servers (repeatable; later files override
     /// earlier entries of the same name): Claude Desktop, Claude Code or
     /// Cursor `mcpServers`, VS Code `mcp.json` (`servers`, `inputs`), or
     /// Zed `context_servers`. Without it, the embedded default.
     #[arg(long, value_name = "FILE")]
     pub config: Vec<PathBuf>,
+    /// The host's own settings (TOML: listen address, timeouts, limits;
+    /// see `mcp host --print-config` for every key). Flags win over it.
+    #[arg(long, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
+    /// `${workspaceFolder}` in config files (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// The value of VS Code input ID (`${input:ID}`), so no one is asked
+    /// (repeatable). Also: `--inputs-file`, or the environment variable
+    /// MCP_INPUT_<ID> (the id in capitals, `-` and `.` as `_`). Without any,
+    /// the terminal is asked; with no terminal, the input's default is
+    /// used.
+    #[arg(long, value_name = "ID=VALUE")]
+    pub input: Vec<String>,
+    /// A file of `ID=VALUE` lines giving VS Code inputs (an env file).
+    #[arg(long, value_name = "FILE")]
+    pub inputs_file: Option<PathBuf>,
+}
+
+/// The flags of `mcp host`.
+#[derive(clap::Args, Debug)]
+pub struct HostArgs {
+    #[command(flatten)]
+    pub files: HostFiles,
     /// Serve over Streamable HTTP (and HTTP+SSE and WebSocket) on this
     /// address; the endpoint is /mcp, status at /status, health at
     /// /healthz: 127.0.0.1:8080, localhost:8080, or a port alone (on
@@ -47,23 +72,6 @@ pub struct HostArgs {
     /// loopback ones; `*` accepts any (only behind a trusted proxy).
     #[arg(long, value_name = "HOST_OR_ORIGIN")]
     pub allow: Vec<String>,
-    /// The host's own settings (TOML: listen address, timeouts, limits;
-    /// see `mcp host --print-config` for every key). Flags win over it.
-    #[arg(long, value_name = "FILE")]
-    pub settings: Option<PathBuf>,
-    /// `${workspaceFolder}` in config files (default: the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub workspace: Option<PathBuf>,
-    /// The value of VS Code input ID (`${input:ID}`), so no one is asked
-    /// (repeatable). Also: `--inputs-file`, or the environment variable
-    /// MCP_INPUT_<ID> (the id in capitals, `-` and `.` as `_`). Without any,
-    /// the terminal is asked; with no terminal, the input's default is
-    /// used.
-    #[arg(long, value_name = "ID=VALUE")]
-    pub input: Vec<String>,
-    /// A file of `ID=VALUE` lines giving VS Code inputs (an env file).
-    #[arg(long, value_name = "FILE")]
-    pub inputs_file: Option<PathBuf>,
     /// Print the effective configuration (secrets masked) and exit.
     #[arg(long)]
     pub print_config: bool,
@@ -99,17 +107,9 @@ const DEFAULT_ADDR: &str = "127.0.0.1:8080";
 
 /// Runs `mcp host`.
 pub async fn run(args: &HostArgs) -> Result<()> {
-    let settings = crate::host_guard::settings_of(args.settings.as_deref())?;
+    let settings = crate::host_guard::settings_of(args.files.settings.as_deref())?;
     let mut options = settings.options().map_err(anyhow::Error::msg)?;
-    // Remote servers that ask for OAuth use the credentials `mcp call` and
-    // `mcp tools` keep (and sign in as they do when there are none).
-    options.supervisor.authorizer = Some(AuthorizerFactory(Arc::new(|url: String| {
-        Box::pin(async move {
-            crate::target::login(&url)
-                .await
-                .map_err(|e| format!("{e:#}"))
-        })
-    })));
+    with_sign_in(&mut options);
     // Flags win over the settings file.
     let stdio = args.stdio || (settings.serve.stdio && args.http.is_none());
     let http = args.http.or(settings.serve.http);
@@ -125,8 +125,8 @@ pub async fn run(args: &HostArgs) -> Result<()> {
     if redis.is_some() && stdio {
         bail!("--redis shares the HTTP endpoint's sessions; it cannot be used with --stdio");
     }
-    let vars = variables(args)?;
-    let config = load(args, &vars)?;
+    let vars = variables(&args.files)?;
+    let config = load(&args.files, &vars)?;
     let mut audit = settings.audit();
     if let Some(path) = &args.audit {
         let mut flagged = audit.unwrap_or_else(|| AuditSettings::new(path));
@@ -157,6 +157,10 @@ pub async fn run(args: &HostArgs) -> Result<()> {
             .max_connections_per_ip
             .or(defaults.max_connections_per_ip);
         shown.servers = (&options.supervisor).into();
+        // A provider's URL may carry a password; keys are only named.
+        for model in shown.model.iter_mut().chain(shown.models.values_mut()) {
+            model.base_url = Some(mcp_host::settings::mask_url_password(&model.base_url()));
+        }
         let admin = &mut shown.admin;
         admin.http = crate::host_admin::address(args.admin, &settings.admin);
         admin.token = admin.token.as_ref().map(|_| "***".to_owned());
@@ -206,30 +210,13 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         (false, Some(addr)) => Some(bind(addr).await?),
         (false, None) => Some(bind(DEFAULT_ADDR.parse()?).await?),
     };
-    // A request a rule marks `ask` is put to the client, then the
-    // terminal; grants for always are kept for the next runs.
-    options
-        .consent
-        .registered
-        .push(Arc::new(crate::tty_approver::TtyApprover::default()));
-    // A server's request to the host's model is reviewed at the terminal.
-    options
-        .sampling
-        .reviewers
-        .push(Arc::new(crate::tty_reviewer::TtyReviewer::default()));
-    // Grants for always and pins are kept where a store is set, or where
-    // some rule asks (in the user's state folder then).
-    if settings.guard.store.is_some() || options.policy.can_ask() {
-        let store = Arc::new(crate::host_guard::open_store(&settings)?);
-        options.consent.store = Some(Arc::clone(&store));
-        options.supervisor.pins = Some(store);
-    }
+    with_people(&mut options, &settings)?;
     print_err(&policy_line(&options));
     print_err(&sampling_line(&options));
     // Served at once: servers that start slowly, or never, hold no one up.
     let host = Host::start(config, options);
     let reporting = tokio::spawn(report_states(host.clone(), start_timeout));
-    let reloading = tokio::spawn(watch_config(host.clone(), args.config.clone(), vars));
+    let reloading = tokio::spawn(watch_config(host.clone(), args.files.config.clone(), vars));
     let admin = admin.map(|admin| admin.serve(&host, &allow)).transpose()?;
     let version = env!("CARGO_PKG_VERSION");
     let mut views = settings.views().map_err(anyhow::Error::msg)?;
@@ -422,7 +409,7 @@ fn share_subscriptions(
 /// Where variables come from: the environment, `--workspace`, and for
 /// `${input:id}` the values given (`--input`, `--inputs-file`, the
 /// environment), the terminal, then the input's default.
-fn variables(args: &HostArgs) -> Result<Variables> {
+pub(crate) fn variables(args: &HostFiles) -> Result<Variables> {
     let mut inputs = GivenInputs::new().person(Arc::new(TtyInputs));
     if let Some(file) = &args.inputs_file {
         inputs = inputs.file(file).map_err(anyhow::Error::msg)?;
@@ -440,7 +427,7 @@ fn variables(args: &HostArgs) -> Result<Variables> {
 }
 
 /// The configuration: the files given, or the embedded default.
-fn load(args: &HostArgs, vars: &Variables) -> Result<HostConfig> {
+pub(crate) fn load(args: &HostFiles, vars: &Variables) -> Result<HostConfig> {
     if args.config.is_empty() {
         return embedded_default();
     }
@@ -556,6 +543,42 @@ fn policy_line(options: &mcp_host::HostOptions) -> String {
         }
     }
     line
+}
+
+/// Remote servers that ask for OAuth use the credentials `mcp call` and
+/// `mcp tools` keep (and sign in as they do when there are none).
+pub(crate) fn with_sign_in(options: &mut mcp_host::HostOptions) {
+    options.supervisor.authorizer = Some(AuthorizerFactory(Arc::new(|url: String| {
+        Box::pin(async move {
+            crate::target::login(&url)
+                .await
+                .map_err(|e| format!("{e:#}"))
+        })
+    })));
+}
+
+/// The person at the terminal: asked where a rule says `ask` (after the
+/// client), and reviewing sampling at the host; grants for always and
+/// pins kept where a store is set, or where some rule asks (in the
+/// user's state folder then).
+pub(crate) fn with_people(
+    options: &mut mcp_host::HostOptions,
+    settings: &mcp_host::HostSettings,
+) -> Result<()> {
+    options
+        .consent
+        .registered
+        .push(Arc::new(crate::tty_approver::TtyApprover::default()));
+    options
+        .sampling
+        .reviewers
+        .push(Arc::new(crate::tty_reviewer::TtyReviewer::default()));
+    if settings.guard.store.is_some() || options.policy.can_ask() {
+        let store = Arc::new(crate::host_guard::open_store(settings)?);
+        options.consent.store = Some(Arc::clone(&store));
+        options.supervisor.pins = Some(store);
+    }
+    Ok(())
 }
 
 /// Who answers servers' sampling requests, for the start-up lines.

@@ -4,6 +4,7 @@ mod audit;
 mod bench;
 mod bench_http;
 mod call;
+mod chat;
 mod cpu_use;
 mod form;
 mod host;
@@ -75,6 +76,11 @@ enum Command {
         #[command(flatten)]
         args: host::HostArgs,
     },
+    /// Converse with a model that uses every tool of the host's servers
+    /// (your config files', or the built-in ones): each tool call asked
+    /// about at the terminal and sent through the host's policy, limits
+    /// and audit. `--print PROMPT` asks once, for scripts.
+    Chat(chat::ChatArgs),
     /// Sends one request and prints its JSON result on stdout (errors on
     /// stderr, non-zero exit; a tool's result with `isError: true` is
     /// printed and exits 1). `tools/call NAME '{...}'` is accepted too.
@@ -285,6 +291,7 @@ async fn run(cli: Cli) -> Result<()> {
             ..
         } => host_guard::import_permissions(&args)?,
         Command::Host { action: None, args } => host::run(&args).await?,
+        Command::Chat(args) => chat::run(&args).await?,
         Command::Call {
             server,
             method,

@@ -102,6 +102,16 @@ async fn the_openai_client_talks_to_llama_cpp_whole_streamed_and_with_tools() {
     assert_eq!(name, "add");
     assert!(input["a"].is_i64() && input["b"].is_i64(), "{input:?}");
 
+    // The same streamed: the call's name once, its arguments whole.
+    let ignore = |_: &str| {};
+    let streamed_call = model.complete(&conversation, Some(&ignore)).await.unwrap();
+    assert_eq!(streamed_call.stop, Stop::ToolUse, "{streamed_call:?}");
+    let Some(Part::ToolUse { name, input, .. }) = streamed_call.parts.last() else {
+        panic!("no tool use: {streamed_call:?}")
+    };
+    assert_eq!(name, "add");
+    assert!(input["a"].is_i64() && input["b"].is_i64(), "{input:?}");
+
     // The result goes back, and the model answers in words.
     conversation.messages.push(Message {
         speaker: Speaker::Assistant,

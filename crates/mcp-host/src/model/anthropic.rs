@@ -67,7 +67,7 @@ pub fn request(model: &str, conversation: &Conversation, max_tokens: u64, stream
 
 fn block(part: &Part) -> Value {
     match part {
-        Part::Text(text) => json!({"type": "text", "text": text}),
+        Part::Text { text } => json!({"type": "text", "text": text}),
         Part::Image { data, mime_type } => json!({
             "type": "image",
             "source": {"type": "base64", "media_type": mime_type, "data": data},
@@ -96,9 +96,9 @@ fn stop(reason: Option<&str>) -> Stop {
 
 fn part(block: &Value) -> Result<Option<Part>, ModelError> {
     Ok(match block["type"].as_str() {
-        Some("text") => Some(Part::Text(
-            block["text"].as_str().unwrap_or_default().to_owned(),
-        )),
+        Some("text") => Some(Part::Text {
+            text: block["text"].as_str().unwrap_or_default().to_owned(),
+        }),
         Some("tool_use") => {
             let input = match &block["input"] {
                 Value::Object(input) => input.clone(),
@@ -240,7 +240,7 @@ pub async fn stream(response: reqwest::Response, on_text: OnText<'_>) -> Result<
             Some("text") => {
                 let mut text = start["text"].as_str().unwrap_or_default().to_owned();
                 text.push_str(&block.text);
-                parts.push(Part::Text(text));
+                parts.push(Part::Text { text });
             }
             Some("tool_use") if !block.json.trim().is_empty() => {
                 let input: Value = serde_json::from_str(&block.json).map_err(|e| {

@@ -156,7 +156,8 @@ impl ModelSettings {
 }
 
 /// Who speaks a [`Message`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Speaker {
     /// The person (or the server asking, in sampling).
     User,
@@ -165,10 +166,14 @@ pub enum Speaker {
 }
 
 /// One part of a message.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum Part {
     /// Text.
-    Text(String),
+    Text {
+        /// The text.
+        text: String,
+    },
     /// An image, base64 `data` of type `mime_type`.
     Image {
         /// Base64 bytes.
@@ -197,7 +202,7 @@ pub enum Part {
 }
 
 /// One turn of a conversation.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     /// Who speaks.
     pub speaker: Speaker,
@@ -210,7 +215,7 @@ impl Message {
     pub fn text(speaker: Speaker, text: impl Into<String>) -> Self {
         Message {
             speaker,
-            parts: vec![Part::Text(text.into())],
+            parts: vec![Part::Text { text: text.into() }],
         }
     }
 }
@@ -317,7 +322,7 @@ impl Reply {
         self.parts
             .iter()
             .filter_map(|part| match part {
-                Part::Text(text) => Some(text.as_str()),
+                Part::Text { text } => Some(text.as_str()),
                 _ => None,
             })
             .collect()

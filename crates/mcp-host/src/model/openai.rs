@@ -77,7 +77,7 @@ fn user_messages(parts: &[Part], messages: &mut Vec<Value>) {
                 };
                 messages.push(json!({"role": "tool", "tool_call_id": id, "content": text}));
             }
-            Part::Text(text) => content.push(json!({"type": "text", "text": text})),
+            Part::Text { text } => content.push(json!({"type": "text", "text": text})),
             Part::Image { data, mime_type } => content.push(json!({
                 "type": "image_url",
                 "image_url": {"url": format!("data:{mime_type};base64,{data}")},
@@ -104,7 +104,7 @@ fn assistant_message(parts: &[Part]) -> Value {
     let mut calls = Vec::new();
     for part in parts {
         match part {
-            Part::Text(more) => text.push_str(more),
+            Part::Text { text: more } => text.push_str(more),
             Part::ToolUse { id, name, input } => calls.push(json!({
                 "id": id,
                 "type": "function",
@@ -165,7 +165,9 @@ pub fn reply(body: &Value) -> Result<Reply, ModelError> {
     if let Some(text) = message["content"].as_str()
         && !text.is_empty()
     {
-        parts.push(Part::Text(text.to_owned()));
+        parts.push(Part::Text {
+            text: text.to_owned(),
+        });
     }
     for call in message["tool_calls"].as_array().into_iter().flatten() {
         let name = call
@@ -250,8 +252,11 @@ pub async fn stream(
             if let Some(id) = call["id"].as_str() {
                 streamed.id = id.to_owned();
             }
-            if let Some(name) = call.pointer("/function/name").and_then(Value::as_str) {
-                streamed.name.push_str(name);
+            // The name comes whole (some servers repeat it in each chunk).
+            if let Some(name) = call.pointer("/function/name").and_then(Value::as_str)
+                && !name.is_empty()
+            {
+                name.clone_into(&mut streamed.name);
             }
             if let Some(more) = call.pointer("/function/arguments").and_then(Value::as_str) {
                 streamed.arguments.push_str(more);
@@ -265,7 +270,7 @@ pub async fn stream(
     .await?;
     let mut parts = Vec::new();
     if !text.is_empty() {
-        parts.push(Part::Text(text));
+        parts.push(Part::Text { text });
     }
     for call in calls {
         let id = if call.id.is_empty() {

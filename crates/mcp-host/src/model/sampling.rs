@@ -57,7 +57,9 @@ pub fn conversation(params: &CreateMessageRequestParams) -> Result<Conversation,
 
 fn part(block: &SamplingMessageContentBlock) -> Result<Part, ErrorObject> {
     Ok(match block {
-        SamplingMessageContentBlock::Text(text) => Part::Text(text.text.clone()),
+        SamplingMessageContentBlock::Text(text) => Part::Text {
+            text: text.text.clone(),
+        },
         SamplingMessageContentBlock::Image(image) => Part::Image {
             data: image.data.clone(),
             mime_type: image.mime_type.clone(),
@@ -107,7 +109,7 @@ pub fn result(reply: Reply) -> CreateMessageResult {
         .parts
         .into_iter()
         .filter_map(|part| match part {
-            Part::Text(text) => Some(SamplingMessageContentBlock::Text(TextContent::new(text))),
+            Part::Text { text } => Some(SamplingMessageContentBlock::Text(TextContent::new(text))),
             Part::ToolUse { id, name, input } => {
                 Some(SamplingMessageContentBlock::ToolUse(ToolUseContent {
                     meta: None,
@@ -253,11 +255,16 @@ mod tests {
         assert_eq!(conversation.max_tokens, Some(50));
         assert_eq!(conversation.stop, ["X"]);
         assert_eq!(conversation.tool_mode, ToolMode::Required);
-        assert_eq!(conversation.messages[0].parts, [Part::Text("hi".into())]);
+        assert_eq!(
+            conversation.messages[0].parts,
+            [Part::Text { text: "hi".into() }]
+        );
 
         let result = result(Reply {
             model: "m".into(),
-            parts: vec![Part::Text("hello".into())],
+            parts: vec![Part::Text {
+                text: "hello".into(),
+            }],
             stop: Stop::MaxTokens,
             usage: Some(Usage {
                 input_tokens: 3,
