@@ -558,7 +558,8 @@ pub(crate) fn with_sign_in(options: &mut mcp_host::HostOptions) {
 }
 
 /// The person at the terminal: asked where a rule says `ask` (after the
-/// client), and reviewing sampling at the host; grants for always and
+/// client), reviewing sampling at the host, and answering what servers
+/// ask that no client can; grants for always and
 /// pins kept where a store is set, or where some rule asks (in the
 /// user's state folder then).
 pub(crate) fn with_people(
@@ -573,6 +574,11 @@ pub(crate) fn with_people(
         .sampling
         .reviewers
         .push(Arc::new(crate::tty_reviewer::TtyReviewer::default()));
+    options
+        .elicitors
+        .people
+        .push(Arc::new(crate::tty_elicitor::TtyElicitor::default()));
+    options.elicitors.timeout = options.consent.timeout;
     if settings.guard.store.is_some() || options.policy.can_ask() {
         let store = Arc::new(crate::host_guard::open_store(settings)?);
         options.consent.store = Some(Arc::clone(&store));

@@ -31,6 +31,7 @@ mod terminal;
 mod tool_table;
 mod tty;
 mod tty_approver;
+mod tty_elicitor;
 mod tty_inputs;
 mod tty_reviewer;
 

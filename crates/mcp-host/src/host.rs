@@ -132,6 +132,9 @@ pub struct HostOptions {
     /// (see [`crate::sampler`]); by default no model, and the clients
     /// answer.
     pub sampling: crate::sampler::SamplingOptions,
+    /// Who at the host answers a server's elicitation that no client can
+    /// (see [`crate::elicit`]); by default nobody, and it is refused.
+    pub elicitors: crate::elicit::Elicitors,
 }
 
 impl Default for HostOptions {
@@ -147,6 +150,7 @@ impl Default for HostOptions {
             limits: Arc::default(),
             budgets: None,
             sampling: crate::sampler::SamplingOptions::default(),
+            elicitors: crate::elicit::Elicitors::default(),
         }
     }
 }
@@ -240,6 +244,7 @@ impl Host {
     pub fn start(config: HostConfig, mut options: HostOptions) -> Host {
         // What servers ask clients is recorded with what clients ask.
         options.supervisor.audit = options.audit.clone();
+        options.supervisor.elicitors = options.elicitors.clone();
         options.supervisor.sampler = match crate::sampler::Sampler::new(options.sampling.clone()) {
             // Without a model the clients answer, as with no sampler.
             Ok(sampler) => sampler.has_model().then(|| Arc::new(sampler)),

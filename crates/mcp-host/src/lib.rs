@@ -51,6 +51,7 @@ pub mod catalog;
 pub mod config;
 pub mod consent;
 mod downstream;
+pub mod elicit;
 mod expiring;
 mod gateway;
 mod glob;

@@ -186,8 +186,8 @@ pub(super) async fn forward_declaring(
     }
     let _permit = upstream.permit().await?;
     let _caller = upstream.register_caller(&ctx.peer, &ctx.negotiated, Asked::Request);
-    // Where the host's model answers sampling for this server, a
-    // 2026-07-28 upstream is told the client can sample.
+    // Where the host answers sampling or elicitation for this server, a
+    // 2026-07-28 upstream is told the client can.
     let with_host = upstream_modern
         .then(|| upstream.capabilities_with_host(capabilities))
         .flatten();
@@ -197,7 +197,9 @@ pub(super) async fn forward_declaring(
         let wire = upstream_params(upstream, &client, &params, ctx, declared)?;
         let raw = send(upstream, &client, method, wire, ctx).await?;
         let needs_answers = upstream_modern
-            && (ctx.revision.is_legacy() || upstream.host_sampling().is_some())
+            && (ctx.revision.is_legacy()
+                || with_host.is_some()
+                || upstream.host_sampling().is_some())
             && asks_for_input(raw.get());
         if !needs_answers {
             return Ok(if upstream_modern {
@@ -224,12 +226,11 @@ pub(super) async fn forward_declaring(
         };
         let (for_host, for_client): (Map<String, Value>, Map<String, Value>) =
             questions.into_iter().partition(|(_, question)| {
-                question.get("method").and_then(Value::as_str)
-                    == Some(mcp_schema::methods::SAMPLING_CREATE_MESSAGE)
-                    && upstream.host_answers_round(
-                        ctx.client_capabilities(),
-                        question.get("params").unwrap_or(&Value::Null),
-                    )
+                upstream.host_answers_question(
+                    ctx.client_capabilities(),
+                    question.get("method").and_then(Value::as_str).unwrap_or(""),
+                    question.get("params").unwrap_or(&Value::Null),
+                )
             });
         if !ctx.revision.is_legacy() && (!for_client.is_empty() || for_host.is_empty()) {
             // A 2026-07-28 client answers a round with questions of its
@@ -242,8 +243,9 @@ pub(super) async fn forward_declaring(
             answer_for_legacy_client(&ctx.peer, for_client).await?
         };
         for (key, question) in for_host {
+            let method = question.get("method").and_then(Value::as_str).unwrap_or("");
             let params = question.get("params").cloned().unwrap_or(Value::Null);
-            answers.insert(key, upstream.sample_for_round(params).await?);
+            answers.insert(key, upstream.answer_question(method, params).await?);
         }
         params.set("inputResponses", &answers)?;
         match result.remove("requestState") {

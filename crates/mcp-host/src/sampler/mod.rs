@@ -194,11 +194,15 @@ pub const REFUSED: i64 = -1;
 /// What became of a request the host answered, for the audit.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Answered {
-    /// The model asked, where one was.
-    pub model: Option<String>,
-    /// How the person answered: `allowed-once`, `denied`, `timeout`,
-    /// `unreachable`, or none where nobody was asked.
+    /// Who answered at the host: the model asked, or the person's way of
+    /// being asked (`terminal`).
+    pub by: Option<String>,
+    /// How the person answered: `allowed-once`, `denied`, `accepted`,
+    /// `declined`, `cancelled`, `timeout`, `unreachable`; none where
+    /// nobody was asked.
     pub answer: Option<&'static str>,
+    /// What the request held that the audit flags (`secret-field`).
+    pub flags: Option<&'static str>,
 }
 
 impl Sampler {
@@ -323,7 +327,7 @@ impl Sampler {
         }
         let model = sampling::choose(&self.models, params.model_preferences.as_ref())
             .ok_or_else(|| ErrorObject::internal("the host has no [model] configured"))?;
-        answered.model = Some(model.name().to_owned());
+        answered.by = Some(model.name().to_owned());
         let reviewer = match rules.approve {
             Approve::Allow => None,
             Approve::Ask => {

@@ -96,7 +96,7 @@ async fn nobody_to_ask_refuses_and_says_how_to_let_the_model_answer() {
         error.message
     );
     assert_eq!(answered.answer, Some("unreachable"));
-    assert_eq!(answered.model.as_deref(), Some("local"));
+    assert_eq!(answered.by.as_deref(), Some("local"));
 }
 
 #[tokio::test]

@@ -190,8 +190,9 @@ impl Upstream {
                 .map(|owner| owner.as_str().to_owned());
         }
         if let Some((answered, why)) = at_host {
-            record.target = answered.model.clone();
+            record.target = answered.by.clone();
             record.answer = answered.answer;
+            record.flags = answered.flags.map(str::to_owned);
             record.rule = Some(why.to_owned());
         }
         match answer {

@@ -11,6 +11,7 @@
 
 mod callers;
 mod connect;
+mod elicitation;
 pub(crate) mod listing;
 mod options;
 mod sampling;
@@ -23,8 +24,7 @@ use mcp_client::{Client, EraChoice};
 
 use mcp_schema::jsonrpc::Notification;
 use mcp_schema::{
-    CreateMessageRequestParams, ElicitRequestParams, ElicitResult, ErrorObject, SubscriptionFilter,
-    methods,
+    CreateMessageRequestParams, ElicitRequestParams, ErrorObject, SubscriptionFilter, methods,
 };
 use serde::Serialize;
 use tokio::sync::{Semaphore, mpsc};
@@ -655,11 +655,7 @@ impl Upstream {
                 async move {
                     let upstream =
                         upstream.ok_or_else(|| ErrorObject::internal("host stopping"))?;
-                    upstream
-                        .ask_caller::<_, ElicitResult>(methods::ELICITATION_CREATE, &params, |n| {
-                            n.client_capabilities.elicitation.is_some()
-                        })
-                        .await
+                    upstream.elicit(params).await
                 }
             })
             .elicitation_url(true)

@@ -70,6 +70,10 @@ pub struct SupervisorOptions {
     /// [`crate::sampler`]); [`crate::Host::start`] sets it from
     /// [`crate::HostOptions::sampling`]. None: the clients only.
     pub sampler: Option<Arc<crate::sampler::Sampler>>,
+    /// Who answers a server's elicitation that no client can (see
+    /// [`crate::elicit`]); [`crate::Host::start`] sets it from
+    /// [`crate::HostOptions::elicitors`].
+    pub elicitors: crate::elicit::Elicitors,
 }
 
 impl Default for SupervisorOptions {
@@ -91,6 +95,7 @@ impl Default for SupervisorOptions {
             pins: None,
             audit: None,
             sampler: None,
+            elicitors: crate::elicit::Elicitors::default(),
         }
     }
 }

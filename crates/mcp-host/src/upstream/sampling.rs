@@ -1,6 +1,8 @@
 //! A server's sampling request: answered by the client whose call caused
 //! it, or by the host's model, as `[sampling] mode` says for the server
-//! (see [`crate::sampler`]). Where several clients have calls in flight on
+//! (see [`crate::sampler`]); and the questions of a 2026-07-28 server's
+//! `input_required` rounds that the host answers itself (sampling, and
+//! elicitation by a person at the host). Where several clients have calls in flight on
 //! the shared connection, the host cannot tell whose call asked: it
 //! answers itself where it may, and otherwise refuses; it never asks
 //! another user's client.
@@ -34,22 +36,66 @@ impl Upstream {
 
     /// What a 2026-07-28 upstream is told the client can do: the
     /// client's own capabilities, with sampling (and its tools) added
-    /// where the host's model answers for it; `None` where they stay as
-    /// they are.
+    /// where the host's model answers for it, and elicitation where a
+    /// person at the host answers for it; `None` where they stay as they
+    /// are.
     pub(crate) fn capabilities_with_host(
         &self,
         client: &ClientCapabilities,
     ) -> Option<ClientCapabilities> {
-        self.host_sampling()?;
-        if takes_sampling(client, true) {
+        let add_sampling = self.host_sampling().is_some() && !takes_sampling(client, true);
+        let add_elicitation =
+            !self.options.elicitors.people.is_empty() && client.elicitation.is_none();
+        if !add_sampling && !add_elicitation {
             return None;
         }
         let mut with_host = client.clone();
-        with_host.sampling = Some(mcp_schema::SamplingCapability {
-            tools: Some(Default::default()),
-            ..with_host.sampling.unwrap_or_default()
-        });
+        if add_sampling {
+            with_host.sampling = Some(mcp_schema::SamplingCapability {
+                tools: Some(Default::default()),
+                ..with_host.sampling.unwrap_or_default()
+            });
+        }
+        if add_elicitation {
+            with_host.elicitation = Some(mcp_schema::ElicitationCapability {
+                form: Some(Default::default()),
+                url: Some(Default::default()),
+            });
+        }
         Some(with_host)
+    }
+
+    /// Whether the host answers a question of a 2026-07-28 upstream's
+    /// `input_required` round (`method` with `params`) for a client with
+    /// `capabilities`: sampling with its model, elicitation by a person.
+    pub(crate) fn host_answers_question(
+        &self,
+        capabilities: &ClientCapabilities,
+        method: &str,
+        params: &Value,
+    ) -> bool {
+        match method {
+            methods::SAMPLING_CREATE_MESSAGE => self.host_answers_round(capabilities, params),
+            methods::ELICITATION_CREATE => {
+                capabilities.elicitation.is_none() && self.options.elicitors.reachable().is_some()
+            }
+            _ => false,
+        }
+    }
+
+    /// Answers a question the host takes ([`Upstream::host_answers_question`]).
+    pub(crate) async fn answer_question(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, ErrorObject> {
+        if method == methods::ELICITATION_CREATE {
+            let params = serde_json::from_value(params)
+                .map_err(|e| ErrorObject::invalid_params(format!("elicitation/create: {e}")))?;
+            let answer = self.elicit(params).await?;
+            return serde_json::to_value(answer).map_err(ErrorObject::internal);
+        }
+        self.sample_for_round(params).await
     }
 
     /// Whether the host's model answers a sampling question with
@@ -74,7 +120,7 @@ impl Upstream {
     /// Answers a sampling question of a 2026-07-28 upstream's
     /// `input_required` round with the host's model; the answer as the
     /// round's response.
-    pub(crate) async fn sample_for_round(&self, params: Value) -> Result<Value, ErrorObject> {
+    async fn sample_for_round(&self, params: Value) -> Result<Value, ErrorObject> {
         let started = std::time::Instant::now();
         let params: CreateMessageRequestParams = serde_json::from_value(params)
             .map_err(|e| ErrorObject::invalid_params(format!("sampling/createMessage: {e}")))?;
