@@ -213,10 +213,18 @@ pub async fn run(args: &HostArgs) -> Result<()> {
     with_people(&mut options, &settings)?;
     print_err(&policy_line(&options));
     print_err(&sampling_line(&options));
+    if !options.roots.is_empty() {
+        print_err(&format!("roots: {}", roots_line(&options.roots)));
+    }
     // Served at once: servers that start slowly, or never, hold no one up.
     let host = Host::start(config, options);
     let reporting = tokio::spawn(report_states(host.clone(), start_timeout));
     let reloading = tokio::spawn(watch_config(host.clone(), args.files.config.clone(), vars));
+    let rerooting = args
+        .files
+        .settings
+        .clone()
+        .map(|file| tokio::spawn(watch_roots(host.clone(), file)));
     let admin = admin.map(|admin| admin.serve(&host, &allow)).transpose()?;
     let version = env!("CARGO_PKG_VERSION");
     let mut views = settings.views().map_err(anyhow::Error::msg)?;
@@ -322,6 +330,9 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         }
     };
     reloading.abort();
+    if let Some(rerooting) = rerooting {
+        rerooting.abort();
+    }
     reporting.abort();
     if let Some(admin) = admin {
         admin.abort();
@@ -585,6 +596,57 @@ pub(crate) fn with_people(
         options.supervisor.pins = Some(store);
     }
     Ok(())
+}
+
+/// The roots offered, as their URIs.
+fn roots_line(roots: &[mcp_schema::Root]) -> String {
+    let uris: Vec<&str> = roots.iter().map(|r| r.uri.as_str()).collect();
+    uris.join(", ")
+}
+
+/// Watches the settings file (once a second, and on SIGHUP) for a change
+/// of `[roots]`, and offers the servers the new roots; the other
+/// settings take effect when the host starts again.
+async fn watch_roots(host: Host, file: PathBuf) {
+    let stamp = || std::fs::metadata(&file).and_then(|m| m.modified()).ok();
+    let mut seen = stamp();
+    #[cfg(unix)]
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    loop {
+        #[cfg(unix)]
+        let signalled = async {
+            match hangup.as_mut() {
+                Some(signal) => drop(signal.recv().await),
+                None => std::future::pending().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let signalled = std::future::pending::<()>();
+        let forced = tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => false,
+            _ = signalled => true,
+        };
+        let now = stamp();
+        if !forced && now == seen {
+            continue;
+        }
+        seen = now;
+        let roots = mcp_host::HostSettings::load(&file)
+            .map_err(|e| e.to_string())
+            .and_then(|settings| settings.roots.roots());
+        match roots {
+            Ok(roots) => {
+                let line = roots_line(&roots);
+                if host.set_roots(roots).await {
+                    print_err(&format!(
+                        "roots changed: {}",
+                        if line.is_empty() { "none" } else { &line }
+                    ));
+                }
+            }
+            Err(why) => print_err(&format!("the settings were not reloaded: {why}")),
+        }
+    }
 }
 
 /// Who answers servers' sampling requests, for the start-up lines.

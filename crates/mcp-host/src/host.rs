@@ -135,6 +135,9 @@ pub struct HostOptions {
     /// Who at the host answers a server's elicitation that no client can
     /// (see [`crate::elicit`]); by default nobody, and it is refused.
     pub elicitors: crate::elicit::Elicitors,
+    /// The directories offered to servers as roots (see [`crate::roots`]);
+    /// none by default, and roots are not declared.
+    pub roots: Vec<mcp_schema::Root>,
 }
 
 impl Default for HostOptions {
@@ -151,6 +154,7 @@ impl Default for HostOptions {
             budgets: None,
             sampling: crate::sampler::SamplingOptions::default(),
             elicitors: crate::elicit::Elicitors::default(),
+            roots: Vec::new(),
         }
     }
 }
@@ -245,6 +249,7 @@ impl Host {
         // What servers ask clients is recorded with what clients ask.
         options.supervisor.audit = options.audit.clone();
         options.supervisor.elicitors = options.elicitors.clone();
+        options.supervisor.roots = crate::roots::SharedRoots::new(options.roots.clone());
         options.supervisor.sampler = match crate::sampler::Sampler::new(options.sampling.clone()) {
             // Without a model the clients answer, as with no sampler.
             Ok(sampler) => sampler.has_model().then(|| Arc::new(sampler)),
@@ -384,6 +389,31 @@ impl Host {
         tracing::info!(?started, ?stopped, "configuration reloaded");
         let _ = self.inner.signals.try_send((usize::MAX, Signal::Changed));
         Reloaded { started, stopped }
+    }
+
+    /// Offers `roots` to the servers instead of those offered now: a
+    /// 2025-11-25 server is told the list changed (where roots were
+    /// offered from the start, so that its connection declared them); a
+    /// 2026-07-28 server gets them when it next asks. Whether they
+    /// changed.
+    pub async fn set_roots(&self, roots: Vec<mcp_schema::Root>) -> bool {
+        if !self.inner.options.supervisor.roots.set(roots.clone()) {
+            return false;
+        }
+        for upstream in self.upstreams() {
+            if let Ok(client) = upstream.client()
+                && client.roots().is_some()
+                && let Err(error) = client.set_roots(roots.clone()).await
+            {
+                tracing::warn!(server = %upstream.name(), "the new roots were not told: {error}");
+            }
+        }
+        true
+    }
+
+    /// The roots offered to the servers now.
+    pub fn roots(&self) -> Vec<mcp_schema::Root> {
+        self.inner.options.supervisor.roots.get()
     }
 
     /// A new config could not be read: the running one is kept, and

@@ -62,6 +62,7 @@ pub mod model;
 pub mod names;
 mod params;
 pub mod policy;
+pub mod roots;
 mod rounds;
 pub mod sampler;
 mod scan;

@@ -80,6 +80,9 @@
 //! [sampling.servers.everything] # per server, the same keys
 //! approve = "allow"
 //!
+//! [roots]                     # directories offered to servers as roots
+//! paths = ["~/projects/app"]  # each must exist (relative to this file's folder)
+//!
 //! [[policy]]                  # rules, see the policy module: deny wins over ask over allow
 //! decision = "deny"           # allow | deny | ask
 //! server = "memory"           # glob over the config's server names
@@ -140,6 +143,9 @@ pub struct HostSettings {
     /// Who answers servers' sampling requests (see [`crate::sampler`]).
     #[serde(default)]
     pub sampling: crate::sampler::SamplingSettings,
+    /// The directories offered to servers as roots (see [`crate::roots`]).
+    #[serde(default)]
+    pub roots: crate::roots::RootsSettings,
 }
 
 /// `[guard]`: the policy's default.
@@ -356,7 +362,7 @@ impl HostSettings {
             message,
         };
         let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
-        let mut settings = Self::parse(&text).map_err(error)?;
+        let mut settings: HostSettings = toml::from_str(&text).map_err(|e| error(e.to_string()))?;
         let dir = path.parent().unwrap_or(Path::new(""));
         if let Some(audit) = settings.audit.as_mut() {
             if audit.path.is_relative() {
@@ -368,6 +374,13 @@ impl HostSettings {
                 *store = dir.join(&*store);
             }
         }
+        for root in &mut settings.roots.paths {
+            if root.is_relative() && !root.starts_with("~") {
+                *root = dir.join(&*root);
+            }
+        }
+        // Checked once the paths are the file's.
+        settings.options().map_err(error)?;
         Ok(settings)
     }
 
@@ -552,9 +565,11 @@ impl HostSettings {
             consent.on_change = on_change;
         }
         let sampling = self.sampling_options(consent.timeout)?;
+        let roots = self.roots.roots()?;
         Ok(HostOptions {
             supervisor,
             sampling,
+            roots,
             policy: Arc::new(Policy::new(rules, self.guard.default)),
             consent,
             secrets: self.guard.secrets.unwrap_or_default(),

@@ -638,7 +638,11 @@ impl Upstream {
         // as long as connecting may, so that a short call timeout does not
         // keep a slow starter from ever connecting.
         let own_timeout = self.request_timeout().max(self.options.connect_timeout);
-        Client::builder("mcp-host", env!("CARGO_PKG_VERSION"))
+        let mut builder = Client::builder("mcp-host", env!("CARGO_PKG_VERSION"));
+        if !self.options.roots.is_empty() {
+            builder = builder.roots(self.options.roots.get());
+        }
+        builder
             .era(self.config.era.parse().unwrap_or(EraChoice::Auto))
             .probe_patience(self.options.probe_patience)
             .request_timeout(own_timeout)

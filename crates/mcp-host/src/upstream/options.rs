@@ -74,6 +74,9 @@ pub struct SupervisorOptions {
     /// [`crate::elicit`]); [`crate::Host::start`] sets it from
     /// [`crate::HostOptions::elicitors`].
     pub elicitors: crate::elicit::Elicitors,
+    /// The roots offered to every server; declared where there are any
+    /// at start.
+    pub roots: crate::roots::SharedRoots,
 }
 
 impl Default for SupervisorOptions {
@@ -96,6 +99,7 @@ impl Default for SupervisorOptions {
             audit: None,
             sampler: None,
             elicitors: crate::elicit::Elicitors::default(),
+            roots: crate::roots::SharedRoots::default(),
         }
     }
 }

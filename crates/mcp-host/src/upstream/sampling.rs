@@ -36,9 +36,9 @@ impl Upstream {
 
     /// What a 2026-07-28 upstream is told the client can do: the
     /// client's own capabilities, with sampling (and its tools) added
-    /// where the host's model answers for it, and elicitation where a
-    /// person at the host answers for it; `None` where they stay as they
-    /// are.
+    /// where the host's model answers for it, elicitation where a person
+    /// at the host answers for it, and roots where the user gave the host
+    /// some; `None` where they stay as they are.
     pub(crate) fn capabilities_with_host(
         &self,
         client: &ClientCapabilities,
@@ -46,7 +46,8 @@ impl Upstream {
         let add_sampling = self.host_sampling().is_some() && !takes_sampling(client, true);
         let add_elicitation =
             !self.options.elicitors.people.is_empty() && client.elicitation.is_none();
-        if !add_sampling && !add_elicitation {
+        let add_roots = !self.options.roots.is_empty();
+        if !add_sampling && !add_elicitation && !add_roots {
             return None;
         }
         let mut with_host = client.clone();
@@ -62,12 +63,18 @@ impl Upstream {
                 url: Some(Default::default()),
             });
         }
+        if add_roots {
+            with_host.roots = Some(mcp_schema::RootsCapability {
+                list_changed: Some(true),
+            });
+        }
         Some(with_host)
     }
 
     /// Whether the host answers a question of a 2026-07-28 upstream's
     /// `input_required` round (`method` with `params`) for a client with
-    /// `capabilities`: sampling with its model, elicitation by a person.
+    /// `capabilities`: sampling with its model, elicitation by a person,
+    /// the roots the user gave it.
     pub(crate) fn host_answers_question(
         &self,
         capabilities: &ClientCapabilities,
@@ -79,6 +86,8 @@ impl Upstream {
             methods::ELICITATION_CREATE => {
                 capabilities.elicitation.is_none() && self.options.elicitors.reachable().is_some()
             }
+            // The roots the user gave the host are every server's.
+            methods::ROOTS_LIST => !self.options.roots.is_empty(),
             _ => false,
         }
     }
@@ -89,6 +98,10 @@ impl Upstream {
         method: &str,
         params: Value,
     ) -> Result<Value, ErrorObject> {
+        if method == methods::ROOTS_LIST {
+            let listed = mcp_schema::ListRootsResult::new(self.options.roots.get());
+            return serde_json::to_value(listed).map_err(ErrorObject::internal);
+        }
         if method == methods::ELICITATION_CREATE {
             let params = serde_json::from_value(params)
                 .map_err(|e| ErrorObject::invalid_params(format!("elicitation/create: {e}")))?;
