@@ -77,6 +77,7 @@
 //! review_reply = true         # with ask: the reply is shown before the server gets it
 //! max_tokens = 2048           # a request asking more is cut to this
 //! rate = "30/hour"            # requests the model answers per server
+//! tokens = "50000/hour"       # tokens they may ask for (each spends its maxTokens)
 //! [sampling.servers.everything] # per server, the same keys
 //! approve = "allow"
 //!

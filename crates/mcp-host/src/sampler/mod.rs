@@ -7,7 +7,7 @@
 //! `host`, or `client-then-host` (the default where a `[model]` is
 //! configured). Before the model sees a request, the host's budgets
 //! apply (`max_tokens` caps a request's length, `rate` counts requests
-//! per server), and with `approve = "ask"` a person sees the request,
+//! per server, `tokens` the tokens they ask for), and with `approve = "ask"` a person sees the request,
 //! may edit or refuse it, and then sees the reply before the server
 //! gets it ([`Reviewer`]: the terminal for `mcp host`). Refusals are
 //! error -1, as the specification's example has it.
@@ -86,6 +86,11 @@ pub struct SamplingSettings {
     /// `N/minute` or `N/hour`; more are refused until the budget refills.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<String>,
+    /// Tokens one server's requests may ask of the host's model (each
+    /// spends its `maxTokens`), `N/minute`, `N/hour`; a request beyond is
+    /// refused until the budget refills.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<String>,
     /// Per server, by its name in the config.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub servers: BTreeMap<String, SamplingSettings>,
@@ -161,8 +166,12 @@ struct Rules {
     approve: Approve,
     review_reply: bool,
     max_tokens: Option<u64>,
-    rate: Option<(String, Arc<DefaultKeyedRateLimiter<()>>)>,
+    rate: Option<Budget>,
+    tokens: Option<Budget>,
 }
+
+/// A budget as written, and its limiter.
+type Budget = (String, Arc<DefaultKeyedRateLimiter<()>>);
 
 /// Answers servers' sampling requests with the host's models.
 pub struct Sampler {
@@ -224,6 +233,7 @@ impl Sampler {
             review_reply: true,
             max_tokens: None,
             rate: None,
+            tokens: None,
         };
         let default = Self::rules(&options.settings, &built_in, "sampling")?;
         let mut servers = BTreeMap::new();
@@ -255,16 +265,18 @@ impl Sampler {
     }
 
     fn rules(settings: &SamplingSettings, base: &Rules, key: &str) -> Result<Rules, String> {
-        let rate = match &settings.rate {
-            None => base.rate.clone(),
+        let budget = |written: &Option<String>, inherited: &Option<Budget>| match written {
+            None => Ok(inherited.clone()),
             Some(rate) => {
                 let (quota, _, _) = crate::limits::quota(rate).map_err(|e| format!("{key}.{e}"))?;
-                Some((
+                Ok::<_, String>(Some((
                     rate.clone(),
                     Arc::new(DefaultKeyedRateLimiter::keyed(quota)),
-                ))
+                )))
             }
         };
+        let rate = budget(&settings.rate, &base.rate)?;
+        let tokens = budget(&settings.tokens, &base.tokens)?;
         if settings.max_tokens == Some(0) {
             return Err(format!("{key}.max_tokens must be positive"));
         }
@@ -274,6 +286,7 @@ impl Sampler {
             review_reply: settings.review_reply.unwrap_or(base.review_reply),
             max_tokens: settings.max_tokens.or(base.max_tokens),
             rate,
+            tokens,
         })
     }
 
@@ -324,6 +337,35 @@ impl Sampler {
         }
         if let Some(cap) = rules.max_tokens {
             params.max_tokens = params.max_tokens.min(cap);
+        }
+        if let Some((budget, limiter)) = &rules.tokens {
+            let asked = u32::try_from(params.max_tokens.max(1))
+                .ok()
+                .and_then(std::num::NonZeroU32::new)
+                .unwrap_or(std::num::NonZeroU32::MAX);
+            match limiter.check_key_n(&(), asked) {
+                Ok(Ok(())) => {}
+                Ok(Err(not_until)) => {
+                    use governor::clock::{Clock as _, DefaultClock};
+                    let wait = not_until.wait_time_from(DefaultClock::default().now());
+                    return Err(ErrorObject::new(
+                        crate::limits::LIMITED,
+                        format!(
+                            "server {server:?} has used its token budget ({budget}) for now; \
+                             {} more tokens in {:.1} s",
+                            params.max_tokens,
+                            wait.as_secs_f64()
+                        ),
+                    )
+                    .with_data(serde_json::json!({"tokens": budget, "retryAfterSeconds": wait.as_secs_f64()})));
+                }
+                Err(_) => {
+                    return Err(refused(format!(
+                        "server {server:?} asks for {} tokens, more than its whole budget ({budget})",
+                        params.max_tokens
+                    )));
+                }
+            }
         }
         let model = sampling::choose(&self.models, params.model_preferences.as_ref())
             .ok_or_else(|| ErrorObject::internal("the host has no [model] configured"))?;

@@ -159,3 +159,38 @@ async fn a_server_over_its_rate_is_refused_with_when_to_retry() {
     assert_eq!(second.code, crate::limits::LIMITED);
     assert!(second.data.unwrap()["retryAfterSeconds"].as_f64().unwrap() > 3000.0);
 }
+
+#[tokio::test]
+async fn a_server_past_its_token_budget_is_refused() {
+    let mut options = options("approve = \"allow\"\ntokens = \"150/hour\"");
+    options.models[0].retries = Some(0);
+    let sampler = Sampler::new(options).unwrap();
+    let mut answered = Answered::default();
+    let mut small = ask();
+    small.max_tokens = 100;
+    // Spends 100 of 150 (the model is not there, but the budget is spent).
+    let first = sampler
+        .answer("s", small.clone(), &mut answered)
+        .await
+        .unwrap_err();
+    assert!(
+        first.message.contains("cannot be reached"),
+        "{}",
+        first.message
+    );
+    let second = sampler.answer("s", small, &mut answered).await.unwrap_err();
+    assert_eq!(second.code, crate::limits::LIMITED, "{}", second.message);
+    assert!(
+        second.message.contains("token budget"),
+        "{}",
+        second.message
+    );
+    // Asking more than the whole budget is refused outright.
+    let other = sampler.answer("t", ask(), &mut answered).await.unwrap_err();
+    assert_eq!(other.code, REFUSED, "{}", other.message);
+    assert!(
+        other.message.contains("more than its whole budget"),
+        "{}",
+        other.message
+    );
+}
