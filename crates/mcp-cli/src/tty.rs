@@ -8,9 +8,12 @@ use std::io::{Read as _, Write as _};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
-/// Whether the process has a controlling terminal to ask at.
+/// Whether the process has a controlling terminal to ask at: found out
+/// once (a process keeps its terminal, or lack of one), since it is asked
+/// on the way of requests.
 pub(crate) fn reachable() -> bool {
-    open().is_ok()
+    static REACHABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *REACHABLE.get_or_init(|| open().is_ok())
 }
 
 fn open() -> std::io::Result<std::fs::File> {

@@ -45,7 +45,7 @@ impl Upstream {
     ) -> Option<ClientCapabilities> {
         let add_sampling = self.host_sampling().is_some() && !takes_sampling(client, true);
         let add_elicitation =
-            !self.options.elicitors.people.is_empty() && client.elicitation.is_none();
+            client.elicitation.is_none() && self.options.elicitors.reachable().is_some();
         let add_roots = !self.options.roots.is_empty();
         if !add_sampling && !add_elicitation && !add_roots {
             return None;
