@@ -212,6 +212,12 @@ pub async fn run(args: &HostArgs) -> Result<()> {
     };
     with_people(&mut options, &settings)?;
     print_err(&policy_line(&options));
+    if let Some(endpoint) = settings.traces.endpoint() {
+        print_err(&format!(
+            "traces: a span per request and per hop to a server, to {endpoint} (sample {})",
+            settings.traces.sample.unwrap_or(1.0)
+        ));
+    }
     print_err(&sampling_line(&options));
     if !options.roots.is_empty() {
         print_err(&format!("roots: {}", roots_line(&options.roots)));

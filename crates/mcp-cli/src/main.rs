@@ -29,6 +29,7 @@ mod target;
 mod task;
 mod terminal;
 mod tool_table;
+mod traces;
 mod tty;
 mod tty_approver;
 mod tty_elicitor;
@@ -172,7 +173,10 @@ enum HostAction {
 /// A child server's stderr lines are in it at `info` (target
 /// `mcp_core::child`); its last lines are kept whatever the filter, to
 /// tell why it failed (see [`mcp_core::child::StderrTail`]).
-fn init_logging(filter: Option<&str>) {
+fn init_logging(
+    filter: Option<&str>,
+    traces: Option<&mcp_host::traces::TracesSettings>,
+) -> Option<opentelemetry_sdk::trace::SdkTracerProvider> {
     use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
@@ -184,12 +188,33 @@ fn init_logging(filter: Option<&str>) {
         .with_writer(|| stderr::QuietStderr)
         .with_ansi(false)
         .with_filter(filter);
-    tracing_subscriber::registry().with(log).init();
+    // `mcp host`'s span exporter, where its settings configure one: it
+    // sees the host's spans only.
+    let (exporter, provider) = match traces.map(traces::layer) {
+        Some(Ok((layer, provider))) => (Some(layer), Some(provider)),
+        Some(Err(error)) => {
+            stderr::print_err(&format!("traces are not exported: {error:#}"));
+            (None, None)
+        }
+        None => (None, None),
+    };
+    let exporter = exporter.with_filter(tracing_subscriber::filter::filter_fn(|meta| {
+        meta.target() == mcp_host::traces::TARGET
+    }));
+    tracing_subscriber::registry()
+        .with(exporter)
+        .with(log)
+        .init();
+    provider
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.log.as_deref());
+    let traces = match &cli.command {
+        Command::Host { action: None, args } => traces::settings_of(args.files.settings.as_deref()),
+        _ => None,
+    };
+    let exporting = init_logging(cli.log.as_deref(), traces.as_ref());
     let runtime = match runtime_for(&cli.command) {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -197,7 +222,12 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
+    let outcome = runtime.block_on(run(cli));
+    drop(runtime);
+    if let Some(provider) = exporting {
+        traces::finish(provider);
+    }
+    match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             stderr::print_err(&format!("Error: {error:#}"));

@@ -138,6 +138,10 @@ pub struct HostOptions {
     /// The directories offered to servers as roots (see [`crate::roots`]);
     /// none by default, and roots are not declared.
     pub roots: Vec<mcp_schema::Root>,
+    /// Whether each request and each hop to a server is a span (see
+    /// [`crate::traces`]), for a subscriber that exports them; off by
+    /// default.
+    pub traces: bool,
 }
 
 impl Default for HostOptions {
@@ -155,6 +159,7 @@ impl Default for HostOptions {
             sampling: crate::sampler::SamplingOptions::default(),
             elicitors: crate::elicit::Elicitors::default(),
             roots: Vec::new(),
+            traces: false,
         }
     }
 }
@@ -249,6 +254,7 @@ impl Host {
         // What servers ask clients is recorded with what clients ask.
         options.supervisor.audit = options.audit.clone();
         options.supervisor.elicitors = options.elicitors.clone();
+        options.supervisor.traces = options.traces;
         options.supervisor.roots = crate::roots::SharedRoots::new(options.roots.clone());
         options.supervisor.sampler = match crate::sampler::Sampler::new(options.sampling.clone()) {
             // Without a model the clients answer, as with no sampler.
@@ -625,6 +631,11 @@ impl Host {
             calls_asking: self.inner.asking.load(std::sync::atomic::Ordering::Relaxed),
             requests: self.inner.requests.tallies(),
         }
+    }
+
+    /// Whether the gateway traces requests (see [`HostOptions::traces`]).
+    pub fn keeps_traces(&self) -> bool {
+        self.inner.options.traces
     }
 
     /// Whether the gateway counts requests (see [`HostOptions::metrics`]).

@@ -70,6 +70,7 @@ pub mod secrets;
 pub mod settings;
 pub mod suspicious;
 mod tasks;
+pub mod traces;
 pub mod upstream;
 mod upstream_meta;
 pub mod views;

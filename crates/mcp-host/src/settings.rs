@@ -84,6 +84,12 @@
 //! [roots]                     # directories offered to servers as roots
 //! paths = ["~/projects/app"]  # each must exist (relative to this file's folder)
 //!
+//! [traces]                    # a span per request and per hop to a server, over OTLP
+//! otlp = "http://127.0.0.1:4318" # the collector (spans to its /v1/traces)
+//! protocol = "http/protobuf"  # or http/json
+//! service_name = "mcp-host"
+//! sample = 1.0                # share of traces kept (a caller's sampled flag wins)
+//!
 //! [[policy]]                  # rules, see the policy module: deny wins over ask over allow
 //! decision = "deny"           # allow | deny | ask
 //! server = "memory"           # glob over the config's server names
@@ -147,6 +153,9 @@ pub struct HostSettings {
     /// The directories offered to servers as roots (see [`crate::roots`]).
     #[serde(default)]
     pub roots: crate::roots::RootsSettings,
+    /// Where the spans of requests are exported (see [`crate::traces`]).
+    #[serde(default)]
+    pub traces: crate::traces::TracesSettings,
 }
 
 /// `[guard]`: the policy's default.
@@ -567,10 +576,12 @@ impl HostSettings {
         }
         let sampling = self.sampling_options(consent.timeout)?;
         let roots = self.roots.roots()?;
+        self.traces.check()?;
         Ok(HostOptions {
             supervisor,
             sampling,
             roots,
+            traces: self.traces.otlp.is_some(),
             policy: Arc::new(Policy::new(rules, self.guard.default)),
             consent,
             secrets: self.guard.secrets.unwrap_or_default(),

@@ -13,6 +13,7 @@ use serde::ser::SerializeMap;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
+use tracing::{Instrument as _, Span};
 
 use super::results::adapt_result;
 use crate::downstream::LogLevel;
@@ -41,6 +42,7 @@ fn upstream_params(
     params: &Params,
     ctx: &RequestContext,
     capabilities: &mcp_schema::ClientCapabilities,
+    hop: Option<&Span>,
 ) -> Result<Option<Box<RawValue>>, ErrorObject> {
     let modern = (!client.revision().is_legacy()).then(|| ModernMeta {
         revision: client.revision(),
@@ -52,7 +54,9 @@ fn upstream_params(
                 .and_then(|l| *l.0.lock().unwrap_or_else(|p| p.into_inner()))
         }),
     });
-    let own = &ctx.meta.other;
+    // A traced hop carries its own span's context, not the caller's.
+    let traced = hop.map(|span| crate::traces::with_context(span, &ctx.meta.other));
+    let own = traced.as_ref().unwrap_or(&ctx.meta.other);
     let has_own = own.keys().any(|key| !key.starts_with(PROTOCOL_META_PREFIX));
     let meta = match (modern, has_own) {
         (None, false) if params.is_empty() => return Ok(None),
@@ -192,10 +196,13 @@ pub(super) async fn forward_declaring(
         .then(|| upstream.capabilities_with_host(capabilities))
         .flatten();
     let declared = with_host.as_ref().unwrap_or(capabilities);
+    let hop = upstream
+        .keeps_traces()
+        .then(|| crate::traces::hop_span(upstream.name(), method));
     let mut rounds = 0;
     loop {
-        let wire = upstream_params(upstream, &client, &params, ctx, declared)?;
-        let raw = send(upstream, &client, method, wire, ctx).await?;
+        let wire = upstream_params(upstream, &client, &params, ctx, declared, hop.as_ref())?;
+        let raw = in_span(send(upstream, &client, method, wire, ctx), hop.as_ref()).await?;
         let needs_answers = upstream_modern
             && (ctx.revision.is_legacy()
                 || with_host.is_some()
@@ -285,17 +292,37 @@ async fn forward_in_rounds(
     let call = Box::pin(async move {
         let _caller = caller;
         let _permit = upstream.permit().await?;
+        let hop = upstream
+            .keeps_traces()
+            .then(|| crate::traces::hop_span(upstream.name(), &method));
         let wire = upstream_params(
             &upstream,
             &client,
             &params,
             &request,
             request.client_capabilities(),
+            hop.as_ref(),
         )?;
-        send(&upstream, &client, &method, wire, &request).await
+        in_span(
+            send(&upstream, &client, &method, wire, &request),
+            hop.as_ref(),
+        )
+        .await
     });
     held.drive(HeldCall::new(call, asked), &ctx.cancellation)
         .await
+}
+
+/// `hop` answered within `span`, marked failed where it fails.
+async fn in_span(hop: impl Future<Output = HandlerResult>, span: Option<&Span>) -> HandlerResult {
+    let Some(span) = span else {
+        return hop.await;
+    };
+    let result = hop.instrument(span.clone()).await;
+    if let Err(error) = &result {
+        crate::traces::failed(span, &error.message);
+    }
+    result
 }
 
 /// One request to the upstream, with its progress passed back. The

@@ -775,7 +775,16 @@ impl Service for Gateway {
             let target = target.as_ref().and_then(|t| t.as_ref().ok());
             Measured::begin(&self.host, &method, target, &ctx)
         });
-        match self.host.audit() {
+        let traced = self.host.keeps_traces().then(|| {
+            let target = target.as_ref().and_then(|t| t.as_ref().ok());
+            crate::traces::request_span(
+                &method,
+                target.map(|t| t.server.as_str()),
+                target.map(|t| t.asked.as_str()),
+                &ctx.meta.other,
+            )
+        });
+        let answering = match self.host.audit() {
             None => box_future(move || async move {
                 let (result, _) = gateway
                     .respond(discovery, method, params, target, verdict, ctx)
@@ -806,6 +815,17 @@ impl Service for Gateway {
                     result
                 })
             }
+        };
+        match traced {
+            None => answering,
+            Some(span) => Box::pin(async move {
+                use tracing::Instrument as _;
+                let result = answering.instrument(span.clone()).await;
+                if let Err(error) = &result {
+                    crate::traces::failed(&span, &error.message);
+                }
+                result
+            }),
         }
     }
 

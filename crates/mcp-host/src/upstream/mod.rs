@@ -335,6 +335,11 @@ impl Upstream {
 
     /// The client, while connected; otherwise an error naming the server
     /// and its state.
+    /// Whether a hop to this server is traced (see [`crate::traces`]).
+    pub(crate) fn keeps_traces(&self) -> bool {
+        self.options.traces
+    }
+
     pub(crate) fn client(&self) -> Result<Client, ErrorObject> {
         let live = lock(&self.live);
         match &live.client {

@@ -77,6 +77,9 @@ pub struct SupervisorOptions {
     /// The roots offered to every server; declared where there are any
     /// at start.
     pub roots: crate::roots::SharedRoots,
+    /// Whether each hop to a server is a span whose context the server
+    /// gets (see [`crate::traces`]).
+    pub traces: bool,
 }
 
 impl Default for SupervisorOptions {
@@ -100,6 +103,7 @@ impl Default for SupervisorOptions {
             sampler: None,
             elicitors: crate::elicit::Elicitors::default(),
             roots: crate::roots::SharedRoots::default(),
+            traces: false,
         }
     }
 }
