@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
 use mcp_host::config::{GivenInputs, HostConfig, ServerConfig, Variables};
@@ -614,29 +614,9 @@ fn roots_line(roots: &[mcp_schema::Root]) -> String {
 /// of `[roots]`, and offers the servers the new roots; the other
 /// settings take effect when the host starts again.
 async fn watch_roots(host: Host, file: PathBuf) {
-    let stamp = || std::fs::metadata(&file).and_then(|m| m.modified()).ok();
-    let mut seen = stamp();
-    #[cfg(unix)]
-    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    let mut watch = crate::file_watch::FileWatch::new(vec![file.clone()]);
     loop {
-        #[cfg(unix)]
-        let signalled = async {
-            match hangup.as_mut() {
-                Some(signal) => drop(signal.recv().await),
-                None => std::future::pending().await,
-            }
-        };
-        #[cfg(not(unix))]
-        let signalled = std::future::pending::<()>();
-        let forced = tokio::select! {
-            _ = tokio::time::sleep(Duration::from_secs(1)) => false,
-            _ = signalled => true,
-        };
-        let now = stamp();
-        if !forced && now == seen {
-            continue;
-        }
-        seen = now;
+        watch.changed().await;
         let roots = mcp_host::HostSettings::load(&file)
             .map_err(|e| e.to_string())
             .and_then(|settings| settings.roots.roots());
@@ -700,36 +680,9 @@ async fn watch_config(host: Host, files: Vec<PathBuf>, vars: Variables) {
     if files.is_empty() {
         return;
     }
-    let stamp = |files: &[PathBuf]| -> Vec<Option<SystemTime>> {
-        files
-            .iter()
-            .map(|f| std::fs::metadata(f).and_then(|m| m.modified()).ok())
-            .collect()
-    };
-    let mut seen = stamp(&files);
-    #[cfg(unix)]
-    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    let mut watch = crate::file_watch::FileWatch::new(files.clone());
     loop {
-        #[cfg(unix)]
-        let signalled = async {
-            match hangup.as_mut() {
-                Some(signal) => {
-                    signal.recv().await;
-                }
-                None => std::future::pending().await,
-            }
-        };
-        #[cfg(not(unix))]
-        let signalled = std::future::pending::<()>();
-        let forced = tokio::select! {
-            _ = tokio::time::sleep(Duration::from_secs(1)) => false,
-            _ = signalled => true,
-        };
-        let now = stamp(&files);
-        if !forced && now == seen {
-            continue;
-        }
-        seen = now;
+        watch.changed().await;
         match HostConfig::load(&files, &vars) {
             Ok(config) => {
                 let done = host.reload(config);

@@ -6,6 +6,7 @@ mod bench_http;
 mod call;
 mod chat;
 mod cpu_use;
+mod file_watch;
 mod form;
 mod host;
 mod host_admin;

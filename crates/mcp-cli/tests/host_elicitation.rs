@@ -14,18 +14,8 @@ use support::pty::Terminal;
 const VERSION: &str = "2025-11-25";
 
 async fn call(url: String, session: String, message: &str) -> Value {
-    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-        "params": {"name": "e__test_elicitation", "arguments": {"message": message}}});
-    let response = support::post_rpc(&url, Some(&session), VERSION, &call).await;
-    assert_eq!(response.status(), 200);
-    let text = response.text().await.unwrap();
-    let data = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(str::trim)
-        .rfind(|d| d.contains("\"id\":3"))
-        .unwrap_or(&text);
-    serde_json::from_str(data).unwrap()
+    let arguments = json!({"message": message});
+    support::call_tool(&url, &session, VERSION, 3, "e__test_elicitation", arguments).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

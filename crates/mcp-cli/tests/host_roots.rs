@@ -12,17 +12,8 @@ use support::pty::Terminal;
 const VERSION: &str = "2025-11-25";
 
 async fn roots(url: &str, session: &str) -> String {
-    let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-        "params": {"name": "e__test_input_required_result_list_roots", "arguments": {}}});
-    let response = support::post_rpc(url, Some(session), VERSION, &call).await;
-    let text = response.text().await.unwrap();
-    let data = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(str::trim)
-        .rfind(|d| d.contains("\"id\":5"))
-        .unwrap_or(&text);
-    let answer: serde_json::Value = serde_json::from_str(data).unwrap();
+    let tool = "e__test_input_required_result_list_roots";
+    let answer = support::call_tool(url, session, VERSION, 5, tool, json!({})).await;
     answer["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or_else(|| panic!("{answer}"))

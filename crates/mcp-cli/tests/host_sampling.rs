@@ -20,18 +20,7 @@ const VERSION: &str = "2025-11-25";
 
 /// A tool call on a legacy session: its JSON-RPC answer.
 async fn call(url: String, session: String, tool: String, prompt: &str) -> Value {
-    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-        "params": {"name": tool, "arguments": {"prompt": prompt}}});
-    let response = support::post_rpc(&url, Some(&session), VERSION, &call).await;
-    assert_eq!(response.status(), 200);
-    let text = response.text().await.unwrap();
-    let data = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(str::trim)
-        .rfind(|d| d.contains("\"id\":7"))
-        .unwrap_or(&text);
-    serde_json::from_str(data).unwrap()
+    support::call_tool(&url, &session, VERSION, 7, &tool, json!({"prompt": prompt})).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

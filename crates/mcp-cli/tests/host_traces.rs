@@ -111,9 +111,9 @@ async fn a_call_is_a_span_of_its_callers_trace_and_the_server_gets_the_hops() {
     let session = support::open_session(&url, VERSION).await;
     let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
     let caller = "00f067aa0ba902b7";
-    let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
-        "name": "m__meta", "arguments": {},
-        "_meta": {"traceparent": format!("00-{trace}-{caller}-01"), "tracestate": "vendor=1"}}});
+    let meta = json!({"traceparent": format!("00-{trace}-{caller}-01"), "tracestate": "vendor=1"});
+    let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "m__meta", "arguments": {}, "_meta": meta}});
     let response = support::post_rpc(&url, Some(&session), VERSION, &call).await;
     let text = response.text().await.unwrap();
     let data = text

@@ -254,3 +254,29 @@ pub async fn open_session(url: &str, version: &str) -> String {
     assert_eq!(response.status(), 202);
     session
 }
+
+/// Calls tool `name` with `arguments` as request `id` on the legacy
+/// session `session` of the endpoint `url`: the JSON-RPC answer, read
+/// from the JSON body or from the SSE stream the server chose.
+pub async fn call_tool(
+    url: &str,
+    session: &str,
+    version: &str,
+    id: u64,
+    name: &str,
+    arguments: serde_json::Value,
+) -> serde_json::Value {
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments}});
+    let response = post_rpc(url, Some(session), version, &call).await;
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.expect("a body");
+    let marker = format!("\"id\":{id}");
+    let data = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .rfind(|d| d.contains(&marker))
+        .unwrap_or(&text);
+    serde_json::from_str(data).expect("a JSON-RPC answer")
+}
