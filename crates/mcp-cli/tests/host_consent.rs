@@ -75,9 +75,7 @@ fn the_hosts_terminal_approves_refuses_and_edits() {
         ],
         &[("XDG_STATE_HOME", state)],
     );
-    let at = terminal.wait_for("MCP endpoint: ", 0) + "MCP endpoint: ".len();
-    let end = terminal.wait_for("/mcp", at) + "/mcp".len();
-    let url = terminal.seen()[at..end].to_owned();
+    let (url, end) = terminal.endpoint();
 
     // Once: shown with the server's command line, the arguments and the rule.
     let pending = call(&url, "legacy", "one");

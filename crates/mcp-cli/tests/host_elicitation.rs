@@ -38,9 +38,7 @@ async fn the_hosts_terminal_fills_in_a_servers_form() {
         ],
         &[],
     );
-    let at = terminal.wait_for("MCP endpoint: ", 0) + "MCP endpoint: ".len();
-    let end = terminal.wait_for("/mcp", at) + "/mcp".len();
-    let url = terminal.seen()[at..end].to_owned();
+    let (url, end) = terminal.endpoint();
     let session = support::open_session(&url, VERSION).await;
 
     let pending = tokio::spawn(call(url.clone(), session.clone(), "Who are you?"));

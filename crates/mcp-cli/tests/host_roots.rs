@@ -45,9 +45,7 @@ async fn the_roots_of_the_settings_file_reach_servers_and_follow_its_changes() {
         "--settings",
         settings.to_str().unwrap(),
     ]);
-    let at = terminal.wait_for("MCP endpoint: ", 0) + "MCP endpoint: ".len();
-    let end = terminal.wait_for("/mcp", at) + "/mcp".len();
-    let url = terminal.seen()[at..end].to_owned();
+    let (url, end) = terminal.endpoint();
     let uri = |dir: &std::path::Path| format!("file://{}/", dir.canonicalize().unwrap().display());
     assert!(
         terminal.seen().contains(&format!("roots: {}", uri(&first))),

@@ -63,9 +63,7 @@ async fn the_hosts_terminal_reviews_sampling_that_the_local_model_answers() {
         ],
         &[],
     );
-    let at = terminal.wait_for("MCP endpoint: ", 0) + "MCP endpoint: ".len();
-    let end = terminal.wait_for("/mcp", at) + "/mcp".len();
-    let url = terminal.seen()[at..end].to_owned();
+    let (url, end) = terminal.endpoint();
     assert!(
         terminal
             .seen()

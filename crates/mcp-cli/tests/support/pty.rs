@@ -122,6 +122,14 @@ impl Terminal {
         }
     }
 
+    /// The MCP endpoint `mcp host` prints as it starts, and where the
+    /// output after it begins.
+    pub fn endpoint(&self) -> (String, usize) {
+        let at = self.wait_for("MCP endpoint: ", 0) + "MCP endpoint: ".len();
+        let end = self.wait_for("/mcp", at) + "/mcp".len();
+        (self.seen()[at..end].to_owned(), end)
+    }
+
     /// Types `keys`.
     pub fn type_keys(&mut self, keys: &str) {
         self.keys.write_all(keys.as_bytes()).expect("keys typed");
