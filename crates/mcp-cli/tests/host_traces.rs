@@ -1,8 +1,8 @@
 //! `mcp host` with `[traces]`: a call that carries its caller's W3C
 //! `traceparent` in `_meta` becomes a span of that trace, whose child, the
 //! hop to the server, is the parent the server gets in its `_meta`; both
-//! spans reach an OTLP/HTTP collector (a loopback stand-in that reads
-//! what the OTLP specification says it is sent, as JSON).
+//! spans reach an OTLP/HTTP collector (a loopback stand-in that decodes
+//! what it is sent with the OTLP's own protobuf types).
 
 mod support;
 
@@ -15,12 +15,29 @@ use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, Buf
 
 const VERSION: &str = "2025-11-25";
 
-/// An OTLP/HTTP collector's stand-in: each POST's JSON body, kept.
-async fn collector() -> (String, Arc<Mutex<Vec<Value>>>) {
+/// A span as the collector got it: ids in hex.
+#[derive(Debug, Clone)]
+struct Got {
+    name: String,
+    trace: String,
+    id: String,
+    parent: String,
+    service: String,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// An OTLP/HTTP collector's stand-in: each POST to /v1/traces decoded as
+/// an `ExportTraceServiceRequest`, its spans kept.
+async fn collector() -> (String, Arc<Mutex<Vec<Got>>>) {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message as _;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let bodies = Arc::new(Mutex::new(Vec::new()));
-    let kept = Arc::clone(&bodies);
+    let spans = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&spans);
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             let kept = Arc::clone(&kept);
@@ -31,6 +48,7 @@ async fn collector() -> (String, Arc<Mutex<Vec<Value>>>) {
                     if stream.read_line(&mut line).await.unwrap_or(0) == 0 {
                         return;
                     }
+                    assert!(line.starts_with("POST /v1/traces "), "{line}");
                     let mut length = 0;
                     loop {
                         line.clear();
@@ -45,29 +63,28 @@ async fn collector() -> (String, Arc<Mutex<Vec<Value>>>) {
                     }
                     let mut body = vec![0; length];
                     stream.read_exact(&mut body).await.unwrap();
-                    if let Ok(json) = serde_json::from_slice(&body) {
-                        kept.lock().unwrap().push(json);
+                    let request = ExportTraceServiceRequest::decode(&body[..]).unwrap();
+                    for resource in request.resource_spans {
+                        let service = format!("{:?}", resource.resource);
+                        for scope in resource.scope_spans {
+                            for span in scope.spans {
+                                kept.lock().unwrap().push(Got {
+                                    name: span.name,
+                                    trace: hex(&span.trace_id),
+                                    id: hex(&span.span_id),
+                                    parent: hex(&span.parent_span_id),
+                                    service: service.clone(),
+                                });
+                            }
+                        }
                     }
-                    let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+                    let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
                     stream.get_mut().write_all(answer.as_bytes()).await.unwrap();
                 }
             });
         }
     });
-    (url, bodies)
-}
-
-/// Every span the collector got, by name.
-fn spans(bodies: &[Value]) -> Vec<Value> {
-    let mut found = Vec::new();
-    for body in bodies {
-        for resource in body["resourceSpans"].as_array().into_iter().flatten() {
-            for scope in resource["scopeSpans"].as_array().into_iter().flatten() {
-                found.extend(scope["spans"].as_array().into_iter().flatten().cloned());
-            }
-        }
-    }
-    found
+    (url, spans)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -84,7 +101,7 @@ async fn a_call_is_a_span_of_its_callers_trace_and_the_server_gets_the_hops() {
     let settings = scratch.path().join("host.toml");
     std::fs::write(
         &settings,
-        format!("[traces]\notlp = \"{otlp}\"\nprotocol = \"http/json\"\nservice_name = \"host-under-test\"\n"),
+        format!("[traces]\notlp = \"{otlp}\"\nservice_name = \"host-under-test\"\n"),
     )
     .unwrap();
     let mut host = tokio::process::Command::new(MCP)
@@ -142,8 +159,8 @@ async fn a_call_is_a_span_of_its_callers_trace_and_the_server_gets_the_hops() {
     // Both spans reach the collector, one the other's child.
     let deadline = Instant::now() + Duration::from_secs(30);
     let (request, hop) = loop {
-        let found = spans(&bodies.lock().unwrap());
-        let named = |name: &str| found.iter().find(|s| s["name"] == name).cloned();
+        let found = bodies.lock().unwrap().clone();
+        let named = |name: &str| found.iter().find(|s| s.name == name).cloned();
         // The request's span is named for its tool, the hop's for its server.
         if let (Some(request), Some(hop)) = (named("tools/call m__meta"), named("tools/call m")) {
             break (request, hop);
@@ -154,14 +171,15 @@ async fn a_call_is_a_span_of_its_callers_trace_and_the_server_gets_the_hops() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    let hex = |v: &Value| v.as_str().unwrap_or_default().to_ascii_lowercase();
-    assert_eq!(hex(&request["traceId"]), trace, "{request}");
-    assert_eq!(hex(&request["parentSpanId"]), caller, "{request}");
-    assert_eq!(hex(&hop["traceId"]), trace, "{hop}");
-    assert_eq!(hex(&hop["parentSpanId"]), hex(&request["spanId"]), "{hop}");
-    assert_eq!(hex(&hop["spanId"]), hop_id, "{hop}");
-    let service =
-        bodies.lock().unwrap()[0]["resourceSpans"][0]["resource"]["attributes"].to_string();
-    assert!(service.contains("host-under-test"), "{service}");
+    assert_eq!(request.trace, trace, "{request:?}");
+    assert_eq!(request.parent, caller, "{request:?}");
+    assert_eq!(hop.trace, trace, "{hop:?}");
+    assert_eq!(hop.parent, request.id, "{hop:?}");
+    assert_eq!(hop.id, hop_id, "{hop:?}");
+    assert!(
+        request.service.contains("host-under-test"),
+        "{}",
+        request.service
+    );
     host.kill().await.unwrap();
 }
