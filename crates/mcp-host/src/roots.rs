@@ -5,6 +5,7 @@
 //! round), with `notifications/roots/list_changed` when they change.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use mcp_schema::Root;
@@ -58,30 +59,46 @@ fn root(path: &Path) -> Result<Root, String> {
 /// The roots offered now, shared by every upstream (a restarted one
 /// offers the current ones).
 #[derive(Debug, Clone, Default)]
-pub struct SharedRoots(Arc<RwLock<Vec<Root>>>);
+pub struct SharedRoots(Arc<Offered>);
+
+/// The roots, and whether there are any (read on the way of requests,
+/// without the lock).
+#[derive(Debug, Default)]
+struct Offered {
+    roots: RwLock<Vec<Root>>,
+    any: AtomicBool,
+}
 
 impl SharedRoots {
     /// Offering `roots`.
     pub fn new(roots: Vec<Root>) -> Self {
-        SharedRoots(Arc::new(RwLock::new(roots)))
+        SharedRoots(Arc::new(Offered {
+            any: AtomicBool::new(!roots.is_empty()),
+            roots: RwLock::new(roots),
+        }))
     }
 
     /// The roots offered now.
     pub fn get(&self) -> Vec<Root> {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.0
+            .roots
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Offers `roots` instead; whether they differ from before.
     pub(crate) fn set(&self, roots: Vec<Root>) -> bool {
-        let mut current = self.0.write().unwrap_or_else(|p| p.into_inner());
+        let mut current = self.0.roots.write().unwrap_or_else(|p| p.into_inner());
         let changed = *current != roots;
+        self.0.any.store(!roots.is_empty(), Ordering::Relaxed);
         *current = roots;
         changed
     }
 
-    /// Whether any are offered.
+    /// Whether none are offered.
     pub fn is_empty(&self) -> bool {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).is_empty()
+        !self.0.any.load(Ordering::Relaxed)
     }
 }
 

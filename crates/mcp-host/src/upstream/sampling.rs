@@ -43,10 +43,14 @@ impl Upstream {
         &self,
         client: &ClientCapabilities,
     ) -> Option<ClientCapabilities> {
-        let add_sampling = self.host_sampling().is_some() && !takes_sampling(client, true);
-        let add_elicitation =
-            client.elicitation.is_none() && self.options.elicitors.reachable().is_some();
+        // The cheap checks first: this is on the way of every request.
         let add_roots = !self.options.roots.is_empty();
+        let add_sampling = self.options.sampler.is_some()
+            && self.host_sampling().is_some()
+            && !takes_sampling(client, true);
+        let add_elicitation = client.elicitation.is_none()
+            && !self.options.elicitors.people.is_empty()
+            && self.options.elicitors.reachable().is_some();
         if !add_sampling && !add_elicitation && !add_roots {
             return None;
         }
