@@ -199,9 +199,14 @@ fn init_logging(
         }
         None => (None, None),
     };
-    let exporter = exporter.with_filter(tracing_subscriber::filter::filter_fn(|meta| {
-        meta.target() == mcp_host::traces::TARGET
-    }));
+    // A static filter, and no layer at all without traces: nothing on the
+    // way of the log's callsites, which stay off unless logged.
+    let exporter = exporter.map(|layer| {
+        layer.with_filter(
+            tracing_subscriber::filter::Targets::new()
+                .with_target(mcp_host::traces::TARGET, tracing::Level::TRACE),
+        )
+    });
     tracing_subscriber::registry()
         .with(exporter)
         .with(log)
