@@ -92,6 +92,10 @@ pub struct ExplainArgs {
     /// The client's own name (clientInfo).
     #[arg(long, value_name = "NAME")]
     pub client: Option<String>,
+    /// The view the request comes through (`[views.NAME]`); without it,
+    /// the whole catalog.
+    #[arg(long, value_name = "NAME")]
+    pub view: Option<String>,
     /// The tool's annotations, as its server lists them (JSON).
     #[arg(long, value_name = "JSON")]
     pub annotations: Option<String>,
@@ -114,6 +118,7 @@ pub fn explain(args: &ExplainArgs) -> Result<()> {
         client_id: args.client_id.clone(),
         scopes: args.scopes.clone(),
         client_name: args.client.clone(),
+        view: args.view.clone(),
     };
     let kind = match (args.prompt, args.resource) {
         (true, _) => Kind::Prompt,

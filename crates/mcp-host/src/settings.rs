@@ -94,7 +94,7 @@
 //! decision = "deny"           # allow | deny | ask
 //! server = "memory"           # glob over the config's server names
 //! tool = "delete_*"           # glob over the names at the server (or prompt = , resource = )
-//! caller = "bob"              # OAuth subject, "anonymous" without OAuth (also scope = , client_id = , client = )
+//! caller = "bob"              # OAuth subject, "anonymous" without OAuth (also scope = , client_id = , client = , view = )
 //! name = "no deletes"         # how errors and the audit name it
 //! ```
 

@@ -402,3 +402,47 @@ async fn a_list_change_reaches_only_the_views_of_its_server() {
     );
     host.shutdown(Duration::from_secs(5)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_views_own_rules_hold_through_that_view_only() {
+    let scratch = Scratch::new("views-rules");
+    let settings = format!(
+        "{SETTINGS}\n[[policy]]\ndecision = \"deny\"\nview = \"planning\"\ntool = \"delete_*\"\nname = \"no deletes while planning\"\n"
+    );
+    let (host, settings) = host(&settings, &scratch.file("audit.db")).await;
+    let era = EraChoice::Pinned(ProtocolVersion::V2025_11_25);
+    let planning = client_of(view_gateway(&host, &settings, "planning"), era).await;
+    let names: Vec<String> = within("list", planning.list_all_tools())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names.len(), 36, "the four deletes are hidden: {names:?}");
+    assert!(!names.iter().any(|n| n.contains("__delete_")), "{names:?}");
+    let refused = within(
+        "a delete",
+        planning.call_tool("tasks__delete_item", json!({})),
+    )
+    .await
+    .expect_err("denied in the view");
+    let error = refused.rpc().expect("a JSON-RPC error");
+    assert_eq!(error.code, -32003, "{}", error.message);
+    assert!(
+        error.message.contains("no deletes while planning"),
+        "{}",
+        error.message
+    );
+    // The whole catalog is not the view: the same call goes through.
+    let whole = client_of(Gateway::new(host.clone(), "all", "1.0"), era).await;
+    let called = within(
+        "the same call",
+        whole.call_tool("tasks__delete_item", json!({})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        serde_json::to_value(&called.content).unwrap()[0]["text"],
+        "tasks:delete_item"
+    );
+}

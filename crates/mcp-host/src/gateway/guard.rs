@@ -23,13 +23,18 @@ pub(super) const CHANGED: &str = "its definition changed since it was pinned";
 /// item whose definition changed since it was pinned, what
 /// `[guard] changed` says; `None` when everything is allowed (nothing is
 /// decided, nothing recorded).
-pub(super) fn decide(host: &Host, target: &Target, ctx: &RequestContext) -> Option<Verdict> {
+pub(super) fn decide(
+    host: &Host,
+    target: &Target,
+    ctx: &RequestContext,
+    view: Option<&str>,
+) -> Option<Verdict> {
     let policy = host.policy();
     let changed = target.changed(host);
     if policy.allows_everything() && !changed {
         return None;
     }
-    let caller = Caller::of(ctx);
+    let caller = Caller::through(ctx, view);
     let hints = policy.reads_hints().then(|| target.hints(host)).flatten();
     let mut verdict = policy.decide(&Asked {
         caller: &caller,

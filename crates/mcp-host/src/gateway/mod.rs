@@ -269,8 +269,13 @@ impl Gateway {
             if !filters && self.view.is_none() {
                 return pages::page(&catalog, list, &params, ctx.revision, None);
             }
-            let visible =
-                filters.then(|| guard::Visible::new(&self.host, &catalog, Caller::of(&ctx)));
+            let visible = filters.then(|| {
+                guard::Visible::new(
+                    &self.host,
+                    &catalog,
+                    Caller::through(&ctx, self.view_name()),
+                )
+            });
             let servers = self.host.upstream_names();
             let shows = |list, item: &_| {
                 visible.as_ref().is_none_or(|v| v.shows(list, item))
@@ -653,6 +658,11 @@ impl Gateway {
 }
 
 impl Gateway {
+    /// The name of the view this gateway serves, if it serves one.
+    fn view_name(&self) -> Option<&str> {
+        self.view.as_deref().map(|view| view.name.as_str())
+    }
+
     /// `target`, where this gateway's view holds it.
     fn within_view(&self, target: Target) -> Result<Target, ErrorObject> {
         let Some(view) = &self.view else {
@@ -768,7 +778,7 @@ impl Service for Gateway {
             .and_then(|params| Target::of(&self.host, &method, params, &ctx))
             .map(|target| target.and_then(|target| self.within_view(target)));
         let verdict = match &target {
-            Some(Ok(target)) => guard::decide(&self.host, target, &ctx),
+            Some(Ok(target)) => guard::decide(&self.host, target, &ctx, self.view_name()),
             _ => None,
         };
         let measured = self.host.keeps_metrics().then(|| {

@@ -15,6 +15,9 @@ pub struct Caller {
     /// The client's own name (`clientInfo.name`): self-reported, so a
     /// hint for rules, never a security boundary.
     pub client_name: Option<String>,
+    /// The view of the catalog the request came through (`[views.NAME]`);
+    /// none for the whole catalog.
+    pub view: Option<String>,
 }
 
 impl Caller {
@@ -27,11 +30,20 @@ impl Caller {
                 client_id: principal.client_id.clone(),
                 scopes: principal.scopes.clone(),
                 client_name,
+                view: None,
             },
             None => Caller {
                 client_name,
                 ..Caller::default()
             },
+        }
+    }
+
+    /// The caller of `ctx`, come through `view`.
+    pub fn through(ctx: &RequestContext, view: Option<&str>) -> Caller {
+        Caller {
+            view: view.map(str::to_owned),
+            ..Caller::of(ctx)
         }
     }
 

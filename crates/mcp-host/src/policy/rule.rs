@@ -40,6 +40,11 @@ pub struct RuleSettings {
     /// The client's own name, `clientInfo.name` (glob): self-reported.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// The view the request came through (glob over `[views.NAME]`
+    /// names); a rule with it never matches requests to the whole
+    /// catalog.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub view: Option<String>,
     /// The tool is read-only (`readOnlyHint`): believed from trusted
     /// servers only; the rule covers tools only.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -69,6 +74,7 @@ pub struct Rule {
     scope: Option<String>,
     client_id: Option<Pattern>,
     client: Option<Pattern>,
+    view: Option<Pattern>,
     /// What the tool's annotations must say, where the rule says.
     hints: Hints<Option<bool>>,
 }
@@ -128,6 +134,7 @@ impl Rule {
             scope: settings.scope.clone(),
             client_id: glob("client_id", &settings.client_id)?,
             client: glob("client", &settings.client)?,
+            view: glob("view", &settings.view)?,
             hints: Hints {
                 read_only: settings.read_only,
                 destructive: settings.destructive,
@@ -191,6 +198,14 @@ impl Rule {
                 shown(caller.client_name.as_deref()),
                 pattern(&self.client)
             ),
+            Key::View => format!(
+                "the request came through {}, not view {:?}",
+                match caller.view.as_deref() {
+                    Some(view) => format!("view {view:?}"),
+                    None => "the whole catalog".to_owned(),
+                },
+                pattern(&self.view)
+            ),
             Key::Hints => match &asked.hints {
                 None => "annotations are about tools".to_owned(),
                 Some(hints) => format!(
@@ -235,6 +250,9 @@ impl Rule {
         if !optional(&self.client, caller.client_name.as_deref()) {
             return Some(Key::Client);
         }
+        if !optional(&self.view, caller.view.as_deref()) {
+            return Some(Key::View);
+        }
         if !self.hints.is_empty() {
             let Some(hints) = &asked.hints else {
                 return Some(Key::Hints);
@@ -255,6 +273,7 @@ impl Rule {
 /// A key of a rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Key {
+    View,
     Server,
     Item,
     Caller,

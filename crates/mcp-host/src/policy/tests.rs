@@ -17,6 +17,7 @@ fn bob() -> Caller {
         client_id: Some("cli-7".into()),
         scopes: vec!["read".into(), "admin".into()],
         client_name: Some("Claude Desktop".into()),
+        view: None,
     }
 }
 
@@ -272,4 +273,35 @@ fn annotations_are_believed_from_trusted_servers_only() {
             .unwrap_err()
             .contains("about tools")
     );
+}
+
+#[test]
+fn a_rule_with_a_view_holds_for_requests_through_that_view_only() {
+    let deny = rule(
+        1,
+        RuleSettings {
+            view: Some("research*".into()),
+            server: Some("git".into()),
+            ..settings(Decision::Deny)
+        },
+    );
+    let policy = Policy::new(vec![deny], Decision::Allow);
+    let whole = bob();
+    let through = |view: &str| Caller {
+        view: Some(view.into()),
+        ..bob()
+    };
+    let research = through("research-team");
+    let other = through("ops");
+    let decide = |caller: &Caller| {
+        policy
+            .decide(&asked(caller, "git", Kind::Tool, "git_log"))
+            .decision
+    };
+    assert_eq!(decide(&research), Decision::Deny);
+    assert_eq!(decide(&other), Decision::Allow);
+    assert_eq!(decide(&whole), Decision::Allow);
+    let (_, reasons) = policy.explain(&asked(&whole, "git", Kind::Tool, "git_log"));
+    let why = reasons[0].2.as_deref().unwrap();
+    assert!(why.contains("the whole catalog"), "{why}");
 }
