@@ -8,6 +8,10 @@
 #   the official Python SDK client, declaring no sampling, in both eras
 #     (tests/interop/host_python_sampling.py): each server's sampling is
 #     answered by the host's model and reaches the tool's answer
+#   then approve = "ask", with the host on a pseudo-terminal of its own
+#     (tests/interop/host_python_sampling_review.py): the request shown,
+#     edited, sent, its reply reviewed, the answer at the Python client;
+#     then refused, and the client told
 #
 # Reuses the installs of .ci/interop-install.sh and .ci/model.sh. Every
 # process it starts is ended on exit. MCP_BIN=PATH uses that mcp binary.
@@ -94,4 +98,9 @@ for era in legacy modern; do
   timeout 300 "$venv/bin/python" tests/interop/host_python_sampling.py --url "$url" --era "$era" --model smollm2 ||
     { tail -n 40 "$logs/host.log" >&2; echo "FAILED: the Python SDK client ($era)" >&2; exit 1; }
 done
+# A person at the host's terminal reviews the same for the Python client.
+sed 's/^approve = "allow"$/approve = "ask"/' "$tmp/host.toml" >"$tmp/host-ask.toml"
+timeout 300 "$venv/bin/python" tests/interop/host_python_sampling_review.py --mcp "$mcp" \
+  --config "$tmp/servers.json" --settings "$tmp/host-ask.toml" --venv-python "$venv/bin/python" ||
+  { echo "FAILED: the review at the host's terminal" >&2; exit 1; }
 echo "interop-model: all checks passed"
