@@ -43,6 +43,14 @@ impl<T> Expiring<T> {
         token
     }
 
+    /// Whether `token` names a value kept now (without taking it).
+    pub(crate) fn holds(&self, token: &str) -> bool {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        entries
+            .get(token)
+            .is_some_and(|(since, _)| since.elapsed() < self.ttl)
+    }
+
     /// The value `token` names, once, while it is kept.
     pub(crate) fn take(&self, token: &str) -> Option<T> {
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
@@ -65,6 +73,7 @@ mod tests {
         let second = kept.keep(2);
         let third = kept.keep(3);
         assert_eq!(kept.take(&first), None, "the oldest went");
+        assert!(kept.holds(&second) && !kept.holds(&first) && !kept.holds("t:forged"));
         assert_eq!(kept.take(&second), Some(2));
         assert_eq!(kept.take(&second), None, "taken once");
         assert_eq!(kept.take(&third), Some(3));

@@ -163,3 +163,52 @@ async fn a_busy_server_makes_calls_wait_a_bounded_time_in_a_bounded_queue() {
             .is_ok()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_retry_is_not_counted_twice() {
+    // One call a minute, each asked about first: a 2026-07-28 client's
+    // call is an approval round and then its retry, one call.
+    let host = host_with(
+        r#"
+        [[limits]]
+        tool = "echo"
+        rate = "1/minute"
+        per = "server"
+        name = "one echo"
+
+        [[policy]]
+        decision = "ask"
+        tool = "echo"
+        name = "echo asks"
+        "#,
+    )
+    .await;
+    let builder = Client::builder("approving", "1.0")
+        .era(EraChoice::Pinned(ProtocolVersion::V2026_07_28))
+        .on_elicitation(|_| async {
+            let mut content = std::collections::BTreeMap::new();
+            content.insert(
+                "decision".to_owned(),
+                mcp_schema::ElicitValue::String("allow-once".into()),
+            );
+            Ok(mcp_schema::ElicitResult::accept(content))
+        });
+    let client = gateway_client(&host, builder).await;
+    let first = within(
+        "the approved call",
+        client.call_tool("echo", json!({"text": "a"})),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("the retry that brings the approval was refused: {e}"));
+    assert_eq!(first.content[0].as_text(), Some("a"));
+    // The budget is spent: the next call is refused before anyone is asked.
+    let error = refused(
+        within(
+            "past the budget",
+            client.call_tool("echo", json!({"text": "b"})),
+        )
+        .await,
+    );
+    assert_eq!(error.code, LIMITED, "{}", error.message);
+    host.shutdown(Duration::from_secs(5)).await;
+}

@@ -395,6 +395,11 @@ impl Waiting {
         self.pending.keep(pending)
     }
 
+    /// Whether `token` names a request waiting for its approval now.
+    pub(crate) fn holds(&self, token: &str) -> bool {
+        self.pending.holds(token)
+    }
+
     /// The request `token` names, once.
     pub(crate) fn take(&self, token: &str) -> Option<Pending> {
         self.pending.take(token)

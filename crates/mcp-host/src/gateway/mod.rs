@@ -195,8 +195,11 @@ impl Gateway {
         {
             return (Err(error), None);
         }
-        // Within the budgets, before anyone is asked.
+        // Within the budgets, before anyone is asked; a 2026-07-28 retry
+        // that brings the answer to an approval round was counted when
+        // the round was sent.
         if !self.host.limits().is_empty()
+            && !self.answers_approval_round(params.as_ref().ok())
             && let Err(refusal) = self.metered(&method, target.as_ref(), &ctx).await
         {
             return (Err(refusal.to_error()), None);
@@ -218,6 +221,15 @@ impl Gateway {
             (_, _, result) => result,
         };
         (result, answered)
+    }
+
+    /// Whether `params` answer an approval round the host sent and waits
+    /// on (its `requestState`, a random token, names it).
+    fn answers_approval_round(&self, params: Option<&Params>) -> bool {
+        params
+            .and_then(|params| params.str("requestState"))
+            .filter(|state| state.starts_with(crate::consent::APPROVAL_STATE))
+            .is_some_and(|token| self.host.consent().1.holds(&token))
     }
 
     /// Counts a request against the rate limits.
