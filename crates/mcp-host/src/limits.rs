@@ -80,6 +80,10 @@ pub struct LimitSettings {
     /// `default`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preset: Option<String>,
+    /// The view the request comes through (glob over `[views.NAME]`
+    /// names): the rule then counts only requests through that view.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub view: Option<String>,
     /// The server's name in the config (glob).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
@@ -155,6 +159,7 @@ struct LimitRule {
     interval: Duration,
     /// Units at once.
     burst: u32,
+    view: Option<Pattern>,
     server: Option<Pattern>,
     tool: Option<Pattern>,
     methods: Methods,
@@ -180,6 +185,8 @@ pub struct Metered<'a> {
     pub caller: &'a str,
     /// The method.
     pub method: &'a str,
+    /// The view the request came through, if it came through one.
+    pub view: Option<&'a str>,
     /// The server's name in the config, where the request reaches one.
     pub server: Option<&'a str>,
     /// The tool, prompt or resource at its server, where it names one.
@@ -328,6 +335,7 @@ impl LimitRule {
             interval,
             burst,
             rate,
+            view: glob("view", &settings.view)?,
             server: glob("server", &settings.server)?,
             tool,
             methods,
@@ -340,6 +348,10 @@ impl LimitRule {
         let calls_tool = request.method == methods::TOOLS_CALL;
         let reads_hints = self.hints != Hints::default();
         self.methods.matches(request.method)
+            && self
+                .view
+                .as_ref()
+                .is_none_or(|view| request.view.is_some_and(|v| view.is_match(v)))
             && self
                 .server
                 .as_ref()

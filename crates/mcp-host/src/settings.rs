@@ -49,7 +49,7 @@
 //! secrets = "off"             # results holding a secret: off | redact | block (an entry's "secrets" wins)
 //!
 //! [[limits]]                  # rate limits, see the limits module
-//! server = "memory"           # glob (optional; also tool = , method = )
+//! server = "memory"           # glob (optional; also tool = , method = , view = )
 //! per = "caller"              # whose budget: caller | server | tool
 //! rate = "20/minute"          # N/second | N/minute | N/hour (or preset = "read" | "invoke_tool" | "create" | "update" | "delete" | "default")
 //!

@@ -249,6 +249,7 @@ impl Gateway {
         let request = crate::limits::Metered {
             caller: caller.name(),
             method,
+            view: self.view_name(),
             server: target.map(|t| t.server.as_str()),
             item: target.map(|t| t.route.original.as_str()),
             hints,

@@ -13,6 +13,7 @@ fn call<'a>(caller: &'a str, server: &'a str, tool: &'a str) -> Metered<'a> {
     Metered {
         caller,
         method: methods::TOOLS_CALL,
+        view: None,
         server: Some(server),
         item: Some(tool),
         hints: Some(Hints::believed(None, false)),
@@ -108,6 +109,7 @@ fn presets_map_to_reads_tool_calls_and_annotations() {
     );
     let list = Metered {
         caller: "alice",
+        view: None,
         method: methods::TOOLS_LIST,
         server: None,
         item: None,
@@ -159,4 +161,26 @@ fn rules_that_cannot_be_used_say_why() {
     assert!(error.contains("positive"), "{error}");
     let error = compile("[[limits]]\npreset = \"write\"\n");
     assert!(error.contains("\"write\""), "{error}");
+}
+
+#[test]
+fn a_rule_with_a_view_counts_only_requests_through_it() {
+    let limits = rules(
+        r#"
+        [[limits]]
+        view = "public"
+        rate = "1/hour"
+        per = "server"
+        name = "public calls"
+        "#,
+    );
+    let through = |view| Metered {
+        view,
+        ..call("alice", "memory", "read_graph")
+    };
+    assert!(limits.check(&through(Some("public"))).is_ok());
+    assert!(limits.check(&through(Some("public"))).is_err());
+    // Neither the whole catalog nor another view spends that budget.
+    assert!(limits.check(&through(None)).is_ok());
+    assert!(limits.check(&through(Some("internal"))).is_ok());
 }
