@@ -347,3 +347,26 @@ async fn a_provider_that_is_not_there_is_said_so() {
     assert!(Model::new(ModelSettings::openai("ftp://x", "m")).is_err());
     assert!(Model::new(ModelSettings::openai("http://x/v1", " ")).is_err());
 }
+
+#[tokio::test]
+async fn an_answer_too_long_is_refused_whole_or_streamed() {
+    // Past the 16 MiB every answer is held to: a provider cannot make the
+    // host hold what it likes.
+    let huge = "x".repeat(17 << 20);
+    let whole = Answer::json(200, json!({"choices": [{"message": {"content": huge}}]}));
+    let mut streamed = Answer::events(&[]);
+    streamed.body = format!(
+        "data: {}\n\n",
+        json!({"choices": [{"delta": {"content": huge}}]})
+    );
+    let provider = FakeProvider::start(vec![whole, streamed]).await;
+    let model = Model::new(ModelSettings::openai(&provider.base_url, "m")).unwrap();
+    let error = model.complete(&ask("hi", 5), None).await.unwrap_err();
+    assert!(error.to_string().contains("longer than"), "{error}");
+    let ignore = |_: &str| {};
+    let error = model
+        .complete(&ask("hi", 5), Some(&ignore))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("longer than"), "{error}");
+}

@@ -121,7 +121,7 @@ impl Call<'_> {
                 return Ok(response);
             }
             let wait = retry_after(response.headers());
-            let text = response.text().await.unwrap_or_default();
+            let text = error_text(response).await;
             let message = provider_message(&text);
             if matches!(status, 429 | 500 | 502 | 503 | 504 | 529) {
                 if last {
@@ -271,12 +271,50 @@ fn without_url(error: &reqwest::Error) -> String {
     text
 }
 
+/// The most an answer may hold, whole or streamed: far beyond any
+/// model's reply, and memory stays bounded whatever the provider sends.
+pub(super) const MAX_ANSWER_BYTES: usize = 16 << 20;
+
+/// The most of an error's body that is read for its message.
+const MAX_ERROR_BYTES: usize = 64 << 10;
+
+/// The body of `response`, at most `max` bytes: `Err(true)` where it is
+/// longer (what was read is dropped), `Err(false)` where it was cut off.
+async fn body_within(response: reqwest::Response, max: usize) -> Result<Vec<u8>, (bool, String)> {
+    use futures::StreamExt as _;
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(|e| (false, e.to_string()))?;
+        if body.len() + chunk.len() > max {
+            let room = max - body.len();
+            body.extend_from_slice(&chunk[..room]);
+            return Err((true, String::from_utf8_lossy(&body).into_owned()));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// An error's body, as much as is read for its message.
+async fn error_text(response: reqwest::Response) -> String {
+    match body_within(response, MAX_ERROR_BYTES).await {
+        Ok(body) => String::from_utf8_lossy(&body).into_owned(),
+        Err((_, read)) => read,
+    }
+}
+
 /// A whole JSON answer.
 pub(super) async fn json(response: reqwest::Response) -> Result<Value, ModelError> {
-    let bytes = response
-        .bytes()
+    let bytes = body_within(response, MAX_ANSWER_BYTES)
         .await
-        .map_err(|e| ModelError::Invalid(format!("the answer was cut off: {e}")))?;
+        .map_err(|(long, why)| {
+            ModelError::Invalid(if long {
+                format!("the answer is longer than {MAX_ANSWER_BYTES} bytes")
+            } else {
+                format!("the answer was cut off: {why}")
+            })
+        })?;
     serde_json::from_slice(&bytes).map_err(|e| ModelError::Invalid(format!("not JSON: {e}")))
 }
 
@@ -290,9 +328,16 @@ pub(super) async fn events(
     use futures::StreamExt as _;
     let mut parser = mcp_http::sse::SseParser::new();
     let mut body = response.bytes_stream();
+    let mut read = 0;
     while let Some(chunk) = body.next().await {
         let chunk =
             chunk.map_err(|e| ModelError::Invalid(format!("the stream was cut off: {e}")))?;
+        read += chunk.len();
+        if read > MAX_ANSWER_BYTES {
+            return Err(ModelError::Invalid(format!(
+                "the streamed answer is longer than {MAX_ANSWER_BYTES} bytes"
+            )));
+        }
         for event in parser.feed(&chunk) {
             if on_data(event.event.as_deref(), &event.data)? {
                 return Ok(());
