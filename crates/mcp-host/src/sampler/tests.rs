@@ -27,8 +27,9 @@ impl Reviewer for Person {
         request: &'a CreateMessageRequestParams,
     ) -> BoxFuture<'a, Result<Reviewed, String>> {
         self.saw.lock().unwrap().push(format!(
-            "{server} {model} {}",
-            request.messages[0].content.blocks()[0].as_text().unwrap()
+            "{server} {model} {} ({} tokens)",
+            request.messages[0].content.blocks()[0].as_text().unwrap(),
+            request.max_tokens
         ));
         Box::pin(async move { Ok(self.request.clone()) })
     }
@@ -116,7 +117,10 @@ async fn a_person_who_refuses_stops_the_request_before_the_model() {
         .unwrap_err();
     assert_eq!(error.code, REFUSED);
     assert_eq!(answered.answer, Some("denied"));
-    assert_eq!(*person.saw.lock().unwrap(), ["srv local hello"]);
+    assert_eq!(
+        *person.saw.lock().unwrap(),
+        ["srv local hello (4000 tokens)"]
+    );
 }
 
 #[tokio::test]
@@ -130,7 +134,7 @@ async fn an_approved_request_goes_to_the_model_capped_and_its_failure_is_clear()
     });
     let mut options = options("max_tokens = 100");
     options.models[0].retries = Some(0);
-    options.reviewers.push(person);
+    options.reviewers.push(person.clone());
     let sampler = Sampler::new(options).unwrap();
     let mut answered = Answered::default();
     // Nothing listens on port 9: the model cannot be reached.
@@ -141,6 +145,8 @@ async fn an_approved_request_goes_to_the_model_capped_and_its_failure_is_clear()
         error.message
     );
     assert_eq!(answered.answer, Some("allowed-once"));
+    // The person saw the request cut to the cap: 4,000 tokens asked, 100 allowed.
+    assert_eq!(*person.saw.lock().unwrap(), ["s local hello (100 tokens)"]);
 }
 
 #[tokio::test]

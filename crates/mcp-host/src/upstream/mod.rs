@@ -9,6 +9,7 @@
 //!  any state -> stopped (host shutdown, or the server removed from the config)
 //! ```
 
+mod at_host;
 mod callers;
 mod connect;
 mod elicitation;
