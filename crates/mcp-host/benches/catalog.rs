@@ -3,7 +3,11 @@
 //! (a description, an input schema of three arguments). For each size:
 //!
 //! - `build`: the catalog merged from every server's listing, as the host
-//!   does after any server's lists change;
+//!   does when it starts;
+//! - `update`: the catalog merged again after one server's list changed,
+//!   reusing every other server's part;
+//! - `page` and `walk`: the first page of `tools/list` (100 tools) read
+//!   from the catalog, and every page of it in turn;
 //! - `resolve`: a call's name resolved to its server and original name;
 //! - `index` and `search`: a discovery view's search index made, and one
 //!   query of three words ranked in it.
@@ -21,6 +25,9 @@ use mcp_host::catalog::{Catalog, Source};
 use mcp_host::upstream::Listing;
 use mcp_host::views::search::SearchIndex;
 use serde_json::{Value, json};
+
+/// Tools on a page of `tools/list`.
+const PAGE: usize = 100;
 
 /// (servers, tools on each).
 const SHAPES: [(usize, usize); 3] = [(1, 10), (20, 50), (200, 50)];
@@ -72,10 +79,28 @@ fn catalog(c: &mut Criterion) {
             b.iter(|| black_box(Catalog::build(sources)))
         });
         let catalog = Catalog::build(&sources);
-        assert_eq!(catalog.tools.len(), total);
+        assert_eq!(catalog.tools().len(), total);
+        let mut changed = sources.clone();
+        changed[servers / 2] = source(servers / 2, per_server);
+        group.bench_with_input(BenchmarkId::new("update", total), &changed, |b, changed| {
+            b.iter(|| black_box(catalog.update(changed)))
+        });
+        group.bench_with_input(BenchmarkId::new("page", total), &catalog, |b, catalog| {
+            b.iter(|| black_box(catalog.tools().page(0, PAGE)))
+        });
+        group.bench_with_input(BenchmarkId::new("walk", total), &catalog, |b, catalog| {
+            b.iter(|| {
+                let tools = catalog.tools();
+                let mut read = 0;
+                while read < tools.len() {
+                    read += black_box(tools.page(read, PAGE)).len();
+                }
+                read
+            })
+        });
         let last = format!("server{}__count_report_{}", servers - 1, per_server - 1);
         let names: Vec<String> = catalog
-            .tools
+            .tools()
             .iter()
             .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
             .collect();
@@ -88,9 +113,9 @@ fn catalog(c: &mut Criterion) {
             })
         });
         group.bench_with_input(BenchmarkId::new("index", total), &catalog, |b, catalog| {
-            b.iter(|| black_box(SearchIndex::new(&catalog.tools)))
+            b.iter(|| black_box(SearchIndex::new(catalog.tools())))
         });
-        let index = SearchIndex::new(&catalog.tools);
+        let index = SearchIndex::new(catalog.tools());
         group.bench_with_input(BenchmarkId::new("search", total), &index, |b, index| {
             b.iter(|| black_box(index.search("archive a folder report", 10)))
         });

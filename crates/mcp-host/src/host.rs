@@ -622,9 +622,9 @@ impl Host {
             problems: lock(&self.inner.problems).clone(),
             collisions: catalog.collisions.clone(),
             reload_error: lock(&self.inner.reload_error).clone(),
-            tools: catalog.tools.len(),
-            resources: catalog.resources.len(),
-            prompts: catalog.prompts.len(),
+            tools: catalog.tools().len(),
+            resources: catalog.resources().len(),
+            prompts: catalog.prompts().len(),
             sessions,
             listeners,
             audit: self.audit().map(AuditLog::status),
@@ -776,7 +776,8 @@ fn rebuild(inner: &Inner) -> [(ListKind, std::collections::BTreeSet<usize>); 3] 
             listing: u.listing(),
         })
         .collect();
-    let fresh = Catalog::build(&sources);
+    let before = Arc::clone(&read(&inner.catalog));
+    let fresh = before.update(&sources);
     for collision in &fresh.collisions {
         tracing::warn!("name collision: {collision}");
     }

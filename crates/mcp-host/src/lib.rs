@@ -37,7 +37,7 @@
 //! };
 //! let host = Host::start(config, HostOptions::default());
 //! host.wait_started(Duration::from_secs(10)).await;
-//! for tool in &host.catalog().tools {
+//! for tool in host.catalog().tools() {
 //!     println!("{}", tool["name"]); // time__get_current_time, ...
 //! }
 //! let gateway = Gateway::new(host.clone(), "my-host", "1.0");

@@ -69,7 +69,7 @@ async fn long_names_that_share_a_start_both_keep_their_tools() {
     assert!(status.collisions.is_empty(), "{:?}", status.collisions);
     let tools: Vec<String> = host
         .catalog()
-        .tools
+        .tools()
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_owned())
         .collect();

@@ -74,7 +74,7 @@ async fn denied_items_are_hidden_and_refused_by_their_rule_in_both_eras() {
         options,
     );
     host.wait_started(Duration::from_secs(20)).await;
-    let all_tools = host.catalog().tools.len();
+    let all_tools = host.catalog().tools().len();
 
     for era in [
         EraChoice::Pinned(ProtocolVersion::V2025_11_25),

@@ -108,7 +108,7 @@ async fn host(settings: &str, audit: &std::path::Path) -> (Host, HostSettings) {
         options,
     );
     host.wait_started(Duration::from_secs(60)).await;
-    assert_eq!(host.catalog().tools.len(), 2_000);
+    assert_eq!(host.catalog().tools().len(), 2_000);
     (host, settings)
 }
 

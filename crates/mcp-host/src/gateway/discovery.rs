@@ -128,7 +128,7 @@ impl Gateway {
         }
         let servers = self.host.upstream_names();
         let tools = catalog
-            .tools
+            .tools()
             .iter()
             .filter(|tool| self.view_shows(&catalog, &servers, ListOf::Tools, tool));
         let index = Arc::new(SearchIndex::new(tools));
@@ -165,10 +165,7 @@ impl Gateway {
                     .search(&query, limit)
                     .into_iter()
                     .map(|(name, score)| {
-                        let tool = catalog
-                            .tools
-                            .iter()
-                            .find(|t| t.get("name").and_then(Value::as_str) == Some(name));
+                        let tool = catalog.tool_definition(name);
                         let said = |key: &str| tool.and_then(|t| t.get(key)).cloned();
                         json!({"name": name, "title": said("title"),
                                "description": said("description"),
@@ -194,9 +191,7 @@ impl Gateway {
                 let catalog = self.host.catalog();
                 let servers = self.host.upstream_names();
                 let tool = catalog
-                    .tools
-                    .iter()
-                    .find(|t| t.get("name").and_then(Value::as_str) == Some(wanted.as_str()))
+                    .tool_definition(&wanted)
                     .filter(|t| self.view_shows(&catalog, &servers, ListOf::Tools, t))
                     .ok_or_else(|| {
                         ErrorObject::invalid_params(format!(

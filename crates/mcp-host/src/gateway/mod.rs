@@ -411,10 +411,9 @@ impl Gateway {
         let Some(exposed) = params.str("name") else {
             return false;
         };
-        self.host.catalog().tools.iter().any(|tool| {
-            tool.get("name").and_then(Value::as_str) == Some(exposed.as_ref())
-                && task_bridge::task_required(tool)
-        })
+        (self.host.catalog())
+            .tool_definition(&exposed)
+            .is_some_and(task_bridge::task_required)
     }
 
     async fn subscription(

@@ -34,20 +34,16 @@ pub(super) fn page(
         Some(_) => return Err(ErrorObject::invalid_params("\"cursor\" must be a string")),
     };
     let all = match list {
-        ListOf::Tools => &catalog.tools,
-        ListOf::Prompts => &catalog.prompts,
-        ListOf::Resources => &catalog.resources,
-        ListOf::Templates => &catalog.templates,
+        ListOf::Tools => catalog.tools(),
+        ListOf::Prompts => catalog.prompts(),
+        ListOf::Resources => catalog.resources(),
+        ListOf::Templates => catalog.templates(),
     };
     // A caller's list leaves out what it is denied; its cursors count
     // in that list.
     let shown: Vec<&Item>;
     let (chunk, total): (Vec<&Item>, usize) = match shows {
-        None => {
-            let end = (offset + PAGE_SIZE).min(all.len());
-            let chunk = all.get(offset..end).unwrap_or_default();
-            (chunk.iter().collect(), all.len())
-        }
+        None => (all.page(offset, PAGE_SIZE), all.len()),
         Some(shows) => {
             shown = all.iter().filter(|i| shows(list, i)).collect();
             let end = (offset + PAGE_SIZE).min(shown.len());

@@ -13,15 +13,20 @@
 //!   undoes when it is read.
 
 use std::collections::BTreeMap;
-
-use foldhash::{HashMap, HashMapExt as _};
 use std::sync::Arc;
 
-use mcp_schema::header_params::{HeaderParam, header_params};
+use foldhash::{HashMap, HashMapExt as _, HashSet};
+use mcp_schema::header_params::HeaderParam;
 use serde_json::Value;
 
-use crate::names::expose;
 use crate::upstream::{Item, Listing};
+
+mod part;
+mod shown;
+
+use part::{NamedKind, Part, collision, prefix_of};
+use shown::Hidden;
+pub use shown::Shown;
 
 /// The scheme of rewritten resource URIs.
 pub const REWRITE_SCHEME: &str = "mcp-host:";
@@ -62,22 +67,23 @@ struct TemplateRoute {
 /// The merged catalog.
 #[derive(Debug, Default)]
 pub struct Catalog {
-    /// The tools, as shown.
-    pub tools: Vec<Item>,
-    /// The prompts, as shown.
-    pub prompts: Vec<Item>,
+    /// Each ready upstream's tools and prompts, in config order.
+    parts: Vec<Arc<Part>>,
+    /// What of each part lost its name to an earlier part's.
+    hidden: Vec<Hidden>,
+    /// The parts whose names start with a namespace, by that namespace
+    /// (positions in `parts`).
+    by_prefix: HashMap<String, Vec<usize>>,
+    /// The parts whose names may be anything (no namespace).
+    unprefixed: Vec<usize>,
     /// The resources, as shown.
-    pub resources: Vec<Item>,
+    resources: Vec<Item>,
     /// The resource templates, as shown.
-    pub templates: Vec<Item>,
+    templates: Vec<Item>,
     /// Names two upstreams wanted; each entry says which and who won.
     pub collisions: Vec<String>,
     /// Every upstream's instructions under a heading of its name.
     pub instructions: Option<String>,
-    tool_routes: HashMap<String, Route>,
-    /// The `Mcp-Param-*` headers of tools that mirror arguments into them.
-    tool_headers: HashMap<String, Arc<[HeaderParam]>>,
-    prompt_routes: HashMap<String, Route>,
     resource_routes: HashMap<String, Route>,
     template_routes: Vec<TemplateRoute>,
     /// Upstreams that serve resources, by index, for URIs nobody lists.
@@ -92,7 +98,37 @@ pub struct Catalog {
 impl Catalog {
     /// Merges `sources`, in their order.
     pub fn build(sources: &[Source]) -> Catalog {
-        let mut catalog = Catalog::default();
+        Catalog::default().update(sources)
+    }
+
+    /// Merges `sources`, in their order, reusing this catalog's part of
+    /// every source whose listing is the one it was made from: a change of
+    /// one server's lists copies and hashes that server's tools and
+    /// prompts, not the others'. (Resources and templates, whose shown
+    /// URIs depend on every server's, are merged whole.)
+    pub fn update(&self, sources: &[Source]) -> Catalog {
+        let old: HashMap<usize, &Arc<Part>> = self.parts.iter().map(|p| (p.index, p)).collect();
+        let parts: Vec<Arc<Part>> = sources
+            .iter()
+            .map(|source| match old.get(&source.index) {
+                Some(part) if part.is_of(source) => Arc::clone(part),
+                _ => Arc::new(Part::new(source)),
+            })
+            .collect();
+        let mut catalog = Catalog {
+            hidden: vec![Hidden::default(); parts.len()],
+            ..Catalog::default()
+        };
+        for (at, part) in parts.iter().enumerate() {
+            match part.prefix() {
+                Some(ns) => catalog.by_prefix.entry(ns.to_owned()).or_default().push(at),
+                None => catalog.unprefixed.push(at),
+            }
+            catalog.collisions.extend(part.collisions.iter().cloned());
+        }
+        catalog.parts = parts;
+        catalog.settle_contests(NamedKind::Tools);
+        catalog.settle_contests(NamedKind::Prompts);
         for source in sources {
             catalog
                 .namespaces
@@ -100,28 +136,7 @@ impl Catalog {
             if source.listing.capabilities.resources.is_some() {
                 catalog.resource_servers.push(source.index);
             }
-            let (tools, tool_routes) = (&mut catalog.tools, &mut catalog.tool_routes);
-            add_named(
-                sources,
-                source,
-                &source.listing.tools,
-                tools,
-                tool_routes,
-                &mut catalog.collisions,
-                "tool",
-            );
-            let (prompts, prompt_routes) = (&mut catalog.prompts, &mut catalog.prompt_routes);
-            add_named(
-                sources,
-                source,
-                &source.listing.prompts,
-                prompts,
-                prompt_routes,
-                &mut catalog.collisions,
-                "prompt",
-            );
         }
-        catalog.add_header_params();
         catalog.add_resources(sources);
         catalog.rewriting = catalog
             .rewritten
@@ -139,30 +154,113 @@ impl Catalog {
         catalog
     }
 
-    /// Reads which arguments each tool mirrors into headers, so an HTTP
-    /// transport can check them as the upstream would.
-    fn add_header_params(&mut self) {
-        for tool in &self.tools {
-            let (Some(Value::String(name)), Some(schema)) =
-                (tool.get("name"), tool.get("inputSchema"))
-            else {
+    /// Finds the names two parts both show and hides each from every part
+    /// but the first. Only names that can be contested are looked at: those
+    /// of parts without a namespace, and those of parts that share one.
+    fn settle_contests(&mut self, kind: NamedKind) {
+        let shared = self.by_prefix.values().filter(|at| at.len() > 1).flatten();
+        let contested: HashSet<&str> = self
+            .unprefixed
+            .iter()
+            .chain(shared)
+            .flat_map(|at| self.parts[*at].named(kind).names().map(|(name, _)| name))
+            .collect();
+        let mut lost: Vec<(usize, usize, String)> = Vec::new();
+        for name in contested {
+            let mut owners = self.candidates(name).filter_map(|at| {
+                let (position, route) = self.parts[at].named(kind).get(name)?;
+                Some((at, *position, route))
+            });
+            let Some((winner, _, taken)) = owners.next() else {
                 continue;
             };
-            match header_params(schema) {
-                Ok(params) if params.is_empty() => {}
-                Ok(params) => {
-                    self.tool_headers.insert(name.clone(), params.into());
-                }
-                Err(e) => {
-                    tracing::warn!(tool = %name, "{e}; clients on HTTP will refuse this tool")
-                }
+            for (at, position, route) in owners {
+                let (loser, owner) = (&self.parts[at], &self.parts[winner]);
+                let told = collision(
+                    kind,
+                    name,
+                    &route.original,
+                    &loser.name,
+                    &taken.original,
+                    &owner.name,
+                );
+                lost.push((at, position, told));
             }
         }
+        lost.sort();
+        for (at, position, told) in lost {
+            match kind {
+                NamedKind::Tools => self.hidden[at].tools.insert(position),
+                NamedKind::Prompts => self.hidden[at].prompts.insert(position),
+            };
+            self.collisions.push(told);
+        }
+    }
+
+    /// The parts that may show exposed name `name`, in config order: those
+    /// of its namespace and those without one.
+    fn candidates<'a>(&'a self, name: &str) -> impl Iterator<Item = usize> + 'a {
+        let prefixed = prefix_of(name)
+            .and_then(|ns| self.by_prefix.get(ns))
+            .map_or(&[][..], Vec::as_slice);
+        let unprefixed = self.unprefixed.as_slice();
+        // Both are in config order: merge them.
+        let (mut a, mut b) = (prefixed.iter().peekable(), unprefixed.iter().peekable());
+        std::iter::from_fn(move || match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if x <= y => a.next().copied(),
+            (_, Some(_)) => b.next().copied(),
+            (Some(_), None) => a.next().copied(),
+            (None, None) => None,
+        })
+    }
+
+    /// The part that shows exposed name `name` of `kind`, and the item's
+    /// position and route in it.
+    fn owner(&self, kind: NamedKind, name: &str) -> Option<(&Part, &(usize, Route))> {
+        if self.unprefixed.is_empty() {
+            // Every part has a namespace: the name's is the only place.
+            let parts = self.by_prefix.get(prefix_of(name)?)?;
+            return parts.iter().find_map(|at| {
+                let part = &self.parts[*at];
+                part.named(kind).get(name).map(|found| (&**part, found))
+            });
+        }
+        self.candidates(name).find_map(|at| {
+            let part = &self.parts[at];
+            part.named(kind).get(name).map(|found| (&**part, found))
+        })
+    }
+
+    /// The tools, as shown.
+    pub fn tools(&self) -> Shown<'_> {
+        Shown::parts(&self.parts, &self.hidden, NamedKind::Tools)
+    }
+
+    /// The prompts, as shown.
+    pub fn prompts(&self) -> Shown<'_> {
+        Shown::parts(&self.parts, &self.hidden, NamedKind::Prompts)
+    }
+
+    /// The resources, as shown.
+    pub fn resources(&self) -> Shown<'_> {
+        Shown::flat(&self.resources)
+    }
+
+    /// The resource templates, as shown.
+    pub fn templates(&self) -> Shown<'_> {
+        Shown::flat(&self.templates)
+    }
+
+    /// The definition of exposed tool `name`, as shown.
+    pub fn tool_definition(&self, name: &str) -> Option<&Item> {
+        let (part, (position, _)) = self.owner(NamedKind::Tools, name)?;
+        part.tools.items.get(*position)
     }
 
     /// The `Mcp-Param-*` headers exposed tool `name` has, if any.
     pub fn header_params(&self, name: &str) -> Option<Arc<[HeaderParam]>> {
-        self.tool_headers.get(name).cloned()
+        let (part, _) = self.owner(NamedKind::Tools, name)?;
+        part.header_params(name)
     }
 
     fn add_resources(&mut self, sources: &[Source]) {
@@ -239,7 +337,8 @@ impl Catalog {
 
     /// The route of exposed tool `name`.
     pub fn tool(&self, name: &str) -> Option<&Route> {
-        self.tool_routes.get(name)
+        self.owner(NamedKind::Tools, name)
+            .map(|(_, (_, route))| route)
     }
 
     /// The upstreams whose tools (`Tools`), resources and templates, or
@@ -249,17 +348,61 @@ impl Catalog {
         other: &Catalog,
         kind: crate::ListKind,
     ) -> std::collections::BTreeSet<usize> {
-        let mine = self.by_upstream(kind);
-        let theirs = other.by_upstream(kind);
+        match kind {
+            crate::ListKind::Tools => self.changed_parts(other, NamedKind::Tools),
+            crate::ListKind::Prompts => self.changed_parts(other, NamedKind::Prompts),
+            crate::ListKind::Resources => {
+                let mine = self.resources_by_upstream();
+                let theirs = other.resources_by_upstream();
+                mine.keys()
+                    .chain(theirs.keys())
+                    .filter(|index| mine.get(index) != theirs.get(index))
+                    .copied()
+                    .collect()
+            }
+        }
+    }
+
+    /// The upstreams whose shown tools or prompts differ between `self`
+    /// and `other`: a part both share is the same; only a part made anew
+    /// is compared item by item.
+    fn changed_parts(&self, other: &Catalog, kind: NamedKind) -> std::collections::BTreeSet<usize> {
+        let by_index = |catalog: &Catalog| -> HashMap<usize, usize> {
+            (catalog.parts.iter().enumerate())
+                .map(|(at, part)| (part.index, at))
+                .collect()
+        };
+        let (mine, theirs) = (by_index(self), by_index(other));
+        fn shown<'c>(
+            catalog: &'c Catalog,
+            at: Option<&usize>,
+            kind: NamedKind,
+        ) -> Option<(&'c Arc<Part>, &'c HashSet<usize>)> {
+            at.map(|at| (&catalog.parts[*at], catalog.hidden[*at].of(kind)))
+        }
         mine.keys()
             .chain(theirs.keys())
-            .filter(|index| mine.get(index) != theirs.get(index))
+            .filter(|index| {
+                match (
+                    shown(self, mine.get(index), kind),
+                    shown(other, theirs.get(index), kind),
+                ) {
+                    (Some((a, a_hidden)), Some((b, b_hidden))) => {
+                        a_hidden != b_hidden
+                            || !Arc::ptr_eq(a, b) && a.named(kind).items != b.named(kind).items
+                    }
+                    (Some((part, _)), None) | (None, Some((part, _))) => {
+                        !part.named(kind).items.is_empty()
+                    }
+                    (None, None) => false,
+                }
+            })
             .copied()
             .collect()
     }
 
-    /// The items of `kind`'s lists, by upstream.
-    fn by_upstream(&self, kind: crate::ListKind) -> HashMap<usize, Vec<&Item>> {
+    /// The resources and templates, by upstream.
+    fn resources_by_upstream(&self) -> HashMap<usize, Vec<&Item>> {
         let mut items: HashMap<usize, Vec<&Item>> = HashMap::new();
         let text = |item: &Item, key: &str| -> String {
             item.get(key)
@@ -275,26 +418,12 @@ impl Catalog {
                 .or_default()
                 .push(item);
         };
-        match kind {
-            crate::ListKind::Tools => {
-                for item in &self.tools {
-                    add(self.tool(&text(item, "name")).map(|r| r.upstream), item);
-                }
-            }
-            crate::ListKind::Prompts => {
-                for item in &self.prompts {
-                    add(self.prompt(&text(item, "name")).map(|r| r.upstream), item);
-                }
-            }
-            crate::ListKind::Resources => {
-                for item in &self.resources {
-                    let uri = text(item, "uri");
-                    add(self.resource_routes.get(&uri).map(|r| r.upstream), item);
-                }
-                for item in &self.templates {
-                    add(self.template(&text(item, "uriTemplate")), item);
-                }
-            }
+        for item in &self.resources {
+            let uri = text(item, "uri");
+            add(self.resource_routes.get(&uri).map(|r| r.upstream), item);
+        }
+        for item in &self.templates {
+            add(self.template(&text(item, "uriTemplate")), item);
         }
         items
     }
@@ -310,7 +439,8 @@ impl Catalog {
 
     /// The route of exposed prompt `name`.
     pub fn prompt(&self, name: &str) -> Option<&Route> {
-        self.prompt_routes.get(name)
+        self.owner(NamedKind::Prompts, name)
+            .map(|(_, (_, route))| route)
     }
 
     /// Where a resource URI is read: a listed URI, a rewritten one, the
@@ -436,47 +566,6 @@ fn rewrite_namespace(source: &Source) -> String {
     }
 }
 
-/// Adds `source`'s `items` under their exposed names; one whose name an
-/// earlier server of `sources` took is left out and told in `collisions`.
-fn add_named(
-    sources: &[Source],
-    source: &Source,
-    items: &[Item],
-    shown: &mut Vec<Item>,
-    routes: &mut HashMap<String, Route>,
-    collisions: &mut Vec<String>,
-    kind: &str,
-) {
-    for item in items {
-        let Some(name) = item.get("name").and_then(Value::as_str) else {
-            continue;
-        };
-        let exposed = expose(&source.namespace, name);
-        if let Some(taken) = routes.get(&exposed) {
-            let owner = sources
-                .iter()
-                .find(|s| s.index == taken.upstream)
-                .map_or("?", |s| s.name.as_str());
-            collisions.push(format!(
-                "{kind} {exposed:?}: {name:?} of server {:?} is left out, the name is taken by \
-                 {:?} of server {owner:?}; give one of them another namespace",
-                source.name, taken.original
-            ));
-            continue;
-        }
-        let mut item = item.clone();
-        item.insert("name".into(), Value::String(exposed.clone()));
-        shown.push(item);
-        routes.insert(
-            exposed,
-            Route {
-                upstream: source.index,
-                original: name.to_owned(),
-            },
-        );
-    }
-}
-
 fn merged_instructions(sources: &[Source]) -> Option<String> {
     let parts: Vec<String> = sources
         .iter()
@@ -489,189 +578,4 @@ fn merged_instructions(sources: &[Source]) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn item(value: Value) -> Item {
-        value.as_object().unwrap().clone()
-    }
-
-    fn source(index: usize, name: &str, ns: &str, listing: Listing) -> Source {
-        Source {
-            index,
-            name: name.into(),
-            namespace: ns.into(),
-            listing: Arc::new(listing),
-        }
-    }
-
-    fn names(items: &[Item]) -> Vec<&str> {
-        items.iter().map(|i| i["name"].as_str().unwrap()).collect()
-    }
-
-    #[test]
-    fn tools_are_prefixed_and_keep_everything_else() {
-        let a = Listing {
-            tools: vec![
-                item(
-                    json!({"name": "echo", "inputSchema": {"type": "object"}, "_meta": {"k": 1}, "annotations": {"readOnlyHint": true}, "x-unknown": [1]}),
-                ),
-                item(json!({"name": "git.status", "inputSchema": {"type": "object"}})),
-            ],
-            ..Default::default()
-        };
-        let b = Listing {
-            tools: vec![item(
-                json!({"name": "echo", "inputSchema": {"type": "object"}}),
-            )],
-            ..Default::default()
-        };
-        let catalog = Catalog::build(&[source(0, "a", "a", a), source(1, "b", "b", b)]);
-        let shown = names(&catalog.tools);
-        assert_eq!(shown[0], "a__echo");
-        assert!(shown[1].starts_with("a__git_status_"));
-        assert_eq!(shown[2], "b__echo");
-        assert_eq!(catalog.tools[0]["_meta"], json!({"k": 1}));
-        assert_eq!(catalog.tools[0]["x-unknown"], json!([1]));
-        assert_eq!(
-            catalog.tool("b__echo"),
-            Some(&Route {
-                upstream: 1,
-                original: "echo".into()
-            })
-        );
-        assert_eq!(catalog.tool(shown[1]).unwrap().original, "git.status");
-        assert!(catalog.collisions.is_empty());
-    }
-
-    #[test]
-    fn a_collision_is_reported_and_the_first_server_keeps_the_name() {
-        let listing = || Listing {
-            prompts: vec![item(json!({"name": "p"}))],
-            tools: vec![item(json!({"name": "t", "inputSchema": {}}))],
-            ..Default::default()
-        };
-        let catalog = Catalog::build(&[
-            source(0, "one", "", listing()),
-            source(1, "two", "", listing()),
-        ]);
-        assert_eq!(names(&catalog.tools), ["t"]);
-        assert_eq!(names(&catalog.prompts), ["p"]);
-        assert_eq!(catalog.tool("t").unwrap().upstream, 0);
-        assert_eq!(catalog.collisions.len(), 2, "{:?}", catalog.collisions);
-        let told = &catalog.collisions[0];
-        assert!(
-            told.contains("of server \"two\" is left out")
-                && told.contains("of server \"one\";")
-                && told.contains("namespace"),
-            "{told}"
-        );
-        assert!(!told.contains("index"), "{told}");
-    }
-
-    #[test]
-    fn resources_pass_through_unless_two_servers_list_them() {
-        let a = Listing {
-            resources: vec![
-                item(json!({"uri": "file:///same", "name": "same"})),
-                item(json!({"uri": "memo://only-a", "name": "a"})),
-            ],
-            templates: vec![item(json!({"uriTemplate": "memo://a/{id}", "name": "t"}))],
-            capabilities: serde_json::from_value(json!({"resources": {}})).unwrap(),
-            ..Default::default()
-        };
-        let b = Listing {
-            resources: vec![item(json!({"uri": "file:///same", "name": "same"}))],
-            capabilities: serde_json::from_value(json!({"resources": {}})).unwrap(),
-            ..Default::default()
-        };
-        let catalog = Catalog::build(&[source(0, "a", "fs", a), source(1, "b", "", b)]);
-        let uris: Vec<_> = catalog
-            .resources
-            .iter()
-            .map(|r| r["uri"].as_str().unwrap())
-            .collect();
-        assert_eq!(
-            uris,
-            [
-                "mcp-host:fs/file:///same",
-                "memo://only-a",
-                "mcp-host:b/file:///same"
-            ]
-        );
-        assert_eq!(
-            catalog.resource("mcp-host:b/file:///same"),
-            Some(Route {
-                upstream: 1,
-                original: "file:///same".into()
-            })
-        );
-        assert_eq!(catalog.resource("memo://only-a").unwrap().upstream, 0);
-        // Not listed, but under a's template.
-        assert_eq!(
-            catalog.resource("memo://a/42"),
-            Some(Route {
-                upstream: 0,
-                original: "memo://a/42".into()
-            })
-        );
-        // Two servers with resources, no template: nobody to guess.
-        assert_eq!(catalog.resource("other://x"), None);
-        assert!(catalog.rewrites(0) && catalog.rewrites(1));
-        assert_eq!(
-            catalog.rewritten_link(1, "file:///same").as_deref(),
-            Some("mcp-host:b/file:///same")
-        );
-        assert_eq!(catalog.rewritten_link(0, "memo://only-a"), None);
-    }
-
-    #[test]
-    fn a_uri_under_a_template_two_servers_have_is_ambiguous() {
-        let listing = || Listing {
-            templates: vec![item(
-                json!({"uriTemplate": "demo://blob/{id}", "name": "t"}),
-            )],
-            capabilities: serde_json::from_value(json!({"resources": {}})).unwrap(),
-            ..Default::default()
-        };
-        let catalog = Catalog::build(&[
-            source(0, "a", "a", listing()),
-            source(1, "b", "b", listing()),
-        ]);
-        assert_eq!(catalog.resource("demo://blob/1"), None);
-        assert_eq!(
-            catalog.ambiguous("demo://blob/1"),
-            ["mcp-host:a/demo://blob/1", "mcp-host:b/demo://blob/1"]
-        );
-        assert_eq!(
-            catalog.resource("mcp-host:b/demo://blob/1"),
-            Some(Route {
-                upstream: 1,
-                original: "demo://blob/1".into()
-            })
-        );
-        assert_eq!(
-            catalog.rewritten_link(0, "demo://blob/7").as_deref(),
-            Some("mcp-host:a/demo://blob/7")
-        );
-        assert!(!catalog.rewrites(2));
-    }
-
-    #[test]
-    fn instructions_are_merged_under_headings() {
-        let with = |text: &str| Listing {
-            instructions: Some(text.into()),
-            ..Default::default()
-        };
-        let catalog = Catalog::build(&[
-            source(0, "alpha", "alpha", with("Use A.")),
-            source(1, "beta", "beta", Listing::default()),
-            source(2, "gamma", "gamma", with("  Use G.\n")),
-        ]);
-        assert_eq!(
-            catalog.instructions.as_deref(),
-            Some("## alpha\n\nUse A.\n\n## gamma\n\nUse G.")
-        );
-    }
-}
+mod tests;
