@@ -2,12 +2,14 @@
 //! ([`crate::HostOptions::traces`]; `mcp host` exports them over OTLP):
 //! a span for each request as it arrives, its parent the caller's span
 //! when the request's `_meta` carries a W3C `traceparent` (and
-//! `tracestate`), the 2026-07-28 convention; and a span for each hop to a
+//! `tracestate`), the 2026-07-28 convention, or else when the HTTP request
+//! that carried it has them as headers; and a span for each hop to a
 //! server, whose context the server gets in the request's `_meta` in the
-//! same form. The spans are `tracing` spans of target [`TARGET`], made
+//! same form (and, over HTTP, in the headers too). The spans are `tracing` spans of target [`TARGET`], made
 //! OpenTelemetry spans by the subscriber's `tracing-opentelemetry` layer.
 //! Where traces are not kept, nothing here runs.
 
+use mcp_http::TraceContext;
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator as _};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use serde_json::{Map, Value};
@@ -30,6 +32,23 @@ impl Extractor for FromMeta<'_> {
     }
 }
 
+/// Reads them from the HTTP headers of the request.
+struct FromHeaders<'a>(&'a TraceContext);
+
+impl Extractor for FromHeaders<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        match key {
+            "traceparent" => Some(&self.0.traceparent),
+            "tracestate" => self.0.tracestate.as_deref(),
+            _ => None,
+        }
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        vec!["traceparent", "tracestate"]
+    }
+}
+
 /// Writes them into one.
 struct IntoMeta<'a>(&'a mut Map<String, Value>);
 
@@ -40,12 +59,14 @@ impl Injector for IntoMeta<'_> {
 }
 
 /// The span of a request of `method` to `server` (and its tool, prompt or
-/// resource `target`), the child of the caller's span its `_meta` names.
+/// resource `target`), the child of the caller's span its `_meta` names,
+/// or else the one the HTTP request's `headers` name.
 pub(crate) fn request_span(
     method: &str,
     server: Option<&str>,
     target: Option<&str>,
     meta: &Map<String, Value>,
+    headers: Option<&TraceContext>,
 ) -> Span {
     let name = match target {
         Some(target) => format!("{method} {target}"),
@@ -63,7 +84,13 @@ pub(crate) fn request_span(
         mcp.target = target.unwrap_or(""),
         error.message = tracing::field::Empty,
     );
-    let parent = TraceContextPropagator::new().extract(&FromMeta(meta));
+    let propagator = TraceContextPropagator::new();
+    let parent = match headers {
+        Some(headers) if !meta.contains_key("traceparent") => {
+            propagator.extract(&FromHeaders(headers))
+        }
+        _ => propagator.extract(&FromMeta(meta)),
+    };
     // A request without a (valid) parent starts a trace of its own.
     let _ = span.set_parent(parent);
     span

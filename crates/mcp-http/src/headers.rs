@@ -13,6 +13,7 @@ use serde_json::value::RawValue;
 use std::borrow::Cow;
 
 use crate::endpoint::{LAST_EVENT_ID, METHOD, NAME, PROTOCOL_VERSION, SESSION_ID};
+use crate::trace_context::{TRACEPARENT, TRACESTATE};
 
 /// The headers of a request that the endpoint reads, found in one pass
 /// over them instead of one hash lookup each. Each is its first value, as
@@ -28,6 +29,8 @@ pub(crate) struct McpHeaders<'a> {
     pub(crate) method: Option<&'a HeaderValue>,
     pub(crate) name: Option<&'a HeaderValue>,
     pub(crate) last_event_id: Option<&'a HeaderValue>,
+    pub(crate) traceparent: Option<&'a HeaderValue>,
+    pub(crate) tracestate: Option<&'a HeaderValue>,
 }
 
 impl<'a> McpHeaders<'a> {
@@ -42,6 +45,8 @@ impl<'a> McpHeaders<'a> {
             method: None,
             name: None,
             last_event_id: None,
+            traceparent: None,
+            tracestate: None,
         };
         for (name, value) in all {
             let slot = match name.as_str() {
@@ -52,6 +57,8 @@ impl<'a> McpHeaders<'a> {
                 METHOD => &mut found.method,
                 NAME => &mut found.name,
                 LAST_EVENT_ID => &mut found.last_event_id,
+                TRACEPARENT => &mut found.traceparent,
+                TRACESTATE => &mut found.tracestate,
                 _ => continue,
             };
             slot.get_or_insert(value);

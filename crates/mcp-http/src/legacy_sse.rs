@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 use crate::authz::{MessageExtensions, ToolScopeGuard};
 use crate::endpoint::{McpEndpoint, check_json_content, error_response, read_body, read_message};
 use crate::sse;
+use crate::trace_context;
 
 /// The query parameter naming the session on the message path.
 pub const SESSION_ID_PARAM: &str = "sessionId";
@@ -251,6 +252,11 @@ pub(crate) async fn handle_message(
         Err(refusal) => return *refusal,
     };
     let extensions = extensions.map(|Extension(e)| e.0);
+    let extensions = trace_context::attach(
+        headers.get(trace_context::TRACEPARENT),
+        headers.get(trace_context::TRACESTATE),
+        extensions,
+    );
     if inbound
         .send(InboundFrame::Parsed(frame, extensions))
         .await

@@ -34,6 +34,7 @@ pub mod session_store;
 mod spare_headers;
 pub mod sse;
 pub mod task_relay;
+pub mod trace_context;
 pub mod ws;
 
 pub use authz::{MessageExtensions, ToolScopeCheck, ToolScopeGuard};
@@ -50,3 +51,4 @@ pub use event_store::{
 pub use guard::{GuardError, OriginPolicy};
 pub use serve::{serve, serve_with};
 pub use session_store::{LocalSessionStore, SessionRecord, SessionStore, SessionStoreError};
+pub use trace_context::TraceContext;

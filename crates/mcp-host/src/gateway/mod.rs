@@ -804,6 +804,7 @@ impl Service for Gateway {
                 target.map(|t| t.server.as_str()),
                 target.map(|t| t.asked.as_str()),
                 &ctx.meta.other,
+                ctx.extensions().get::<mcp_http::TraceContext>().as_deref(),
             )
         });
         let answering = match self.host.audit() {

@@ -123,6 +123,9 @@ pub(crate) async fn post(inner: Arc<Inner>, out: Outgoing) {
     };
     let mut headers = inner.config.headers.clone();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(trace) = &out.trace {
+        trace.insert_into(&mut headers);
+    }
     tracing::debug!(method = ?out.method, id = ?out.id, "POST (HTTP+SSE)");
     let sent = inner
         .execute(|| {

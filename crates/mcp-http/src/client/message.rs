@@ -6,6 +6,8 @@ use mcp_core::{FrameKind, OutboundFrame};
 use mcp_schema::error_codes;
 use mcp_schema::meta::META_PROTOCOL_VERSION;
 use serde::Deserialize;
+
+use crate::trace_context::TraceContext;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
@@ -27,6 +29,8 @@ pub(crate) struct Outgoing {
     pub modern_version: Option<String>,
     /// The request params, kept raw.
     pub params: Option<Box<RawValue>>,
+    /// The trace context in `params._meta`, sent as headers too.
+    pub trace: Option<TraceContext>,
 }
 
 #[derive(Deserialize)]
@@ -72,7 +76,9 @@ impl Outgoing {
             .and_then(|m| m.meta)
             .and_then(|m| m.version)
             .filter(|v| is_modern_version(v));
+        let trace = TraceContext::from_params(params.as_deref());
         Outgoing {
+            trace,
             text: frame.text,
             kind: frame.kind,
             id,

@@ -261,6 +261,9 @@ impl Inner {
     /// The headers of the POST of `out`, and the session id they carry.
     pub(crate) fn post_headers(&self, out: &Outgoing) -> (HeaderMap, Option<String>) {
         let mut headers = self.base_headers();
+        if let Some(trace) = &out.trace {
+            trace.insert_into(&mut headers);
+        }
         let mut session = None;
         if let Some(version) = &out.modern_version {
             if let Ok(v) = HeaderValue::from_str(version) {

@@ -27,6 +27,7 @@ use crate::config::ResponseMode;
 use crate::headers::{self, McpHeaders, check_headers};
 use crate::session::{HttpSession, Lookup, MessageText, RouteKey, SessionLimit, StreamRefused};
 use crate::spare_headers;
+use crate::trace_context;
 
 /// Whether the MCP-Protocol-Version header names a stateless-era revision.
 fn names_modern_version(header: Option<&HeaderValue>) -> bool {
@@ -126,6 +127,8 @@ async fn answer_post(
         Err(refusal) => return *refusal,
     };
     let extensions = extensions.map(|e| e.0);
+    // The trace context of the headers, for handlers that trace.
+    let extensions = trace_context::attach(found.traceparent, found.tracestate, extensions);
     if session_id.is_none() && matches!(read.frame(), Frame::Batch(_)) {
         // Neither a new legacy session (initialize comes alone) nor a
         // 2026-07-28 request takes a batch.
