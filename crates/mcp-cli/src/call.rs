@@ -4,14 +4,14 @@
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use mcp_client::{Client, ClientError, EraChoice, RequestOptions};
+use mcp_client::{Client, EraChoice, RequestOptions};
 use mcp_schema::{CallToolResult, TaskSupport, Tool, methods};
 use serde_json::{Map, Value, json};
 
 use crate::progress::{self, progress_bar};
 use crate::server_log::{ServerLog, parse_server_log};
 use crate::stdout::{print_json, print_out};
-use crate::target::{Connection, http_failure};
+use crate::target::{Connection, explain};
 use crate::task;
 use crate::terminal::Terminal;
 
@@ -128,26 +128,6 @@ fn refused(why: &str) -> anyhow::Error {
 
 fn json_arg(text: &str, what: &str) -> Result<Value> {
     serde_json::from_str(text).with_context(|| format!("{what} is not JSON: {text}"))
-}
-
-/// A failed request told for people: the server's JSON-RPC error with its
-/// code, or an HTTP failure as such.
-pub(crate) fn explain(error: ClientError) -> anyhow::Error {
-    if let Some(http) = error.rpc().and_then(|rpc| http_failure(&rpc.message, None)) {
-        return anyhow!(http);
-    }
-    match error.rpc() {
-        Some(rpc) => anyhow!(
-            "the server answered with error {}: {}{}",
-            rpc.code,
-            rpc.message,
-            rpc.data
-                .as_ref()
-                .map(|d| format!(" ({d})"))
-                .unwrap_or_default()
-        ),
-        None => anyhow!(error),
-    }
 }
 
 /// `mcp call`: prints the raw JSON result; a tool's error result

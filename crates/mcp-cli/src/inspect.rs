@@ -11,12 +11,13 @@ use mcp_client::Client;
 use mcp_schema::{ResourceContents, error_codes};
 use serde_json::{Value, json};
 
-use crate::call::{ServerArgs, explain, with_connection};
+use crate::call::{ServerArgs, with_connection};
 use crate::listing::{
     binary, decode, info_text, prompt_table, prompt_text, resource_table, template_table,
 };
 use crate::stdout::{print_json, print_out};
 use crate::target::Connection;
+use crate::target::explain;
 use crate::terminal::Terminal;
 use crate::tool_table::{terminal_width, tool_table};
 

@@ -5,6 +5,7 @@ mod bench;
 mod bench_http;
 mod call;
 mod chat;
+mod connection_setup;
 mod cpu_use;
 mod file_watch;
 mod form;

@@ -13,6 +13,7 @@
 //! workers a second later, with a task each, so that the last frees of a
 //! burst come back even when no request follows.
 
+use mcp_core::sync::MutexExt as _;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
@@ -58,7 +59,7 @@ static SWEEP: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
 /// such note since the last sweep wakes the sweeper.
 fn owe_collection() {
     if !OWED.load(Ordering::Relaxed) && !OWED.swap(true, Ordering::AcqRel) {
-        let _guard = SWEEP.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let _guard = SWEEP.0.locked();
         SWEEP.1.notify_one();
     }
 }
@@ -70,7 +71,7 @@ pub(crate) fn sweep_idle_workers(runtime: tokio::runtime::Handle) {
     let workers = runtime.metrics().num_workers();
     let sweeper = move || {
         loop {
-            let mut guard = SWEEP.0.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut guard = SWEEP.0.locked();
             while !OWED.load(Ordering::Acquire) {
                 guard = SWEEP.1.wait(guard).unwrap_or_else(PoisonError::into_inner);
             }

@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 use std::sync::Mutex;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use mcp_core::sync::MutexExt as _;
 use mcp_schema::ProgressNotificationParams;
 
 /// Steps of a bar whose total is known: progress is shown in tenths of
@@ -16,7 +17,7 @@ const STEPS: u64 = 1000;
 static BAR: Mutex<Option<ProgressBar>> = Mutex::new(None);
 
 fn with_bar<T>(f: impl FnOnce(&mut Option<ProgressBar>) -> T) -> T {
-    f(&mut BAR.lock().unwrap_or_else(|p| p.into_inner()))
+    f(&mut BAR.locked())
 }
 
 /// A progress callback that draws the bar, when stderr is a terminal.

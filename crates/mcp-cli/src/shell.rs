@@ -17,14 +17,16 @@ use rustyline::history::FileHistory;
 use rustyline::{Editor, Helper, Highlighter, Hinter, Validator};
 use serde_json::{Value, json};
 
-use crate::call::{ServerArgs, call_tool, explain, result_text, tool_arguments, with_connection};
+use crate::call::{ServerArgs, call_tool, result_text, tool_arguments, with_connection};
 use crate::inspect::{contents_text, info_json};
 use crate::listing::{prompt_table, prompt_text, resource_table, template_table};
 use crate::stderr::print_err;
 use crate::stdout::print_out;
+use crate::target::explain;
 use crate::target::{Connection, xdg_dir};
 use crate::terminal::Terminal;
 use crate::tool_table::{terminal_width, tool_table};
+use mcp_core::sync::MutexExt as _;
 
 /// The shell's commands, with what each does (`help` prints them).
 const COMMANDS: &[(&str, &str)] = &[
@@ -123,7 +125,7 @@ impl Completer for Completion {
         let start = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
         let (done, word) = before.split_at(start);
         let words: Vec<&str> = done.split_whitespace().collect();
-        let names = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        let names = self.names.locked();
         let pairs = names
             .candidates(&words)
             .into_iter()
@@ -291,7 +293,7 @@ impl Shell<'_> {
     }
 
     fn names(&self) -> std::sync::MutexGuard<'_, Names> {
-        self.names.lock().unwrap_or_else(|p| p.into_inner())
+        self.names.locked()
     }
 
     /// Calls tool `name` with `key=value` arguments typed by its schema.

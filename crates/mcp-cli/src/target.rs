@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, anyhow, bail};
 use http::{HeaderName, HeaderValue};
 use mcp_auth::client::{FileTokenStore, LoopbackUserAgent, OAuthClient, OAuthClientConfig};
-use mcp_client::{Client, EraChoice};
+use mcp_client::{Client, ClientError, EraChoice};
 use mcp_core::Transport;
 use mcp_core::child::ChildProcess;
 use mcp_schema::{EXTENSION_TASKS, JsonObject, LoggingLevel};
 
-use crate::server_config::Setup;
+use crate::connection_setup::Setup;
 use crate::server_log::ServerLog;
 use crate::stderr::print_err;
 use crate::terminal::Terminal;
@@ -296,6 +296,26 @@ async fn ask_log_level(client: &Client, level: LoggingLevel) {
     }
     if let Err(e) = client.set_logging_level(level).await {
         tracing::warn!("the server did not take log level {level}: {e}");
+    }
+}
+
+/// A failed request told for people: the server's JSON-RPC error with its
+/// code, or an HTTP failure as such.
+pub(crate) fn explain(error: ClientError) -> anyhow::Error {
+    if let Some(http) = error.rpc().and_then(|rpc| http_failure(&rpc.message, None)) {
+        return anyhow!(http);
+    }
+    match error.rpc() {
+        Some(rpc) => anyhow!(
+            "the server answered with error {}: {}{}",
+            rpc.code,
+            rpc.message,
+            rpc.data
+                .as_ref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default()
+        ),
+        None => anyhow!(error),
     }
 }
 

@@ -18,8 +18,8 @@ use mcp_schema::{
 use serde_json::{Value, json};
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::call::explain;
 use crate::stderr::print_err;
+use crate::target::explain;
 
 /// How often a task is polled when the server suggests no interval.
 const DEFAULT_POLL: Duration = Duration::from_millis(500);

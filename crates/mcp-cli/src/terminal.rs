@@ -15,6 +15,7 @@ use tokio::sync::Mutex;
 
 use crate::form::{Outcome, fill};
 use crate::stderr::{ask_err, print_err};
+use mcp_core::sync::MutexExt as _;
 
 /// Reads answers from stdin, one question at a time.
 #[derive(Clone)]
@@ -38,10 +39,7 @@ impl Terminal {
     /// What this program refused to ask of the user for the server, if
     /// anything (the server's error that follows is this refusal).
     pub fn refusal(&self) -> Option<String> {
-        self.refused
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.refused.locked().clone()
     }
 
     fn refuse(&self, what: &str) -> Result<(), ErrorObject> {
@@ -51,10 +49,7 @@ impl Terminal {
         let why = format!(
             "the server asked for {what}, which needs a person at a terminal, and stdin is not one"
         );
-        self.refused
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get_or_insert_with(|| why.clone());
+        self.refused.locked().get_or_insert_with(|| why.clone());
         Err(ErrorObject::internal(why))
     }
 

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use mcp_core::sync::MutexExt as _;
 use mcp_schema::methods;
 
 type Entry = (Instant, Arc<dyn Any + Send + Sync>);
@@ -19,7 +20,7 @@ pub(crate) struct ListCache {
 impl ListCache {
     /// The cached list of `method`, if still fresh.
     pub(crate) fn get<T: Clone + Send + Sync + 'static>(&self, method: &str) -> Option<Vec<T>> {
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let mut entries = self.entries.locked();
         let (expires, value) = entries.get(method)?;
         if *expires <= Instant::now() {
             entries.remove(method);
@@ -36,18 +37,12 @@ impl ListCache {
         ttl: Duration,
     ) {
         let entry: Entry = (Instant::now() + ttl, Arc::new(items));
-        self.entries
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(method, entry);
+        self.entries.locked().insert(method, entry);
     }
 
     /// Forgets everything.
     pub(crate) fn clear(&self) {
-        self.entries
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        self.entries.locked().clear();
     }
 
     /// Forgets the list a `list_changed` notification is about.
@@ -60,7 +55,7 @@ impl ListCache {
             }
             _ => return,
         };
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let mut entries = self.entries.locked();
         for method in stale {
             entries.remove(method);
         }

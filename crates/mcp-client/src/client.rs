@@ -28,6 +28,7 @@ use crate::error::ClientError;
 use crate::handlers::{ClientService, Handlers};
 use crate::handshake::{ServerSide, discover, initialize, modern_meta, probe};
 use crate::listing::{Listing, PromptListing, ResourceListing, TemplateListing, ToolListing};
+use mcp_core::sync::{MutexExt as _, RwLockExt as _};
 
 /// Which protocol era to speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -402,7 +403,7 @@ impl Client {
         let raw = if self.is_modern() {
             // Serialized under the lock, straight from the shared `_meta`:
             // no copy per request.
-            let meta = self.inner.meta.lock().unwrap_or_else(|p| p.into_inner());
+            let meta = self.inner.meta.locked();
             let own = match params.get("_meta") {
                 Some(Value::Object(own)) => Some(own),
                 _ => None,
@@ -650,8 +651,7 @@ impl Client {
             let value = serde_json::to_value(level).map_err(|e| invalid("logLevel", e))?;
             self.inner
                 .meta
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
+                .locked()
                 .insert(mcp_schema::META_LOG_LEVEL.to_owned(), value);
             return Ok(());
         }
@@ -672,7 +672,7 @@ impl Client {
                 "this client was built without roots".into(),
             ));
         };
-        *current.write().unwrap_or_else(|p| p.into_inner()) = roots;
+        *current.write_locked() = roots;
         if !self.is_modern() {
             self.inner
                 .peer
@@ -697,12 +697,7 @@ impl Client {
     /// HTTP session is deleted) and pending calls fail.
     pub async fn close(&self) {
         self.inner.peer.close();
-        let session = self
-            .inner
-            .session
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let session = self.inner.session.locked().take();
         if let Some(session) = session {
             session.wait().await;
         }

@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::sync::{Arc, RwLock};
 
+use mcp_core::sync::RwLockExt as _;
 use mcp_core::{BoxFuture, HandlerResult, IncomingRequest, Peer, RequestContext, Service};
 use mcp_schema::jsonrpc::{self, Notification};
 use mcp_schema::{
@@ -93,9 +94,7 @@ impl Handlers {
     /// The current roots.
     pub(crate) fn list_roots(&self) -> Result<ListRootsResult, ErrorObject> {
         match &self.roots {
-            Some(roots) => Ok(ListRootsResult::new(
-                roots.read().unwrap_or_else(|p| p.into_inner()).clone(),
-            )),
+            Some(roots) => Ok(ListRootsResult::new(roots.read_locked().clone())),
             None => Err(ErrorObject::method_not_found(methods::ROOTS_LIST)),
         }
     }

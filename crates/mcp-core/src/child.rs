@@ -20,6 +20,7 @@ use crate::read_spin::DirectPipe;
 #[cfg(unix)]
 use crate::stdio::from_pipe;
 use crate::stdio::{LineLimit, MAX_LINE_BYTES, StreamFault};
+use crate::sync::MutexExt as _;
 use crate::transport::Transport;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -88,15 +89,12 @@ impl StderrTail {
     }
 
     fn push(&self, line: String) {
-        self.lines
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(line);
+        self.lines.locked().push(line);
     }
 
     /// The lines kept, oldest first.
     pub fn lines(&self) -> Vec<String> {
-        let lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        let lines = self.lines.locked();
         lines.kept.iter().cloned().collect()
     }
 

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::extensions::Extensions;
 use crate::identity::Negotiated;
 use crate::peer::Peer;
+use crate::sync::MutexExt as _;
 
 /// The context of one incoming request.
 #[derive(Clone, Debug)]
@@ -137,7 +138,7 @@ impl Progress {
             return false;
         };
         {
-            let mut state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
+            let mut state = inner.state.locked();
             if state.finished
                 || state.last.is_some_and(|last| progress <= last)
                 || !progress.is_finite()
@@ -166,11 +167,7 @@ impl Progress {
     /// Stops all further reports; called when the request completes.
     pub(crate) fn finish(&self) {
         if let Some(inner) = &self.inner {
-            inner
-                .state
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .finished = true;
+            inner.state.locked().finished = true;
         }
     }
 }

@@ -3,6 +3,7 @@
 //! and for what a transport attaches to the messages it reads (the
 //! authenticated principal of an HTTP request ...).
 
+use crate::sync::MutexExt as _;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,7 +17,7 @@ pub struct Extensions {
 impl Extensions {
     /// The value of type `T`, created by `init` on first use.
     pub fn get_or_insert_with<T: Any + Send + Sync>(&self, init: impl FnOnce() -> T) -> Arc<T> {
-        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = self.map.locked();
         let entry = map
             .entry(TypeId::of::<T>())
             .or_insert_with(|| Arc::new(init()));
@@ -28,21 +29,18 @@ impl Extensions {
 
     /// Stores `value`, replacing any earlier value of type `T`.
     pub fn insert<T: Any + Send + Sync>(&self, value: T) {
-        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = self.map.locked();
         map.insert(TypeId::of::<T>(), Arc::new(value));
     }
 
     /// Whether nothing was stored.
     pub fn is_empty(&self) -> bool {
-        self.map
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_empty()
+        self.map.locked().is_empty()
     }
 
     /// The value of type `T`, if one was stored.
     pub fn get<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
-        let map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        let map = self.map.locked();
         map.get(&TypeId::of::<T>())
             .cloned()
             .and_then(|v| v.downcast::<T>().ok())

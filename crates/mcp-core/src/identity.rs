@@ -10,6 +10,7 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use crate::sync::RwLockExt as _;
 use foldhash::HashMap;
 use mcp_schema::leading_meta::META_FIRST;
 use mcp_schema::{
@@ -63,7 +64,7 @@ impl ServerIdentity {
     /// Replaces the instructions of this identity and its clones, for the
     /// `initialize` and `server/discover` answered from now on.
     pub fn set_instructions(&self, instructions: Option<String>) {
-        *self.instructions.write().unwrap_or_else(|p| p.into_inner()) = instructions;
+        *self.instructions.write_locked() = instructions;
     }
 
     /// Name and version.
@@ -78,10 +79,7 @@ impl ServerIdentity {
 
     /// How to use the server.
     pub fn instructions(&self) -> Option<String> {
-        self.instructions
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.instructions.read_locked().clone()
     }
 
     /// The stateless clients this identity has served.
@@ -310,11 +308,7 @@ impl StatelessClients {
     /// How many `_meta` texts are remembered.
     #[cfg(test)]
     pub(crate) fn remembered(&self) -> usize {
-        self.seen
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .by_text
-            .len()
+        self.seen.read_locked().by_text.len()
     }
 
     /// The remembered client whose `_meta` text opens `params`, with that
@@ -324,7 +318,7 @@ impl StatelessClients {
     /// that the params go on from with `,` or `}` is the whole `_meta` value.
     pub(crate) fn recognise<'p>(&self, params: &'p str) -> Option<(&'p str, Arc<StatelessClient>)> {
         let rest = params.strip_prefix(META_FIRST)?;
-        let seen = self.seen.read().unwrap_or_else(|p| p.into_inner());
+        let seen = self.seen.read_locked();
         seen.recent_opening(rest)
             .map(|(text, client)| (&rest[..text.get().len()], Arc::clone(client)))
     }
@@ -335,14 +329,14 @@ impl StatelessClients {
         &self,
         rest: &str,
     ) -> Option<(Arc<RawValue>, Arc<StatelessClient>)> {
-        let seen = self.seen.read().unwrap_or_else(|p| p.into_inner());
+        let seen = self.seen.read_locked();
         seen.recent_opening(rest)
             .map(|(text, client)| (Arc::clone(text), Arc::clone(client)))
     }
 
     /// The client whose requests carry exactly this `_meta` text.
     pub(crate) fn get(&self, text: &str) -> Option<Arc<StatelessClient>> {
-        let seen = self.seen.read().unwrap_or_else(|p| p.into_inner());
+        let seen = self.seen.read_locked();
         seen.by_text.get(text).cloned()
     }
 
@@ -356,7 +350,7 @@ impl StatelessClients {
         let Ok(raw) = RawValue::from_string(text.to_owned()) else {
             return;
         };
-        let mut seen = self.seen.write().unwrap_or_else(|p| p.into_inner());
+        let mut seen = self.seen.write_locked();
         if seen.by_text.len() >= CAPACITY {
             *seen = Seen::default();
         }

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::error::request_id_in_use;
+use crate::sync::MutexExt as _;
 
 /// The requests of one session.
 pub(crate) enum InFlight {
@@ -71,12 +72,8 @@ struct InFlightEntry {
 
 impl Drop for InFlightEntry {
     fn drop(&mut self) {
-        lock(&self.map).by_id.remove(&self.id);
+        self.map.locked().by_id.remove(&self.id);
     }
-}
-
-fn lock(map: &InFlightMap) -> std::sync::MutexGuard<'_, Requests> {
-    map.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl InFlight {
@@ -123,7 +120,7 @@ impl InFlight {
                 // after (seen under the map's lock, not the token's).
                 let cancel = CancellationToken::new();
                 {
-                    let mut requests = lock(&concurrent.requests);
+                    let mut requests = concurrent.requests.locked();
                     if requests.by_id.contains_key(id) {
                         return Err(request_id_in_use(id));
                     }
@@ -152,7 +149,9 @@ impl InFlight {
     /// Cancels request `id` if it is in flight; whether it was.
     pub(crate) fn cancel(&self, id: &RequestId) -> bool {
         match self {
-            InFlight::Many(concurrent) => lock(&concurrent.requests)
+            InFlight::Many(concurrent) => concurrent
+                .requests
+                .locked()
                 .by_id
                 .get(id)
                 .map(CancellationToken::cancel)
@@ -164,7 +163,7 @@ impl InFlight {
     /// Cancels every request in flight, and those that start later.
     pub(crate) fn cancel_all(&self) {
         if let InFlight::Many(concurrent) = self {
-            let mut requests = lock(&concurrent.requests);
+            let mut requests = concurrent.requests.locked();
             requests.cancelled_all = true;
             requests.by_id.values().for_each(CancellationToken::cancel);
         }

@@ -56,6 +56,7 @@ mod session;
 pub mod stdio;
 #[cfg(unix)]
 mod stdio_pipes;
+pub mod sync;
 mod task_scope;
 mod transport;
 

@@ -22,6 +22,7 @@ use crate::error::RequestError;
 use crate::extensions::Extensions;
 use crate::identity::{Negotiated, Role, SessionConfig};
 use crate::in_flight::InFlight;
+use crate::sync::{MutexExt as _, RwLockExt as _};
 use crate::transport::{FrameKind, FrameSink, OutboundFrame};
 
 /// Called with each progress notification the peer sends for a request.
@@ -172,11 +173,11 @@ impl Shared {
     }
 
     pub(crate) fn state(&self) -> std::sync::MutexGuard<'_, SessionState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.locked()
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, Pending>> {
-        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+        self.pending.locked()
     }
 
     /// Delivers a response to whoever waits for it; unknown ids (late
@@ -207,18 +208,12 @@ impl Shared {
         self.closed.cancel();
         self.in_flight.cancel_all();
         self.pending().clear();
-        self.outbound
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        self.outbound.write_locked().take();
     }
 
     /// The way to the transport, unless the session has closed.
     pub(crate) fn sender(&self) -> Option<Outbound> {
-        self.outbound
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.outbound.read_locked().clone()
     }
 }
 

@@ -25,6 +25,7 @@ use crate::peer::{Outbound, Peer, Phase, Shared};
 use crate::replies::{discover, empty_result, modern_revision, response_text, server_declares};
 use crate::request_meta::{KnownMeta, leading_meta_end, members_after, meta_text, read_meta};
 use crate::service::{HandlerResult, IncomingRequest, Service};
+use crate::sync::MutexExt as _;
 use crate::transport::{FrameKind, FrameSink, Inbound, InboundFrame, Transport};
 
 /// How long a closing session waits for its last frames to be written.
@@ -854,7 +855,7 @@ async fn deliver_to(
         }
         Reply::Batch(batch) => {
             let ready = {
-                let mut responses = batch.responses.lock().unwrap_or_else(|p| p.into_inner());
+                let mut responses = batch.responses.locked();
                 if !text.is_empty() {
                     responses.push(text);
                 }

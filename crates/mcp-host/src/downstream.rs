@@ -12,6 +12,7 @@ use mcp_schema::{LoggingLevel, Meta, SubscriptionFilter, methods};
 use serde_json::{Value, json};
 
 use crate::views::View;
+use mcp_core::sync::MutexExt as _;
 
 /// Which list changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,10 +60,6 @@ struct Listener {
     view: Option<Arc<View>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// Every downstream client the host can notify.
 #[derive(Default)]
 pub(crate) struct Downstream {
@@ -80,26 +77,31 @@ pub(crate) struct ListenerGuard<'a> {
 
 impl Drop for ListenerGuard<'_> {
     fn drop(&mut self) {
-        lock(&self.downstream.listeners).1.remove(&self.key);
+        self.downstream.listeners.locked().1.remove(&self.key);
     }
 }
 
 impl Downstream {
     pub(crate) fn session_ready(&self, peer: &Peer, view: Option<Arc<View>>) {
-        lock(&self.sessions).insert(peer.session_key(), peer.clone());
+        self.sessions
+            .locked()
+            .insert(peer.session_key(), peer.clone());
         if let Some(view) = view {
-            lock(&self.views).insert(peer.session_key(), view);
+            self.views.locked().insert(peer.session_key(), view);
         }
     }
 
     pub(crate) fn session_closed(&self, peer: &Peer) {
-        lock(&self.sessions).remove(&peer.session_key());
-        lock(&self.views).remove(&peer.session_key());
+        self.sessions.locked().remove(&peer.session_key());
+        self.views.locked().remove(&peer.session_key());
     }
 
     /// How many legacy sessions and listen streams are open.
     pub(crate) fn counts(&self) -> (usize, usize) {
-        (lock(&self.sessions).len(), lock(&self.listeners).1.len())
+        (
+            self.sessions.locked().len(),
+            self.listeners.locked().1.len(),
+        )
     }
 
     pub(crate) fn listen(
@@ -109,7 +111,7 @@ impl Downstream {
         filter: SubscriptionFilter,
         view: Option<Arc<View>>,
     ) -> ListenerGuard<'_> {
-        let mut listeners = lock(&self.listeners);
+        let mut listeners = self.listeners.locked();
         listeners.0 += 1;
         let key = listeners.0;
         listeners.1.insert(
@@ -131,14 +133,14 @@ impl Downstream {
     /// change does not `affect`.
     pub(crate) fn list_changed(&self, kind: ListKind, affects: &dyn Fn(&View) -> bool) {
         let mut outbox = Outbox::new();
-        let views = lock(&self.views);
-        for (key, peer) in lock(&self.sessions).iter() {
+        let views = self.views.locked();
+        for (key, peer) in self.sessions.locked().iter() {
             if views.get(key).is_none_or(|view| affects(view)) {
                 outbox.push(peer, kind.method(), &json!({}), ());
             }
         }
         drop(views);
-        for listener in lock(&self.listeners).1.values() {
+        for listener in self.listeners.locked().1.values() {
             if kind.wanted(&listener.filter) && listener.view.as_deref().is_none_or(affects) {
                 let params = json!({ "_meta": subscription_meta(&listener.id) });
                 outbox.push(&listener.peer, kind.method(), &params, ());
@@ -151,11 +153,11 @@ impl Downstream {
     pub(crate) fn resource_updated(&self, uri: &str, mut params: serde_json::Map<String, Value>) {
         params.insert("uri".into(), Value::String(uri.to_owned()));
         let mut outbox = Outbox::new();
-        for peer in lock(&self.sessions).values() {
+        for peer in self.sessions.locked().values() {
             let subscribed = peer
                 .extensions()
                 .get::<Subscriptions>()
-                .is_some_and(|s| lock(&s.0).contains(uri));
+                .is_some_and(|s| s.0.locked().contains(uri));
             if subscribed {
                 outbox.push(peer, methods::NOTIFICATION_RESOURCES_UPDATED, &params, ());
             }
@@ -171,7 +173,7 @@ impl Downstream {
             return;
         };
         let mut outbox = Outbox::new();
-        for listener in lock(&self.listeners).1.values() {
+        for listener in self.listeners.locked().1.values() {
             let wanted = listener
                 .filter
                 .resource_subscriptions
@@ -204,10 +206,10 @@ impl Downstream {
         let chosen = |peer: &Peer| {
             peer.extensions()
                 .get::<LogLevel>()
-                .and_then(|l| *lock(&l.0))
+                .and_then(|l| *l.0.locked())
         };
         let targets: Vec<Peer> = match callers.len() {
-            0 => lock(&self.sessions).values().cloned().collect(),
+            0 => self.sessions.locked().values().cloned().collect(),
             1 => callers,
             _ => {
                 tracing::debug!("a log message with several calls in flight is not passed on");

@@ -1,6 +1,7 @@
 //! Values a client comes back for by a token (a `requestState`), each
 //! kept a while and taken once, at most so many at a time.
 
+use mcp_core::sync::MutexExt as _;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -28,7 +29,7 @@ impl<T> Expiring<T> {
     /// Keeps `value`; the token that takes it back.
     pub(crate) fn keep(&self, value: T) -> String {
         let token = format!("{}{:032x}", self.prefix, rand::random::<u128>());
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let mut entries = self.entries.locked();
         let now = Instant::now();
         entries.retain(|_, (since, _)| now.duration_since(*since) < self.ttl);
         if entries.len() >= self.max
@@ -45,7 +46,7 @@ impl<T> Expiring<T> {
 
     /// Whether `token` names a value kept now (without taking it).
     pub(crate) fn holds(&self, token: &str) -> bool {
-        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let entries = self.entries.locked();
         entries
             .get(token)
             .is_some_and(|(since, _)| since.elapsed() < self.ttl)
@@ -53,7 +54,7 @@ impl<T> Expiring<T> {
 
     /// The value `token` names, once, while it is kept.
     pub(crate) fn take(&self, token: &str) -> Option<T> {
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let mut entries = self.entries.locked();
         entries
             .remove(token)
             .filter(|(since, _)| since.elapsed() < self.ttl)

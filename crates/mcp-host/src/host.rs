@@ -18,6 +18,7 @@ use crate::catalog::{Catalog, Source};
 use crate::config::{ConfigProblem, HostConfig, ServerConfig};
 use crate::downstream::{Downstream, ListKind};
 use crate::upstream::{Signal, SupervisorOptions, Upstream, UpstreamState, UpstreamStatus};
+use mcp_core::sync::{MutexExt as _, RwLockExt as _};
 
 /// What the host tells an embedding application.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -232,15 +233,11 @@ impl WeakHost {
 type UpdateHook = Arc<dyn Fn(&str) + Send + Sync>;
 
 fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    l.read().unwrap_or_else(|p| p.into_inner())
+    l.read_locked()
 }
 
 fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    l.write().unwrap_or_else(|p| p.into_inner())
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    l.write_locked()
 }
 
 /// How many upstream signals wait at most; more are dropped (a list
@@ -337,7 +334,7 @@ impl Host {
             self.update_hook_caller(),
         );
         upstreams.push(Some(Arc::clone(&upstream)));
-        lock(&self.inner.supervisors).spawn(upstream.supervise());
+        self.inner.supervisors.locked().spawn(upstream.supervise());
     }
 
     /// Calls the resource update hook, if one is set, with the URI
@@ -389,9 +386,9 @@ impl Host {
         for problem in &config.problems {
             tracing::error!("{problem}; that server is not started");
         }
-        *lock(&self.inner.order) = config.servers.iter().map(|s| s.name.clone()).collect();
-        *lock(&self.inner.problems) = config.problems;
-        *lock(&self.inner.reload_error) = None;
+        *self.inner.order.locked() = config.servers.iter().map(|s| s.name.clone()).collect();
+        *self.inner.problems.locked() = config.problems;
+        *self.inner.reload_error.locked() = None;
         tracing::info!(?started, ?stopped, "configuration reloaded");
         let _ = self.inner.signals.try_send((usize::MAX, Signal::Changed));
         Reloaded { started, stopped }
@@ -426,7 +423,7 @@ impl Host {
     /// [`HostStatus::reload_error`] says why until a reload succeeds.
     pub fn reload_failed(&self, error: String) {
         tracing::error!("configuration not reloaded: {error}");
-        *lock(&self.inner.reload_error) = Some(error);
+        *self.inner.reload_error.locked() = Some(error);
     }
 
     /// The running upstreams, in config order.
@@ -609,7 +606,7 @@ impl Host {
         let (sessions, listeners) = self.inner.downstream.counts();
         let mut servers: Vec<UpstreamStatus> =
             self.upstreams().iter().map(|u| u.status()).collect();
-        let order = lock(&self.inner.order);
+        let order = self.inner.order.locked();
         servers.sort_by_key(|s| {
             order
                 .iter()
@@ -619,9 +616,9 @@ impl Host {
         drop(order);
         HostStatus {
             servers,
-            problems: lock(&self.inner.problems).clone(),
+            problems: self.inner.problems.locked().clone(),
             collisions: catalog.collisions.clone(),
-            reload_error: lock(&self.inner.reload_error).clone(),
+            reload_error: self.inner.reload_error.locked().clone(),
             tools: catalog.tools().len(),
             resources: catalog.resources().len(),
             prompts: catalog.prompts().len(),
@@ -728,7 +725,7 @@ impl Host {
         if self.is_settled() {
             return;
         }
-        let deadline = *lock(&self.inner.start_deadline);
+        let deadline = *self.inner.start_deadline.locked();
         let now = tokio::time::Instant::now();
         if now < deadline {
             self.wait_started(deadline - now).await;
@@ -751,7 +748,7 @@ impl Host {
         for upstream in self.upstreams() {
             upstream.stop();
         }
-        let mut tasks = std::mem::take(&mut *lock(&self.inner.supervisors));
+        let mut tasks = std::mem::take(&mut *self.inner.supervisors.locked());
         let all = async { while tasks.join_next().await.is_some() {} };
         if tokio::time::timeout(deadline, all).await.is_err() {
             tracing::warn!("upstreams did not stop within {deadline:?}; abandoning them");

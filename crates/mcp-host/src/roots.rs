@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
+use mcp_core::sync::RwLockExt as _;
 use mcp_schema::Root;
 use serde::{Deserialize, Serialize};
 
@@ -80,16 +81,12 @@ impl SharedRoots {
 
     /// The roots offered now.
     pub fn get(&self) -> Vec<Root> {
-        self.0
-            .roots
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.0.roots.read_locked().clone()
     }
 
     /// Offers `roots` instead; whether they differ from before.
     pub(crate) fn set(&self, roots: Vec<Root>) -> bool {
-        let mut current = self.0.roots.write().unwrap_or_else(|p| p.into_inner());
+        let mut current = self.0.roots.write_locked();
         let changed = *current != roots;
         self.0.any.store(!roots.is_empty(), Ordering::Relaxed);
         *current = roots;

@@ -11,6 +11,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use mcp_core::TaskScope;
+use mcp_core::sync::MutexExt as _;
 use serde_json::value::RawValue;
 
 /// How many tasks are remembered at most.
@@ -40,7 +41,7 @@ impl TaskRoutes {
     /// Remembers that `upstream` runs task `id` for `client`.
     pub(crate) fn remember(&self, id: &str, upstream: usize, client: &TaskScope) {
         let id = id.to_owned();
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut inner = self.inner.locked();
         let (routes, order) = &mut *inner;
         if routes
             .insert(id.clone(), (upstream, client.clone()))
@@ -58,7 +59,7 @@ impl TaskRoutes {
     /// The tasks `upstream` runs for `client`, newest first, at most
     /// `MAX_LISTED`.
     pub(crate) fn of(&self, client: &TaskScope, upstream: usize) -> Vec<String> {
-        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let inner = self.inner.locked();
         let (routes, order) = &*inner;
         order
             .iter()
@@ -71,13 +72,7 @@ impl TaskRoutes {
 
     /// The upstream that runs task `id`, if it runs for `client`.
     pub(crate) fn route(&self, id: &str, client: &TaskScope) -> Option<usize> {
-        match self
-            .inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .0
-            .get(id)
-        {
+        match self.inner.locked().0.get(id) {
             Some((upstream, owner)) if owner == client => Some(*upstream),
             _ => None,
         }

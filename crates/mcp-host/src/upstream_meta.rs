@@ -6,6 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use mcp_core::sync::MutexExt as _;
 use mcp_schema::{
     ClientCapabilities, LoggingLevel, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL,
     META_PROTOCOL_VERSION, ProtocolVersion, jsonrpc,
@@ -75,7 +76,7 @@ struct Written {
 impl MetaCache {
     /// The `_meta` object of `meta`, written now or found from before.
     pub(crate) fn get(&self, meta: ModernMeta<'_>) -> Result<Arc<RawValue>, serde_json::Error> {
-        let mut last = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut last = self.0.locked();
         if let Some(written) = last.as_ref()
             && written.revision == meta.revision
             && written.log_level == meta.log_level

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use mcp_core::BoxFuture;
+use mcp_core::sync::MutexExt as _;
 
 /// Identifies one SSE stream within a session (server-chosen; visible ASCII, as it ends up in event ids).
 pub type StreamId = String;
@@ -322,7 +323,7 @@ impl MemoryEventStore {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // Nothing in a critical section can leave `Inner` half-updated in a way
         // worse than a wrong counter, so a poisoned lock is still usable.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner.locked()
     }
 
     fn append_at(&self, session: &str, stream: &str, message: Arc<str>, now: Instant) -> EventId {

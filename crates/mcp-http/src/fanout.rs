@@ -21,6 +21,7 @@ use mcp_schema::methods;
 use crate::event_store::{EventStore, EventStoreError};
 use crate::session::STANDALONE;
 use crate::session_store::{SessionStore, SessionStoreError};
+use mcp_core::sync::MutexExt as _;
 
 /// Why an update was not stored for every subscriber.
 #[derive(Debug, thiserror::Error)]
@@ -143,7 +144,7 @@ impl UpdateQueue {
 
     /// Queues the update of `uri`.
     pub fn push(&self, uri: &str) {
-        let mut queued = self.0.queued.lock().unwrap_or_else(|p| p.into_inner());
+        let mut queued = self.0.queued.locked();
         match self.0.sender.try_send((uri.to_owned(), *queued + 1)) {
             Ok(()) => *queued += 1,
             Err(_) => tracing::warn!(
@@ -159,7 +160,7 @@ impl UpdateQueue {
     /// before it are where any instance can resume them from. At once
     /// when none waits.
     pub async fn stored(&self) {
-        let queued = *self.0.queued.lock().unwrap_or_else(|p| p.into_inner());
+        let queued = *self.0.queued.locked();
         if *self.0.stored.borrow() >= queued {
             return;
         }

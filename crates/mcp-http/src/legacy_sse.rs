@@ -32,6 +32,7 @@ use crate::authz::{MessageExtensions, ToolScopeGuard};
 use crate::endpoint::{McpEndpoint, check_json_content, error_response, read_body, read_message};
 use crate::sse;
 use crate::trace_context;
+use mcp_core::sync::MutexExt as _;
 
 /// The query parameter naming the session on the message path.
 pub const SESSION_ID_PARAM: &str = "sessionId";
@@ -53,7 +54,7 @@ pub(crate) struct LegacySessions {
 
 impl LegacySessions {
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, LegacySession>> {
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
+        self.map.locked()
     }
 
     /// How many sessions are live.

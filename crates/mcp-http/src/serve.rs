@@ -20,6 +20,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 
 use crate::endpoint::{Answer, McpEndpoint};
+use mcp_core::sync::MutexExt as _;
 
 /// The most a connection buffers on its way out, beyond the socket's own
 /// buffer and its stream's queue, and the most its request headers take.
@@ -186,7 +187,7 @@ impl Admission {
     }
 
     fn open(&self) -> std::sync::MutexGuard<'_, Open> {
-        self.open.lock().unwrap_or_else(|p| p.into_inner())
+        self.open.locked()
     }
 
     /// Room for one more connection from `ip`, held until the returned

@@ -45,6 +45,7 @@ use tokio_tungstenite::tungstenite::{self, http as ws_http};
 
 use crate::authz::{MessageExtensions, ToolScopeGuard, refuse_tool_call_message};
 use crate::endpoint::{McpEndpoint, error_response};
+use mcp_core::sync::MutexExt as _;
 
 /// The WebSocket subprotocol of MCP.
 pub const SUBPROTOCOL: &str = "mcp";
@@ -303,7 +304,7 @@ pub(crate) struct Connections {
 
 impl Connections {
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Peer>> {
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
+        self.map.locked()
     }
 
     /// How many sessions are live.

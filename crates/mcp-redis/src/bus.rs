@@ -42,6 +42,7 @@ use mcp_schema::jsonrpc::RequestId;
 use serde::{Deserialize, Serialize};
 
 use crate::DEFAULT_PREFIX;
+use mcp_core::sync::MutexExt as _;
 
 /// What an instance does with a server-wide event another one raised.
 type EventHandler = Arc<dyn Fn(&str) + Send + Sync>;
@@ -383,12 +384,8 @@ struct WaitGuard<'a> {
 
 impl Drop for WaitGuard<'_> {
     fn drop(&mut self) {
-        lock(self.waiting).remove(&self.id);
+        self.waiting.locked().remove(&self.id);
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The error of a task whose instance is gone.
@@ -475,7 +472,7 @@ impl TaskRelay for RedisBus {
             let text = serde_json::to_string(&envelope)
                 .map_err(|error| ErrorObject::internal(error.to_string()))?;
             let (answer, mut answered) = oneshot::channel();
-            lock(&self.inner.waiting).insert(id, answer);
+            self.inner.waiting.locked().insert(id, answer);
             let _guard = WaitGuard {
                 waiting: &self.inner.waiting,
                 id,
@@ -631,7 +628,7 @@ async fn receive(
                             answer_relayed(&handlers, id, from, request)
                         }
                         Ok(Envelope::Reply { id, response }) => {
-                            if let Some(asker) = lock(&handlers.waiting).remove(&id) {
+                            if let Some(asker) = handlers.waiting.locked().remove(&id) {
                                 let _ = asker.send(response);
                             }
                         }

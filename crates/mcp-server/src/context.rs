@@ -23,6 +23,7 @@ use serde_json::Value;
 
 use crate::cursor::Signer;
 use crate::server::Server;
+use mcp_core::sync::MutexExt as _;
 
 /// Why a handler did not produce its result.
 #[derive(Debug, Clone, PartialEq)]
@@ -187,12 +188,12 @@ impl InputRound {
         purpose: Purpose<'_>,
         ttl: Duration,
     ) -> (InputRequests, String) {
-        let asked = std::mem::take(&mut *self.asked.lock().unwrap_or_else(|p| p.into_inner()));
+        let asked = std::mem::take(&mut *self.asked.locked());
         let sealed = SealedState {
             purpose: purpose.to_string(),
             expires: now_secs() + ttl.as_secs(),
             responses: self.responses.clone(),
-            state: self.state.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            state: self.state.locked().clone(),
         };
         let bytes = serde_json::to_vec(&sealed).unwrap_or_default();
         (asked, signer.seal(STATE_PURPOSE, &bytes))
@@ -211,17 +212,13 @@ impl InputRound {
     /// Ends a round of a task that asked for input: the questions, the
     /// handler's state and the answers it had.
     pub(crate) fn suspend(&self) -> (InputRequests, Option<Value>, InputResponses) {
-        let asked = std::mem::take(&mut *self.asked.lock().unwrap_or_else(|p| p.into_inner()));
-        let state = self.state.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let asked = std::mem::take(&mut *self.asked.locked());
+        let state = self.state.locked().clone();
         (asked, state, self.responses.clone())
     }
 
     pub(crate) fn has_questions(&self) -> bool {
-        !self
-            .asked
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_empty()
+        !self.asked.locked().is_empty()
     }
 }
 
@@ -357,17 +354,13 @@ impl Context {
 
     /// The handler's own state from the previous round (modern era).
     pub fn state(&self) -> Option<Value> {
-        self.round
-            .state
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.round.state.locked().clone()
     }
 
     /// Keeps `state` for the next round (modern era); it travels signed in
     /// `requestState`.
     pub fn set_state(&self, state: Value) {
-        *self.round.state.lock().unwrap_or_else(|p| p.into_inner()) = Some(state);
+        *self.round.state.locked() = Some(state);
     }
 
     /// Asks the user for input (form or URL elicitation).
@@ -454,11 +447,7 @@ impl Context {
                 .with_data(serde_json::json!({ "requiredCapabilities": required })),
             ));
         }
-        self.round
-            .asked
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.to_owned(), request);
+        self.round.asked.locked().insert(key.to_owned(), request);
         Err(HandlerError::InputRequired)
     }
 }

@@ -15,6 +15,7 @@ use super::{
     CLIENT_ASSERTION_TYPE, Nonces, OAuthClient, OAuthError, Session, TokenResponse, check_iss,
 };
 use crate::common::now_secs;
+use mcp_core::sync::MutexExt as _;
 
 impl OAuthClient {
     /// Authorization code with PKCE: the user agent visits the
@@ -299,7 +300,7 @@ impl OAuthClient {
         if !offers {
             return Ok(None);
         }
-        let mut slot = self.dpop.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = self.dpop.locked();
         if slot.is_none() {
             *slot = Some(Arc::new(DpopKey::generate()?));
         }
@@ -307,7 +308,7 @@ impl OAuthClient {
     }
 
     pub(super) fn nonces(&self) -> std::sync::MutexGuard<'_, Nonces> {
-        self.nonces.lock().unwrap_or_else(|p| p.into_inner())
+        self.nonces.locked()
     }
 
     /// Trades the refresh token for new tokens.
@@ -363,7 +364,7 @@ impl OAuthClient {
             .token_type
             .as_deref()
             .is_some_and(|t| t.eq_ignore_ascii_case("dpop"));
-        let key = self.dpop.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let key = self.dpop.locked().clone();
         let access = &tokens.access_token;
         match (bound, key) {
             (true, Some(key)) => {

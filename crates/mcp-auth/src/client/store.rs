@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::OAuthError;
+use mcp_core::sync::MutexExt as _;
 
 /// A client's registration at one authorization server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -118,8 +119,7 @@ impl TokenStore for MemoryTokenStore {
     fn load(&self, issuer: &str) -> Result<Credentials, OAuthError> {
         Ok(self
             .entries
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .locked()
             .get(issuer)
             .cloned()
             .unwrap_or_default())
@@ -127,23 +127,17 @@ impl TokenStore for MemoryTokenStore {
 
     fn save(&self, issuer: &str, credentials: &Credentials) -> Result<(), OAuthError> {
         self.entries
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .locked()
             .insert(issuer.to_owned(), credentials.clone());
         Ok(())
     }
 
     fn remove(&self, issuer: &str) -> Result<bool, OAuthError> {
-        Ok(self
-            .entries
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(issuer)
-            .is_some())
+        Ok(self.entries.locked().remove(issuer).is_some())
     }
 
     fn list(&self) -> Result<Vec<(String, Credentials)>, OAuthError> {
-        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let entries = self.entries.locked();
         Ok(entries
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
@@ -185,19 +179,19 @@ impl FileTokenStore {
 
 impl TokenStore for FileTokenStore {
     fn load(&self, issuer: &str) -> Result<Credentials, OAuthError> {
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = self.lock.locked();
         Ok(self.read_all()?.remove(issuer).unwrap_or_default())
     }
 
     fn save(&self, issuer: &str, credentials: &Credentials) -> Result<(), OAuthError> {
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = self.lock.locked();
         let mut all = self.read_all()?;
         all.insert(issuer.to_owned(), credentials.clone());
         self.write_all(&all)
     }
 
     fn remove(&self, issuer: &str) -> Result<bool, OAuthError> {
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = self.lock.locked();
         let mut all = self.read_all()?;
         if all.remove(issuer).is_none() {
             return Ok(false);
@@ -207,7 +201,7 @@ impl TokenStore for FileTokenStore {
     }
 
     fn list(&self) -> Result<Vec<(String, Credentials)>, OAuthError> {
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = self.lock.locked();
         Ok(self.read_all()?.into_iter().collect())
     }
 }

@@ -12,6 +12,7 @@ use tokio::net::TcpListener;
 use url::Url;
 
 use super::OAuthError;
+use mcp_core::sync::MutexExt as _;
 
 /// The query of the redirect back to the client: `code`, `state`, `iss`,
 /// or `error` and `error_description`.
@@ -211,14 +212,9 @@ impl UserAgent for LoopbackUserAgent {
 
     fn authorize(&self, url: Url) -> UserAgentFuture<'_> {
         Box::pin(async move {
-            let listener = self
-                .listener
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take()
-                .ok_or_else(|| {
-                    OAuthError::Authorization("the loopback listener is in use".into())
-                })?;
+            let listener = self.listener.locked().take().ok_or_else(|| {
+                OAuthError::Authorization("the loopback listener is in use".into())
+            })?;
             // The listener goes back when this sign-in ends, even when it
             // is given up (its future dropped), so the next can use it.
             let listener = Lent {
@@ -259,7 +255,7 @@ impl Lent<'_> {
 
 impl Drop for Lent<'_> {
     fn drop(&mut self) {
-        *self.home.lock().unwrap_or_else(|p| p.into_inner()) = self.listener.take();
+        *self.home.locked() = self.listener.take();
     }
 }
 

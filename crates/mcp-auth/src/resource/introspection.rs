@@ -14,6 +14,7 @@ use super::config::ConfigError;
 use super::principal::{
     Principal, TokenError, TokenValidator, audience_contains, principal_from_claims,
 };
+use mcp_core::sync::MutexExt as _;
 
 /// Settings of an [`IntrospectionValidator`].
 #[derive(Clone)]
@@ -154,7 +155,7 @@ impl IntrospectionValidator {
     }
 
     fn cached(&self, key: &[u8; 32]) -> Option<Result<Principal, TokenError>> {
-        let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let cache = self.cache.locked();
         cache
             .get(key)
             .filter(|c| c.until > Instant::now())
@@ -177,7 +178,7 @@ impl IntrospectionValidator {
             return;
         }
         let now = Instant::now();
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = self.cache.locked();
         if cache.len() >= self.config.max_cache_entries {
             cache.retain(|_, c| c.until > now);
             if cache.len() >= self.config.max_cache_entries {

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use super::config::ConfigError;
 use super::principal::{Principal, TokenError, TokenValidator, principal_from_claims};
+use mcp_core::sync::RwLockExt as _;
 
 /// Settings of a [`JwtValidator`].
 #[derive(Clone, Debug)]
@@ -150,7 +151,7 @@ impl JwtValidator {
     }
 
     fn snapshot(&self) -> Arc<KeySet> {
-        Arc::clone(&self.keys.read().unwrap_or_else(|p| p.into_inner()))
+        Arc::clone(&self.keys.read_locked())
     }
 
     /// The keys to try for a token with `kid` and `family`, fetching the
@@ -183,7 +184,7 @@ impl JwtValidator {
                     keys,
                     fetched: Some(Instant::now()),
                 });
-                *self.keys.write().unwrap_or_else(|p| p.into_inner()) = Arc::clone(&set);
+                *self.keys.write_locked() = Arc::clone(&set);
                 Ok(set)
             }
             // Stale keys are better than none while the server is down.

@@ -12,6 +12,7 @@ use super::AuthorizationServer;
 use super::config::TokenEndpointAuthMethod;
 use super::store::ClientRecord;
 use super::util;
+use mcp_core::sync::MutexExt as _;
 
 /// Largest document accepted.
 const MAX_DOCUMENT_BYTES: usize = 5 * 1024;
@@ -64,11 +65,7 @@ impl AuthorizationServer {
             return Ok(None);
         }
         {
-            let cache = self
-                .inner
-                .cimd_cache
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
+            let cache = self.inner.cimd_cache.locked();
             if let Some((until, rec)) = cache.get(client_id)
                 && Instant::now() < *until
             {
@@ -78,11 +75,7 @@ impl AuthorizationServer {
         let (doc, ttl) = self.fetch_json(client_id, MAX_DOCUMENT_BYTES).await?;
         let rec = client_from_document(client_id, &doc)?;
         if !ttl.is_zero() {
-            let mut cache = self
-                .inner
-                .cimd_cache
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
+            let mut cache = self.inner.cimd_cache.locked();
             if cache.len() >= CACHE_MAX {
                 let now = Instant::now();
                 cache.retain(|_, (until, _)| now < *until);
@@ -108,11 +101,7 @@ impl AuthorizationServer {
             return Err("the client has no keys".into());
         };
         {
-            let cache = self
-                .inner
-                .jwks_cache
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
+            let cache = self.inner.jwks_cache.locked();
             if let Some((until, v)) = cache.get(uri)
                 && Instant::now() < *until
             {
@@ -121,11 +110,7 @@ impl AuthorizationServer {
         }
         let (v, ttl) = self.fetch_json(uri, MAX_JWKS_BYTES).await?;
         if !ttl.is_zero() {
-            let mut cache = self
-                .inner
-                .jwks_cache
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
+            let mut cache = self.inner.jwks_cache.locked();
             if cache.len() >= CACHE_MAX {
                 cache.clear();
             }

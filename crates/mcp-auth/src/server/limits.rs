@@ -21,6 +21,7 @@ use http::header::RETRY_AFTER;
 use http::{HeaderValue, StatusCode};
 
 use super::{AuthServerError, AuthorizationServer, OAuthError};
+use mcp_core::sync::MutexExt as _;
 
 /// A rate: `count` requests per `period`, in bursts of at most `burst`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -306,7 +307,7 @@ impl FailedLogins {
     }
 
     fn locked_map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
-        self.locked.lock().unwrap_or_else(|p| p.into_inner())
+        self.locked.locked()
     }
 
     fn locked(&self, user: &str) -> Option<Duration> {

@@ -60,6 +60,7 @@ pub use config::{
 pub use limits::{RateLimit, RateLimits};
 
 use keys::SigningKey;
+use mcp_core::sync::RwLockExt as _;
 use store::{ClientRecord, Store};
 
 /// Why the authorization server could not start or do an administrative
@@ -278,7 +279,7 @@ impl AuthorizationServer {
         let key = SigningKey::generate()?;
         self.inner.store.add_key(&key.kid, key.pkcs8())?;
         let kid = key.kid.clone();
-        let mut keys = self.inner.keys.write().unwrap_or_else(|p| p.into_inner());
+        let mut keys = self.inner.keys.write_locked();
         keys.insert(0, key);
         keys.truncate(2);
         tracing::info!(kid = %kid, "authorization server: signing key rotated");
@@ -287,14 +288,12 @@ impl AuthorizationServer {
 
     /// The key id that signs new tokens.
     pub fn current_kid(&self) -> String {
-        self.inner.keys.read().unwrap_or_else(|p| p.into_inner())[0]
-            .kid
-            .clone()
+        self.inner.keys.read_locked()[0].kid.clone()
     }
 
     /// The published JWK Set: the current key and the previous one.
     pub fn jwks(&self) -> serde_json::Value {
-        let keys = self.inner.keys.read().unwrap_or_else(|p| p.into_inner());
+        let keys = self.inner.keys.read_locked();
         serde_json::json!({"keys": keys.iter().map(SigningKey::public_jwk).collect::<Vec<_>>()})
     }
 
@@ -483,7 +482,7 @@ impl AuthorizationServer {
         if !scope.is_empty() {
             claims["scope"] = scope.join(" ").into();
         }
-        let keys = self.inner.keys.read().unwrap_or_else(|p| p.into_inner());
+        let keys = self.inner.keys.read_locked();
         keys[0].sign("at+jwt", &claims)
     }
 }

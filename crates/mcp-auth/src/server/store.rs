@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::AuthServerError;
 use super::config::TokenEndpointAuthMethod;
 use super::util::now;
+use mcp_core::sync::MutexExt as _;
 
 /// A registered client as stored.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -178,7 +179,7 @@ impl Store {
     }
 
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+        self.conn.locked()
     }
 
     /// Drops expired rows.

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::{AuthServerError, AuthorizationServer, util};
+use mcp_core::sync::MutexExt as _;
 
 impl AuthorizationServer {
     /// Deletes what has run out: expired pending logins, codes, refresh
@@ -33,12 +34,12 @@ impl AuthorizationServer {
         inner.limits.retain_recent();
         let now = Instant::now();
         {
-            let mut cache = inner.cimd_cache.lock().unwrap_or_else(|p| p.into_inner());
+            let mut cache = inner.cimd_cache.locked();
             cache.retain(|_, (until, _)| now < *until);
             cache.shrink_to_fit();
         }
         {
-            let mut cache = inner.jwks_cache.lock().unwrap_or_else(|p| p.into_inner());
+            let mut cache = inner.jwks_cache.locked();
             cache.retain(|_, (until, _)| now < *until);
             cache.shrink_to_fit();
         }

@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use serde_json::{Map, Value};
 
 use crate::tty::Tty;
+use mcp_core::sync::MutexExt as _;
 
 /// Who allows the model's tool calls.
 pub(crate) struct ToolApproval {
@@ -32,13 +33,7 @@ impl ToolApproval {
         name: &str,
         input: &Map<String, Value>,
     ) -> Result<bool, String> {
-        if self.everything
-            || self
-                .always
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .contains(name)
-        {
+        if self.everything || self.always.locked().contains(name) {
             return Ok(true);
         }
         if !crate::tty::reachable() {
@@ -55,10 +50,7 @@ impl ToolApproval {
         Ok(match line.trim().to_ascii_lowercase().chars().next() {
             Some('y') => true,
             Some('a') => {
-                self.always
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(name.to_owned());
+                self.always.locked().insert(name.to_owned());
                 true
             }
             _ => false,

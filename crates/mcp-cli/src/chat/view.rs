@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use mcp_core::sync::MutexExt as _;
 use serde_json::{Map, Value};
 
 /// Sees a turn as it happens.
@@ -46,19 +47,14 @@ impl Plain {
     }
 
     fn stop_spinner(&self) {
-        if let Some(spinner) = self
-            .spinner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
+        if let Some(spinner) = self.spinner.locked().take() {
             spinner.finish_and_clear();
         }
     }
 
     /// Ends the line the model's words were written on, if any.
     pub(crate) fn end_line(&self) {
-        let mut wrote = self.wrote.lock().unwrap_or_else(|p| p.into_inner());
+        let mut wrote = self.wrote.locked();
         if *wrote {
             println!();
             *wrote = false;
@@ -76,7 +72,7 @@ impl View for Plain {
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(piece.as_bytes());
         let _ = stdout.flush();
-        *self.wrote.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        *self.wrote.locked() = true;
     }
 
     fn step_started(&self) {
@@ -89,7 +85,7 @@ impl View for Plain {
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         );
         spinner.enable_steady_tick(Duration::from_millis(100));
-        *self.spinner.lock().unwrap_or_else(|p| p.into_inner()) = Some(spinner);
+        *self.spinner.locked() = Some(spinner);
     }
 
     fn step_ended(&self) {

@@ -26,6 +26,7 @@ use serde::Serialize;
 mod query;
 mod writer;
 
+use mcp_core::sync::MutexExt as _;
 pub use query::{AuditQuery, AuditRow, query};
 
 /// How the audit log is kept.
@@ -254,12 +255,7 @@ impl AuditLog {
 
     /// Its state now.
     pub fn status(&self) -> AuditStatus {
-        let failing = self
-            .counters
-            .failing
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let failing = self.counters.failing.locked().clone();
         AuditStatus {
             path: self.settings.path.display().to_string(),
             state: if failing.is_some() { "failing" } else { "ok" },

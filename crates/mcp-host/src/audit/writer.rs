@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, params};
 
 use super::{AuditRecord, AuditSettings, Counters, Message, now_ms};
+use mcp_core::sync::MutexExt as _;
 
 /// How long the writer waits before trying a failing file again.
 const RETRY: Duration = Duration::from_secs(1);
@@ -230,11 +231,7 @@ impl Writer {
     }
 
     fn failed(&mut self, error: rusqlite::Error) {
-        let mut failing = self
-            .counters
-            .failing
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut failing = self.counters.failing.locked();
         let message = error.to_string();
         match failing.as_mut() {
             Some((last, _)) => *last = message,
@@ -253,11 +250,7 @@ impl Writer {
 
     fn recovered(&mut self) {
         self.retry_at = None;
-        let mut failing = self
-            .counters
-            .failing
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut failing = self.counters.failing.locked();
         if let Some((error, since)) = failing.take() {
             tracing::warn!(
                 "audit log {}: written again after failing for {} ms ({error}); {} records lost meanwhile",

@@ -138,7 +138,10 @@ pub(super) fn prefix_of(name: &str) -> Option<&str> {
     // A byte scan: a substring searcher costs more to set up than a name
     // of at most 64 bytes takes to read.
     let separator = SEPARATOR.as_bytes();
-    let at = name.as_bytes().windows(separator.len()).position(|w| w == separator)?;
+    let at = name
+        .as_bytes()
+        .windows(separator.len())
+        .position(|w| w == separator)?;
     Some(&name[..at])
 }
 

@@ -5,6 +5,7 @@
 //! An unset variable without a default is an error naming it: the server
 //! that uses it is not started, rather than started with an empty value.
 
+use mcp_core::sync::MutexExt as _;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -161,7 +162,7 @@ impl Variables {
     }
 
     fn input(&self, id: &str, inputs: &[InputSpec]) -> Result<String, String> {
-        let answered = self.answered.lock().unwrap_or_else(|p| p.into_inner());
+        let answered = self.answered.locked();
         if let Some(value) = answered.get(id) {
             return Ok(value.clone());
         }
@@ -171,10 +172,7 @@ impl Variables {
             .find(|i| i.id == id)
             .ok_or_else(|| format!("input {id:?} is not declared in \"inputs\""))?;
         let value = self.inputs.ask(spec)?;
-        self.answered
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id.to_owned(), value.clone());
+        self.answered.locked().insert(id.to_owned(), value.clone());
         Ok(value)
     }
 }

@@ -25,6 +25,7 @@ use crate::policy::Kind;
 
 mod store;
 
+use mcp_core::sync::MutexExt as _;
 pub use store::{GuardStore, Pinned};
 
 /// How long an approval is valid.
@@ -337,13 +338,13 @@ pub(crate) struct SessionGrants(Mutex<HashSet<(String, GrantKey)>>);
 impl SessionGrants {
     /// Whether `caller` was granted `key`.
     pub(crate) fn has(&self, caller: &str, key: &GrantKey) -> bool {
-        let grants = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let grants = self.0.locked();
         grants.contains(&(caller.to_owned(), key.clone()))
     }
 
     /// Grants `key` to `caller`.
     pub(crate) fn grant(&self, caller: &str, key: GrantKey) {
-        let mut grants = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut grants = self.0.locked();
         grants.insert((caller.to_owned(), key));
     }
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension as _, params};
 
 use super::GrantKey;
+use mcp_core::sync::MutexExt as _;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS grants (
@@ -85,7 +86,7 @@ impl GuardStore {
     /// Whether `caller` was granted `key` for always; a file that cannot
     /// be read grants nothing (the reason is logged).
     pub fn granted(&self, caller: &str, key: &GrantKey) -> bool {
-        let connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
+        let connection = self.connection.locked();
         let found = connection
             .query_row(
                 "SELECT 1 FROM grants WHERE caller = ?1 AND server_identity = ?2 AND kind = ?3 \
@@ -111,7 +112,7 @@ impl GuardStore {
 
     /// Grants `key` to `caller` for always.
     pub fn grant(&self, caller: &str, key: &GrantKey) -> Result<(), String> {
-        let connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
+        let connection = self.connection.locked();
         connection
             .execute(
                 "INSERT OR IGNORE INTO grants \
@@ -136,7 +137,7 @@ impl GuardStore {
     /// A file that cannot be read or written reports a change (the
     /// reason is logged): what cannot be checked is not trusted.
     pub fn check_pin(&self, server: &str, key: &GrantKey, text: &str) -> Pinned {
-        let connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
+        let connection = self.connection.locked();
         let checked = (|| -> rusqlite::Result<Pinned> {
             let pinned: Option<(String, String)> = connection
                 .query_row(
@@ -196,7 +197,7 @@ impl GuardStore {
         let matcher = globset::Glob::new(name)
             .map_err(|e| failed(&e))?
             .compile_matcher();
-        let connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
+        let connection = self.connection.locked();
         let mut changed = connection
             .prepare(
                 "SELECT server_identity, kind, name FROM pins \
@@ -225,7 +226,7 @@ impl GuardStore {
 
     /// Pins `key`'s definition (`text`) as it is now: a person approved it.
     pub fn repin(&self, key: &GrantKey, text: &str) -> Result<(), String> {
-        let connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
+        let connection = self.connection.locked();
         connection
             .execute(
                 "UPDATE pins SET pinned = ?4, pinned_text = ?5, seen = ?4, seen_text = ?5, \

@@ -13,6 +13,7 @@ use super::pages::ListOf;
 use crate::catalog::Catalog;
 use crate::views::search::SearchIndex;
 use crate::views::{CALL_TOOL, DESCRIBE_TOOL, SEARCH_TOOLS, View};
+use mcp_core::sync::MutexExt as _;
 
 /// How many matches `search_tools` returns unless asked for another number.
 const DEFAULT_MATCHES: usize = 10;
@@ -120,7 +121,7 @@ impl Gateway {
     /// The view's tools, indexed for search.
     fn index(&self, view: &View) -> Arc<SearchIndex> {
         let catalog = self.host.catalog();
-        let mut cached = self.index.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cached = self.index.0.locked();
         if let Some((of, index)) = cached.as_ref()
             && Arc::ptr_eq(of, &catalog)
         {

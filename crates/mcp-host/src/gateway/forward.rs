@@ -21,6 +21,7 @@ use crate::params::Params;
 use crate::rounds::{HeldCall, HeldCalls};
 use crate::upstream::{Asked, Upstream};
 use crate::upstream_meta::ModernMeta;
+use mcp_core::sync::MutexExt as _;
 
 /// How many `input_required` rounds the host answers for a legacy client.
 const MAX_ROUNDS: usize = 8;
@@ -51,7 +52,7 @@ fn upstream_params(
             ctx.peer
                 .extensions()
                 .get::<LogLevel>()
-                .and_then(|l| *l.0.lock().unwrap_or_else(|p| p.into_inner()))
+                .and_then(|l| *l.0.locked())
         }),
     });
     // A traced hop carries its own span's context, not the caller's.

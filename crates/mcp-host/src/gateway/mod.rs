@@ -46,6 +46,7 @@ use crate::policy::{Caller, Decision, Verdict};
 use audited::Audited;
 use consent::Settled;
 use forward::forward;
+use mcp_core::sync::MutexExt as _;
 use measured::Measured;
 use pages::ListOf;
 use results::rewrite_uris;
@@ -337,7 +338,7 @@ impl Gateway {
                     .and_then(|l| serde_json::from_str(l.get()).ok())
                     .ok_or_else(|| ErrorObject::invalid_params("\"level\" must be a log level"))?;
                 let stored = ctx.peer.extensions().get_or_insert_with(LogLevel::default);
-                *stored.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(level);
+                *stored.0.locked() = Some(level);
                 for upstream in self.host.upstreams() {
                     upstream.want_log_level(level);
                 }
@@ -454,7 +455,7 @@ impl Gateway {
             .peer
             .extensions()
             .get_or_insert_with(Subscriptions::default);
-        let mut set = subscriptions.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut set = subscriptions.0.locked();
         if method == methods::RESOURCES_SUBSCRIBE {
             set.insert(exposed);
         } else {

@@ -8,6 +8,7 @@ use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use mcp_core::sync::RwLockExt as _;
 use mcp_schema::methods;
 
 /// The methods counted by name; every other is counted as `other`, so
@@ -186,13 +187,13 @@ impl RequestStats {
 
     fn count_tool(&self, tool: &str, outcome: usize) {
         {
-            let tools = self.tools.read().unwrap_or_else(|p| p.into_inner());
+            let tools = self.tools.read_locked();
             if let Some(row) = tools.get(tool) {
                 row[outcome].fetch_add(1, Ordering::Relaxed);
                 return;
             }
         }
-        let mut tools = self.tools.write().unwrap_or_else(|p| p.into_inner());
+        let mut tools = self.tools.write_locked();
         tools.entry(tool.into()).or_default()[outcome].fetch_add(1, Ordering::Relaxed);
     }
 
@@ -248,7 +249,7 @@ impl RequestStats {
 
     /// Tool calls by tool and outcome (the ones that happened).
     pub fn tool_calls(&self) -> Vec<(String, &'static str, u64)> {
-        let tools = self.tools.read().unwrap_or_else(|p| p.into_inner());
+        let tools = self.tools.read_locked();
         let mut calls = Vec::new();
         for (tool, row) in tools.iter() {
             for (outcome, count) in Outcome::ALL.iter().zip(row) {

@@ -10,7 +10,8 @@ use mcp_schema::ErrorObject;
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use super::{Upstream, lock};
+use super::Upstream;
+use mcp_core::sync::MutexExt as _;
 
 /// A downstream request in flight on this upstream, which a server's own
 /// request (sampling, elicitation) made meanwhile is sent back to.
@@ -51,7 +52,11 @@ pub(crate) struct CallerGuard {
 
 impl Drop for CallerGuard {
     fn drop(&mut self) {
-        lock(&self.upstream.callers).1.retain(|c| c.key != self.key);
+        self.upstream
+            .callers
+            .locked()
+            .1
+            .retain(|c| c.key != self.key);
     }
 }
 
@@ -64,7 +69,7 @@ impl Upstream {
         negotiated: &Arc<Negotiated>,
         asked: Asked,
     ) -> CallerGuard {
-        let mut callers = lock(&self.callers);
+        let mut callers = self.callers.locked();
         callers.0 += 1;
         let key = callers.0;
         callers.1.push(Caller {
@@ -81,7 +86,7 @@ impl Upstream {
 
     /// Whose call a request the server makes now belongs to.
     pub(super) fn whose(&self) -> Whose {
-        let callers = lock(&self.callers);
+        let callers = self.callers.locked();
         let mut reachable = callers.1.iter().rev().filter(|c| match &c.asked {
             Asked::Request => !c.peer.is_closed(),
             Asked::Round(questions) => !questions.is_closed(),
@@ -109,7 +114,8 @@ impl Upstream {
 
     /// The peers of the downstream requests in flight on this server.
     pub(crate) fn caller_peers(&self) -> Vec<Peer> {
-        lock(&self.callers)
+        self.callers
+            .locked()
             .1
             .iter()
             .map(|c| c.peer.clone())

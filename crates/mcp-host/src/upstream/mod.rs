@@ -38,6 +38,7 @@ pub use options::{AuthorizerFactory, MakeAuthorizer, SupervisorOptions};
 
 use crate::config::ServerConfig;
 use connect::{ChildEnd, Connection};
+use mcp_core::sync::MutexExt as _;
 
 /// Where an upstream is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -194,10 +195,6 @@ struct Live {
     connected_at: Option<Instant>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// Why a connection ended.
 enum Ended {
     Stopped,
@@ -278,7 +275,7 @@ impl Upstream {
     /// Its state now.
     pub fn status(&self) -> UpstreamStatus {
         let (mut status, connected_at) = {
-            let live = lock(&self.live);
+            let live = self.live.locked();
             (live.status.clone(), live.connected_at)
         };
         status.up_seconds = connected_at.map(|at| at.elapsed().as_secs_f64());
@@ -300,7 +297,7 @@ impl Upstream {
                  the host handles them"
             );
             tracing::warn!(server = %self.config.name, "{error}");
-            lock(&self.live).status.last_error = Some(error.clone());
+            self.live.locked().status.last_error = Some(error.clone());
             self.fault(error);
         }
     }
@@ -309,7 +306,7 @@ impl Upstream {
     pub(crate) fn call_failed(&self, error: &str) {
         tracing::warn!(server = %self.config.name, "{error}");
         {
-            let mut live = lock(&self.live);
+            let mut live = self.live.locked();
             live.status.failed_calls += 1;
             live.status.last_error = Some(error.to_owned());
         }
@@ -323,7 +320,8 @@ impl Upstream {
     /// Why the latest connection was cut off by the host, if it was (a
     /// message over the limit).
     pub(crate) fn cut_off_because(&self) -> Option<String> {
-        lock(&self.live)
+        self.live
+            .locked()
             .output_fault
             .as_ref()
             .and_then(|f| f.get().map(str::to_owned))
@@ -331,7 +329,7 @@ impl Upstream {
 
     /// What it lists now (empty while not connected).
     pub fn listing(&self) -> Arc<Listing> {
-        Arc::clone(&lock(&self.live).listing)
+        Arc::clone(&self.live.locked().listing)
     }
 
     /// The client, while connected; otherwise an error naming the server
@@ -342,7 +340,7 @@ impl Upstream {
     }
 
     pub(crate) fn client(&self) -> Result<Client, ErrorObject> {
-        let live = lock(&self.live);
+        let live = self.live.locked();
         match &live.client {
             Some(client) => Ok(client.clone()),
             None => Err(self.unavailable(&live.status)),
@@ -428,7 +426,7 @@ impl Upstream {
     /// that logs is told, unless it was told a more detailed level.
     pub(crate) fn want_log_level(self: &Arc<Self>, level: mcp_schema::LoggingLevel) {
         {
-            let mut wanted = lock(&self.log_level);
+            let mut wanted = self.log_level.locked();
             if wanted.is_some_and(|current| current <= level) {
                 return;
             }
@@ -443,7 +441,7 @@ impl Upstream {
     /// server is asked for its updates (a legacy one is sent
     /// `resources/subscribe` by the gateway).
     pub(crate) fn subscribe(&self, uri: &str) {
-        if lock(&self.subscriptions).insert(uri.to_owned()) {
+        if self.subscriptions.locked().insert(uri.to_owned()) {
             self.resubscribe.notify_one();
         }
     }
@@ -454,7 +452,7 @@ impl Upstream {
     }
 
     fn update(&self, change: impl FnOnce(&mut Live)) {
-        change(&mut lock(&self.live));
+        change(&mut self.live.locked());
         let _ = self.signals.try_send((self.index, Signal::Changed));
     }
 
@@ -623,7 +621,7 @@ impl Upstream {
         });
         self.warn_flagged();
         tracing::info!(server = %self.config.name, "ready");
-        let wanted = *lock(&self.log_level);
+        let wanted = *self.log_level.locked();
         if let Some(level) = wanted {
             tell_log_level(connection.client.clone(), level).await;
         }
@@ -756,7 +754,7 @@ impl Upstream {
     }
 
     fn set_state_if(&self, from: UpstreamState, to: UpstreamState) {
-        if lock(&self.live).status.state == from {
+        if self.live.locked().status.state == from {
             self.update(|live| live.status.state = to);
         }
     }
@@ -803,7 +801,7 @@ impl Upstream {
     /// resources clients subscribed to; pending forever when there are
     /// none, or for a legacy server.
     async fn listen_for_updates(&self, client: &Client) {
-        let uris: Vec<String> = lock(&self.subscriptions).iter().cloned().collect();
+        let uris: Vec<String> = self.subscriptions.locked().iter().cloned().collect();
         if client.revision().is_legacy() || uris.is_empty() || !subscribes(client) {
             return std::future::pending().await;
         }

@@ -13,6 +13,7 @@ use super::message::{
 };
 use super::streamable::{Inner, media_type};
 use crate::sse::SseParser;
+use mcp_core::sync::MutexExt as _;
 
 /// Opens the event stream at the configured URL and waits (bounded by the
 /// connect timeout) for its `endpoint` event; the stream is then read on
@@ -36,10 +37,7 @@ pub(crate) async fn open(inner: &Arc<Inner>) -> Result<(), String> {
     }
     let (tx, rx) = oneshot::channel();
     let task = tokio::spawn(read(Arc::clone(inner), response, tx));
-    *inner
-        .legacy_stream
-        .lock()
-        .unwrap_or_else(|e| e.into_inner()) = Some(task.abort_handle());
+    *inner.legacy_stream.locked() = Some(task.abort_handle());
     let endpoint = tokio::time::timeout(inner.config.connect_timeout, rx).await;
     match endpoint {
         Ok(Ok(Ok(url))) => {

@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -27,6 +27,7 @@ use super::modern::{ToolHeaders, request_headers};
 use super::{WireProtocol, legacy_sse};
 use crate::endpoint::names::{LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 use crate::sse::SseParser;
+use mcp_core::sync::MutexExt as _;
 
 /// Both media types a Streamable HTTP client accepts.
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
@@ -86,14 +87,9 @@ impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Inner")
             .field("url", &self.url.as_str())
-            .field("state", &*lock(&self.state))
+            .field("state", &*self.state.locked())
             .finish_non_exhaustive()
     }
-}
-
-/// Locks `m`, taking over a lock a panicking task left behind.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The media type of a response, without parameters, lower-cased.
@@ -177,11 +173,11 @@ impl Inner {
     }
 
     pub(crate) fn session_id(&self) -> Option<String> {
-        lock(&self.state).session_id.clone()
+        self.state.locked().session_id.clone()
     }
 
     pub(crate) fn wire(&self) -> Option<WireProtocol> {
-        lock(&self.state).wire
+        self.state.locked().wire
     }
 
     pub(crate) fn reply_kinds(&self) -> super::ReplyKinds {
@@ -192,26 +188,26 @@ impl Inner {
     }
 
     pub(crate) fn protocol_version(&self) -> Option<String> {
-        lock(&self.state).protocol_version.clone()
+        self.state.locked().protocol_version.clone()
     }
 
     fn set_wire(&self, wire: WireProtocol) {
-        lock(&self.state).wire = Some(wire);
+        self.state.locked().wire = Some(wire);
     }
 
     pub(crate) fn set_legacy_endpoint(&self, endpoint: Url) {
-        let mut state = lock(&self.state);
+        let mut state = self.state.locked();
         state.legacy_endpoint = Some(endpoint);
         state.wire = Some(WireProtocol::LegacySse);
     }
 
     pub(crate) fn legacy_endpoint(&self) -> Option<Url> {
-        lock(&self.state).legacy_endpoint.clone()
+        self.state.locked().legacy_endpoint.clone()
     }
 
     /// Hands a message to the engine.
     pub(crate) async fn deliver(&self, text: String) {
-        let tx = lock(&self.inbound).clone();
+        let tx = self.inbound.locked().clone();
         if let Some(tx) = tx
             && tx.send(InboundFrame::Text(text)).await.is_err()
         {
@@ -221,7 +217,7 @@ impl Inner {
 
     /// Ends the engine's inbound channel (the connection is over).
     pub(crate) fn end_inbound(&self) {
-        lock(&self.inbound).take();
+        self.inbound.locked().take();
     }
 
     /// The default headers plus `Content-Type` and `Accept` of a POST.
@@ -234,7 +230,7 @@ impl Inner {
 
     /// Adds the session headers; the session id used, if any.
     fn session_headers(&self, headers: &mut HeaderMap) -> Option<String> {
-        let state = lock(&self.state);
+        let state = self.state.locked();
         if let Some(v) = state
             .protocol_version
             .as_deref()
@@ -272,14 +268,14 @@ impl Inner {
             if let Some(method) = &out.method {
                 request_headers(method, out.params.as_deref(), &self.tools, &mut headers);
             }
-            lock(&self.state).modern_version = Some(version.clone());
+            self.state.locked().modern_version = Some(version.clone());
         } else if out.is_request("initialize") {
             // A new session: no session headers.
         } else {
             session = self.session_headers(&mut headers);
             if session.is_none() && !headers.contains_key(PROTOCOL_VERSION) {
                 // A notification of the stateless era names its revision too.
-                let modern = lock(&self.state).modern_version.clone();
+                let modern = self.state.locked().modern_version.clone();
                 if let Some(v) = modern.and_then(|v| HeaderValue::from_str(&v).ok()) {
                     headers.insert(PROTOCOL_VERSION, v);
                     if let Some(method) = &out.method {
@@ -357,7 +353,7 @@ impl Inner {
             _ => {}
         }
         match &ex.captured {
-            Some(slot) => *lock(slot) = Some(text),
+            Some(slot) => *slot.locked() = Some(text),
             None => self.deliver(text).await,
         }
         true
@@ -371,7 +367,7 @@ impl Inner {
             protocol_version: String,
         }
         if let Some(v) = result.and_then(|r| serde_json::from_str::<VersionProbe>(r.get()).ok()) {
-            lock(&self.state).protocol_version = Some(v.protocol_version);
+            self.state.locked().protocol_version = Some(v.protocol_version);
         }
     }
 
@@ -403,7 +399,7 @@ impl Inner {
                 tracing::debug!(%id, message, "request failed");
                 let text = error(id);
                 match &ex.captured {
-                    Some(slot) => *lock(slot) = Some(text),
+                    Some(slot) => *slot.locked() = Some(text),
                     None => self.deliver(text).await,
                 }
             }
@@ -420,7 +416,7 @@ impl Inner {
                 .get(SESSION_ID)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned);
-            let mut state = lock(&self.state);
+            let mut state = self.state.locked();
             state.session_id = id;
             state.initialize = Some(out.text.clone());
         }
@@ -443,7 +439,7 @@ impl Inner {
                 Some(id) => {
                     let text = error_for_reply(id, status, &body);
                     match &ex.captured {
-                        Some(slot) => *lock(slot) = Some(text),
+                        Some(slot) => *slot.locked() = Some(text),
                         None => self.deliver(text).await,
                     }
                 }
@@ -614,7 +610,7 @@ impl Inner {
     fn open_get_stream(self: &Arc<Self>) -> oneshot::Receiver<()> {
         let (opened_tx, opened) = oneshot::channel();
         let task = tokio::spawn(Arc::clone(self).run_get_stream(opened_tx));
-        if let Some(old) = lock(&self.get_stream).replace(task.abort_handle()) {
+        if let Some(old) = self.get_stream.locked().replace(task.abort_handle()) {
             old.abort();
         }
         opened
@@ -672,7 +668,7 @@ impl Inner {
     async fn reinitialize(self: &Arc<Self>, stale: &str) -> bool {
         let _one_at_a_time = self.reinit.lock().await;
         let init = {
-            let state = lock(&self.state);
+            let state = self.state.locked();
             if state.session_id.as_deref() != Some(stale) {
                 // Someone else already did it.
                 return state.session_id.is_some();
@@ -725,12 +721,12 @@ impl Inner {
         } else if let Ok(text) = response.text().await {
             self.receive(&ex, text).await;
         }
-        let answer = ex.captured.as_ref().and_then(|slot| lock(slot).take());
+        let answer = ex.captured.as_ref().and_then(|slot| slot.locked().take());
         let ok = answer.is_some_and(|text| InProbe::parse(&text).result.is_some());
         if !ok {
             return false;
         }
-        lock(&self.state).session_id = Some(session);
+        self.state.locked().session_id = Some(session);
         let mut headers = self.base_headers();
         self.session_headers(&mut headers);
         let initialized = self
@@ -855,7 +851,7 @@ impl Inner {
             .get("requestId")
             .map(Value::to_string)
             .unwrap_or_default();
-        let entry = lock(&self.in_flight).remove(&key);
+        let entry = self.in_flight.locked().remove(&key);
         match entry {
             Some((task, modern)) if !task.is_finished() => {
                 tracing::debug!(request = key, "request cancelled");
@@ -864,7 +860,7 @@ impl Inner {
             }
             // Outside a session, the stateless era has no such notification.
             _ => {
-                let state = lock(&self.state);
+                let state = self.state.locked();
                 state.session_id.is_some() || state.modern_version.is_none()
             }
         }
@@ -872,7 +868,7 @@ impl Inner {
 
     /// Remembers a request's POST task, for cancellation.
     fn track(&self, key: IdKey, modern: bool, task: AbortHandle) {
-        let mut in_flight = lock(&self.in_flight);
+        let mut in_flight = self.in_flight.locked();
         if in_flight.len() >= 64 {
             in_flight.retain(|_, (t, _)| !t.is_finished());
         }
@@ -882,7 +878,7 @@ impl Inner {
     /// Ends the connection: sends what was handed over, ends the session
     /// with DELETE, closes the streams and the engine's inbound.
     async fn close(&self, mut tasks: JoinSet<()>) {
-        for (_, (task, _)) in lock(&self.in_flight).drain() {
+        for (_, (task, _)) in self.in_flight.locked().drain() {
             task.abort();
         }
         let drained = tokio::time::timeout(CLOSE_GRACE, async {
@@ -892,13 +888,13 @@ impl Inner {
         if drained.is_err() {
             tasks.abort_all();
         }
-        if let Some(task) = lock(&self.get_stream).take() {
+        if let Some(task) = self.get_stream.locked().take() {
             task.abort();
         }
-        if let Some(task) = lock(&self.legacy_stream).take() {
+        if let Some(task) = self.legacy_stream.locked().take() {
             task.abort();
         }
-        let session = lock(&self.state).session_id.take();
+        let session = self.state.locked().session_id.take();
         if let Some(session) = session {
             let mut headers = self.config.headers.clone();
             self.session_headers(&mut headers);

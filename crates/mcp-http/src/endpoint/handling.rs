@@ -9,6 +9,7 @@ use crate::outbound::{self, QueueLimits, StreamReceiver, StreamSender};
 use mcp_core::{BoxFuture, DirectSession, FrameKind, FrameSink, OutboundFrame, SinkClosed};
 
 use crate::session::{Delivery, MessageText, Outlet};
+use mcp_core::sync::MutexExt as _;
 
 /// Closes a request's own session when dropped.
 pub(super) struct CloseOnDrop(pub(super) DirectSession);
@@ -144,7 +145,7 @@ impl ResponseSink {
     }
 
     fn outlet(&self) -> std::sync::MutexGuard<'_, Outlet> {
-        self.outlet.lock().unwrap_or_else(|p| p.into_inner())
+        self.outlet.locked()
     }
 
     /// Whether nothing has been sent yet.

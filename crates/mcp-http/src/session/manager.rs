@@ -15,6 +15,7 @@ use crate::config::{HttpConfig, ResponseMode};
 use crate::event_store::EventStore;
 use crate::persist::{Persisted, Recording, restoring_requests};
 use crate::session_store::{SessionRecord, SessionStore, SessionStoreError};
+use mcp_core::sync::MutexExt as _;
 
 /// Why a new session could not be made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,7 +144,7 @@ impl SessionManager {
     }
 
     pub(super) fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Arc<HttpSession>>> {
-        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+        self.sessions.locked()
     }
 
     /// A new session with this id.

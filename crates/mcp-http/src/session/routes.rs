@@ -12,6 +12,7 @@ use smallvec::SmallVec;
 
 use super::*;
 use crate::event_store::{EventStore, EventStoreError};
+use mcp_core::sync::MutexExt as _;
 
 /// Where a session's outgoing messages go: its event store and the live
 /// connection of each stream.
@@ -221,7 +222,7 @@ impl Routes {
 
     /// The routing table.
     pub(super) fn table(&self) -> std::sync::MutexGuard<'_, RouteTable> {
-        self.table.lock().unwrap_or_else(|p| p.into_inner())
+        self.table.locked()
     }
 
     /// Stores `frame` and hands it to its stream's connection, in order

@@ -5,6 +5,7 @@
 //! in its own output and returns, and the test binary ends with one line
 //! per missing need, counting the tests skipped and saying how to get it.
 
+use mcp_core::sync::MutexExt as _;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, Once, OnceLock};
@@ -79,7 +80,7 @@ impl Need {
             self.what, self.missing
         );
         if self.skipped.fetch_add(1, Ordering::Relaxed) == 0 {
-            SKIPPED.lock().unwrap_or_else(|e| e.into_inner()).push(self);
+            SKIPPED.locked().push(self);
             static AT_EXIT: Once = Once::new();
             // SAFETY: `report` is a plain function that only reads statics.
             AT_EXIT.call_once(|| unsafe {
@@ -93,7 +94,7 @@ impl Need {
 /// Says, for each need, how many tests were skipped for its lack and how
 /// to get it. Written to stderr directly, past the test harness's capture.
 extern "C" fn report() {
-    let needs = SKIPPED.lock().unwrap_or_else(|e| e.into_inner());
+    let needs = SKIPPED.locked();
     let mut stderr = std::io::stderr().lock();
     for need in needs.iter() {
         let n = need.skipped.load(Ordering::Relaxed);

@@ -5,7 +5,7 @@ use super::*;
 
 impl Server {
     pub(super) fn read_catalog(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
-        self.inner.catalog.read().unwrap_or_else(|p| p.into_inner())
+        self.inner.catalog.read_locked()
     }
 
     /// Applies `change`; when it reports a change, cursors handed out before
@@ -16,11 +16,7 @@ impl Server {
         change: impl FnOnce(&mut Catalog) -> bool,
     ) -> bool {
         let changed = {
-            let mut catalog = self
-                .inner
-                .catalog
-                .write()
-                .unwrap_or_else(|p| p.into_inner());
+            let mut catalog = self.inner.catalog.write_locked();
             let changed = change(&mut catalog);
             if changed {
                 catalog.generation += 1;

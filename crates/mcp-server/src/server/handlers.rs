@@ -77,9 +77,9 @@ impl Server {
                     .extensions()
                     .get_or_insert_with(SessionSubscriptions::default);
                 let changed = if request.method == methods::RESOURCES_SUBSCRIBE {
-                    lock(&subscriptions.0).insert(uri)
+                    subscriptions.0.locked().insert(uri)
                 } else {
-                    lock(&subscriptions.0).remove(&uri)
+                    subscriptions.0.locked().remove(&uri)
                 };
                 if changed {
                     self.subscriptions_changed();
@@ -108,7 +108,7 @@ impl Server {
                     .peer
                     .extensions()
                     .get_or_insert_with(SessionLogLevel::default);
-                *lock(&stored.0) = Some(level);
+                *stored.0.locked() = Some(level);
                 to_result(&serde_json::json!({}))
             }
             // Boxed: a long-lived stream, and the largest future here.

@@ -39,6 +39,7 @@ use crate::tasks::{
     tasks_extension_required,
 };
 use crate::tool::ToolDef;
+use mcp_core::sync::{MutexExt as _, RwLockExt as _};
 
 mod catalog;
 mod handlers;
@@ -288,7 +289,7 @@ pub(crate) struct SessionLogLevel(Mutex<Option<LoggingLevel>>);
 
 impl SessionLogLevel {
     pub(crate) fn get(&self) -> Option<LoggingLevel> {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+        *self.0.locked()
     }
 }
 
@@ -302,10 +303,6 @@ enum ListKind {
     Tools,
     Resources,
     Prompts,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Server {
@@ -349,11 +346,7 @@ impl Server {
     }
 
     pub(crate) fn signer(&self) -> Signer {
-        self.inner
-            .signer
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.inner.signer.read_locked().clone()
     }
 
     /// Signs cursors and `requestState` with a key derived from `secret`
@@ -361,7 +354,7 @@ impl Server {
     /// key of each server: instances that serve the same clients behind
     /// one load balancer must share it. Tokens issued before are refused.
     pub fn set_state_key(&self, secret: &[u8]) {
-        *self.inner.signer.write().unwrap_or_else(|p| p.into_inner()) = Signer::from_secret(secret);
+        *self.inner.signer.write_locked() = Signer::from_secret(secret);
     }
 
     pub(crate) fn page_size(&self) -> usize {
@@ -386,7 +379,7 @@ impl Server {
         }
         let mut detailed = None;
         let mut outbox = Outbox::new();
-        for listener in lock(&self.inner.listeners).values() {
+        for listener in self.inner.listeners.locked().values() {
             let wanted = listener
                 .filter
                 .task_ids
@@ -413,7 +406,7 @@ struct Unregister {
 
 impl Drop for Unregister {
     fn drop(&mut self) {
-        lock(&self.server.inner.listeners).remove(&self.key);
+        self.server.inner.listeners.locked().remove(&self.key);
         if self.names_resources {
             self.server.subscriptions_changed();
         }
@@ -498,7 +491,10 @@ impl Service for Server {
     }
 
     fn session_ready(&self, peer: &Peer) {
-        lock(&self.inner.sessions).insert(peer.session_key(), (peer.clone(), Arc::default()));
+        self.inner
+            .sessions
+            .locked()
+            .insert(peer.session_key(), (peer.clone(), Arc::default()));
     }
 
     fn session_closed(&self, peer: &Peer) {
@@ -508,7 +504,7 @@ impl Service for Server {
         if peer.negotiated().is_none() {
             return;
         }
-        lock(&self.inner.sessions).remove(&peer.session_key());
+        self.inner.sessions.locked().remove(&peer.session_key());
         // A session that goes on elsewhere keeps its tasks here: they are
         // reached from there, and end with their time to live.
         let continues = peer.extensions().get::<mcp_core::ContinuesElsewhere>();
@@ -518,7 +514,7 @@ impl Service for Server {
         let had_subscriptions = peer
             .extensions()
             .get::<SessionSubscriptions>()
-            .is_some_and(|s| !lock(&s.0).is_empty());
+            .is_some_and(|s| !s.0.locked().is_empty());
         if had_subscriptions {
             self.subscriptions_changed();
         }
@@ -620,7 +616,7 @@ mod session_list_tests {
     use std::time::Duration;
 
     fn listed(server: &Server) -> usize {
-        lock(&server.inner.sessions).len()
+        server.inner.sessions.locked().len()
     }
 
     async fn send(client: &Transport, text: &str) {

@@ -8,12 +8,12 @@ impl Server {
     /// session's `resources/subscribe`, or a `subscriptions/listen` stream.
     pub fn subscribed_resources(&self) -> BTreeSet<String> {
         let mut uris = BTreeSet::new();
-        for (peer, _) in lock(&self.inner.sessions).values() {
+        for (peer, _) in self.inner.sessions.locked().values() {
             if let Some(subscriptions) = peer.extensions().get::<SessionSubscriptions>() {
-                uris.extend(lock(&subscriptions.0).iter().cloned());
+                uris.extend(subscriptions.0.locked().iter().cloned());
             }
         }
-        for listener in lock(&self.inner.listeners).values() {
+        for listener in self.inner.listeners.locked().values() {
             uris.extend(
                 listener
                     .filter
@@ -74,16 +74,16 @@ impl Server {
         let params = ResourceUpdatedNotificationParams::new(uri);
         let method = methods::NOTIFICATION_RESOURCES_UPDATED;
         let mut outbox = Outbox::new();
-        for (peer, _) in lock(&self.inner.sessions).values() {
+        for (peer, _) in self.inner.sessions.locked().values() {
             let subscribed = peer
                 .extensions()
                 .get::<SessionSubscriptions>()
-                .is_some_and(|s| lock(&s.0).contains(uri));
+                .is_some_and(|s| s.0.locked().contains(uri));
             if subscribed {
                 outbox.push(peer, method, &params, ());
             }
         }
-        for listener in lock(&self.inner.listeners).values() {
+        for listener in self.inner.listeners.locked().values() {
             if listener
                 .filter
                 .resource_subscriptions
@@ -115,12 +115,12 @@ impl Server {
             ListKind::Prompts => methods::NOTIFICATION_PROMPTS_LIST_CHANGED,
         };
         let mut outbox = Outbox::new();
-        for (peer, waiting) in lock(&self.inner.sessions).values() {
+        for (peer, waiting) in self.inner.sessions.locked().values() {
             if let Some(claim) = waiting.claim_list(kind) {
                 outbox.push(peer, method, &NotificationParams::default(), claim);
             }
         }
-        for listener in lock(&self.inner.listeners).values() {
+        for listener in self.inner.listeners.locked().values() {
             let wanted = match kind {
                 ListKind::Tools => listener.filter.tools_list_changed,
                 ListKind::Resources => listener.filter.resources_list_changed,
@@ -163,7 +163,7 @@ impl Server {
             .resource_subscriptions
             .as_ref()
             .is_some_and(|uris| !uris.is_empty());
-        lock(&self.inner.listeners).insert(
+        self.inner.listeners.locked().insert(
             key,
             Listener {
                 peer: ctx.peer.clone(),

@@ -14,6 +14,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::TaskConfig;
+use mcp_core::sync::MutexExt as _;
 
 /// The shortest time to live a client may ask for.
 const MIN_REQUESTED_TTL: Duration = Duration::from_secs(1);
@@ -59,16 +60,12 @@ pub(crate) struct TaskEntry {
     status: watch::Sender<TaskStatus>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 impl TaskEntry {
     /// Applies `change` to the state; when it reports a change, stamps the
     /// update time and wakes whoever waits on the status.
     fn update(&self, change: impl FnOnce(&mut TaskState) -> bool) -> bool {
         let status = {
-            let mut state = lock(&self.state);
+            let mut state = self.state.locked();
             if !change(&mut state) {
                 return false;
             }
@@ -81,12 +78,12 @@ impl TaskEntry {
 
     /// The current status.
     pub(crate) fn status(&self) -> TaskStatus {
-        lock(&self.state).status
+        self.state.locked().status
     }
 
     /// How the task ended, once it has.
     pub(crate) fn outcome(&self) -> Option<Outcome> {
-        lock(&self.state).outcome.clone()
+        self.state.locked().outcome.clone()
     }
 
     /// Ends the task unless it already ended. Returns whether it changed.
@@ -161,7 +158,7 @@ impl TaskEntry {
     /// task changed.
     /// Whether the task waits for an answer under `key`.
     pub(crate) fn waits_for(&self, key: &str) -> bool {
-        lock(&self.state).pending.contains_key(key)
+        self.state.locked().pending.contains_key(key)
     }
 
     pub(crate) fn answer(&self, responses: InputResponses) -> bool {
@@ -189,7 +186,7 @@ impl TaskEntry {
     pub(crate) async fn answered(&self) -> InputResponses {
         let mut status = self.status.subscribe();
         let _ = status.wait_for(|s| *s != TaskStatus::InputRequired).await;
-        std::mem::take(&mut lock(&self.state).answers)
+        std::mem::take(&mut self.state.locked().answers)
     }
 
     /// Waits until the task has ended.
@@ -199,7 +196,7 @@ impl TaskEntry {
     }
 
     fn parts(&self) -> (TaskStatus, Option<String>, String) {
-        let state = lock(&self.state);
+        let state = self.state.locked();
         (
             state.status,
             state.message.clone(),
@@ -237,7 +234,7 @@ impl TaskEntry {
 
     /// The task with what its status carries (2026-07-28 extension).
     pub(crate) fn detailed(&self) -> DetailedTask {
-        let state = lock(&self.state);
+        let state = self.state.locked();
         let task = ExtTask {
             task_id: self.id.clone(),
             status: state.status,
@@ -312,7 +309,7 @@ impl TaskStore {
             .unwrap_or(self.config.default_ttl)
             .min(self.config.max_ttl);
         let now = Instant::now();
-        let mut tasks = lock(&self.tasks);
+        let mut tasks = self.tasks.locked();
         purge(&mut tasks, now);
         if tasks.len() >= self.config.max_tasks {
             let oldest_finished = tasks
@@ -366,7 +363,7 @@ impl TaskStore {
 
     /// The task `id` if `owner` may see it and it has not expired.
     pub(crate) fn get(&self, id: &str, owner: TaskScope) -> Option<Arc<TaskEntry>> {
-        let mut tasks = lock(&self.tasks);
+        let mut tasks = self.tasks.locked();
         let task = tasks.get(id)?;
         if task.expires <= Instant::now() {
             if let Some(task) = tasks.remove(id) {
@@ -379,7 +376,7 @@ impl TaskStore {
 
     /// The live tasks `owner` may see, oldest first.
     pub(crate) fn list(&self, owner: TaskScope) -> Vec<Arc<TaskEntry>> {
-        let mut tasks = lock(&self.tasks);
+        let mut tasks = self.tasks.locked();
         purge(&mut tasks, Instant::now());
         let mut mine: Vec<_> = tasks
             .values()
@@ -393,7 +390,7 @@ impl TaskStore {
     /// Cancels and forgets every task of `owner` (its session ended).
     pub(crate) fn forget_owner(&self, owner: TaskScope) {
         let gone: Vec<_> = {
-            let mut tasks = lock(&self.tasks);
+            let mut tasks = self.tasks.locked();
             let ids: Vec<String> = tasks
                 .values()
                 .filter(|t| t.owner == owner)
@@ -408,7 +405,7 @@ impl TaskStore {
 
     #[cfg(test)]
     fn len(&self) -> usize {
-        let mut tasks = lock(&self.tasks);
+        let mut tasks = self.tasks.locked();
         purge(&mut tasks, Instant::now());
         tasks.len()
     }

@@ -61,6 +61,7 @@ use std::sync::{Arc, Mutex};
 
 pub use scope::DEFAULT_DENY;
 
+use mcp_core::sync::MutexExt as _;
 use scope::Scope;
 
 /// How much the server reads, lists and returns at most.
@@ -202,7 +203,7 @@ pub fn server(config: Config) -> Result<mcp_server::Server, ConfigError> {
     }
     builder = builder.template(resources::template(&state).map_err(ConfigError)?);
     let listed = resources::listed(&state);
-    *lock(&state.listed) = listed.iter().map(|r| r.resource().uri.clone()).collect();
+    *state.listed.locked() = listed.iter().map(|r| r.resource().uri.clone()).collect();
     for resource in listed {
         builder = builder.resource(resource);
     }
@@ -215,7 +216,7 @@ pub fn server(config: Config) -> Result<mcp_server::Server, ConfigError> {
     let server = builder.build();
     if config.watch {
         let watcher = watch::start(Arc::clone(&state), server.clone()).map_err(ConfigError)?;
-        *lock(&state.watcher) = Some(watcher);
+        *state.watcher.locked() = Some(watcher);
     }
     Ok(server)
 }
@@ -237,8 +238,4 @@ fn instructions(state: &State, write: bool) -> String {
             "Read-only: there are no write tools."
         }
     )
-}
-
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }

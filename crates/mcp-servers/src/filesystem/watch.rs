@@ -14,9 +14,10 @@ use notify_debouncer_full::notify::event::ModifyKind;
 use notify_debouncer_full::notify::{EventKind, RecommendedWatcher, RecursiveMode};
 use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
 
+use super::State;
 use super::resources::{file_uri, listed};
 use super::scope::Located;
-use super::{State, lock};
+use mcp_core::sync::MutexExt as _;
 
 /// A running watcher; dropping it stops watching.
 pub(crate) type Watcher = Debouncer<RecommendedWatcher, RecommendedCache>;
@@ -86,7 +87,7 @@ pub(crate) fn watch_while_subscribed(state: &Arc<State>, server: &Server) {
         .subscribed_resources()
         .iter()
         .any(|uri| uri.starts_with("file://"));
-    let mut watcher = lock(&state.watcher);
+    let mut watcher = state.watcher.locked();
     if wanted && watcher.is_none() {
         match start(Arc::clone(state), server.clone()) {
             Ok(started) => *watcher = Some(started),
@@ -101,7 +102,7 @@ pub(crate) fn watch_while_subscribed(state: &Arc<State>, server: &Server) {
 fn refresh(state: &Arc<State>, server: &Server) {
     let now = listed(state);
     let uris: Vec<String> = now.iter().map(|r| r.resource().uri.clone()).collect();
-    let mut before = lock(&state.listed);
+    let mut before = state.listed.locked();
     for gone in before.iter().filter(|u| !uris.contains(u)) {
         server.remove_resource(gone);
     }

@@ -6,9 +6,10 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use mcp_core::sync::MutexExt as _;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::{Batch, Connection, ErrorCode, OpenFlags, Statement};
 
@@ -87,10 +88,6 @@ struct Watch {
     refusal: Mutex<Option<String>>,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// A connection with its hooks installed.
 pub struct Session {
     conn: Connection,
@@ -119,7 +116,7 @@ impl Session {
             match refusal(&context) {
                 None => Authorization::Allow,
                 Some(why) => {
-                    *lock(&refusals.refusal) = Some(why);
+                    *refusals.refusal.locked() = Some(why);
                     Authorization::Deny
                 }
             }
@@ -128,7 +125,7 @@ impl Session {
         conn.progress_handler(
             STEPS_BETWEEN_CHECKS,
             Some(move || {
-                let mut running = lock(&progress.running);
+                let mut running = progress.running.locked();
                 match running.as_mut() {
                     Some(call) if call.abandoned.load(Ordering::Relaxed) => true,
                     Some(call) if Instant::now() >= call.deadline => {
@@ -155,7 +152,7 @@ impl Session {
     /// Compiles `sql`, which must be exactly one statement (comments and
     /// whitespace may follow it).
     pub fn prepare_one<'a>(&'a self, sql: &str) -> Result<Statement<'a>, String> {
-        *lock(&self.watch.refusal) = None;
+        *self.watch.refusal.locked() = None;
         let mut batch = Batch::new(&self.conn, sql);
         let first = match batch.next() {
             Ok(Some(statement)) => statement,
@@ -178,12 +175,15 @@ impl Session {
     pub fn explain(&self, error: rusqlite::Error) -> String {
         // A denial makes the compilation fail, with SQLITE_AUTH or (for a
         // function) SQLITE_ERROR: the authorizer's reason says more.
-        if let Some(why) = lock(&self.watch.refusal).take() {
+        if let Some(why) = self.watch.refusal.locked().take() {
             return why;
         }
         match error.sqlite_error_code() {
             Some(ErrorCode::OperationInterrupted) => {
-                let over_budget = lock(&self.watch.running)
+                let over_budget = self
+                    .watch
+                    .running
+                    .locked()
                     .as_ref()
                     .is_some_and(|r| r.over_budget);
                 if over_budget {
@@ -211,8 +211,8 @@ impl Session {
 
     /// Marks the start of a call: its budget starts now.
     pub(super) fn start(&self, abandoned: Arc<AtomicBool>) {
-        *lock(&self.watch.refusal) = None;
-        *lock(&self.watch.running) = Some(Running {
+        *self.watch.refusal.locked() = None;
+        *self.watch.running.locked() = Some(Running {
             deadline: Instant::now() + self.budget,
             abandoned,
             over_budget: false,
@@ -221,7 +221,7 @@ impl Session {
 
     /// Marks the end of a call.
     pub(super) fn finish(&self) {
-        *lock(&self.watch.running) = None;
+        *self.watch.running.locked() = None;
     }
 }
 

@@ -39,12 +39,13 @@ mod values;
 mod worker;
 
 use std::path::PathBuf;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use mcp_server::Server;
 
 use engine::{Role, Session};
+use mcp_core::sync::RwLockExt as _;
 use worker::Worker;
 
 /// How the SQLite server is set up: the database file, whether it may be
@@ -145,14 +146,11 @@ pub(crate) struct Database {
 
 impl Database {
     fn table_names(&self) -> Vec<String> {
-        self.tables
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.tables.read_locked().clone()
     }
 
     fn set_table_names(&self, names: Vec<String>) {
-        *self.tables.write().unwrap_or_else(PoisonError::into_inner) = names;
+        *self.tables.write_locked() = names;
     }
 }
 
