@@ -211,6 +211,10 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         (false, None) => Some(bind(DEFAULT_ADDR.parse()?).await?),
     };
     with_people(&mut options, &settings)?;
+    let console_approver = Arc::new(mcp_console::ConsoleApprover::default());
+    if admin.is_some() {
+        options.consent.registered.push(console_approver.clone());
+    }
     print_err(&policy_line(&options));
     if let Some(endpoint) = settings.traces.endpoint() {
         print_err(&format!(
@@ -231,7 +235,9 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         .settings
         .clone()
         .map(|file| tokio::spawn(watch_roots(host.clone(), file)));
-    let admin = admin.map(|admin| admin.serve(&host, &allow)).transpose()?;
+    let admin = admin
+        .map(|admin| admin.serve(&host, &allow, console_approver))
+        .transpose()?;
     let version = env!("CARGO_PKG_VERSION");
     let mut views = settings.views().map_err(anyhow::Error::msg)?;
     let gateway = match &args.view {

@@ -1,11 +1,13 @@
 //! `mcp host`'s routes for operators: `/status` (JSON, for people and
-//! scripts), `/healthz` (for load balancers) and `/metrics` (Prometheus),
-//! served on the admin listener (`[admin] http`, `--admin`), an address of
+//! scripts), `/healthz` (for load balancers), `/metrics` (Prometheus) and
+//! the web console (`/console`, see [`mcp_console`]), served on the admin
+//! listener (`[admin] http`, `--admin`), an address of
 //! its own that exists whether the host serves its clients over HTTP or
 //! stdio; `/status` and `/healthz` are also served beside the MCP endpoint.
 //!
 //! The admin listener checks Host and Origin as the MCP endpoint does, and
-//! wants its bearer token on everything but `/healthz`.
+//! wants its bearer token on everything but `/healthz` (the console takes
+//! it once, on its sign-in page, for a session cookie).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -158,16 +160,25 @@ pub struct Admin {
 impl Admin {
     /// Says where it is (and its token, where it was made up here), then
     /// serves `host`'s routes until the task is aborted. `allow` are the
-    /// Host names and Origins accepted beyond loopback.
-    pub fn serve(self, host: &Host, allow: &[String]) -> Result<tokio::task::JoinHandle<()>> {
+    /// Host names and Origins accepted beyond loopback; `approver` is the
+    /// console's, registered with the host.
+    pub fn serve(
+        self,
+        host: &Host,
+        allow: &[String],
+        approver: Arc<mcp_console::ConsoleApprover>,
+    ) -> Result<tokio::task::JoinHandle<()>> {
         let local = self.listener.local_addr()?;
         let policy = Arc::new(crate::serve::origin_policy(local.port(), allow));
         let token: Arc<str> = Arc::from(self.token.as_str());
         let protected = status(host)
             .merge(metrics(host))
             .layer(axum::middleware::from_fn_with_state(token, require_token));
+        let gateway = mcp_host::Gateway::new(host.clone(), "mcp-host", env!("CARGO_PKG_VERSION"));
+        let console = mcp_console::Console::new(host.clone(), gateway, &self.token, approver);
         let app = protected
             .merge(health(host))
+            .merge(console.router())
             .layer(mcp_http::guard::GuardLayer::new(policy));
         let shown = if self.made_up {
             format!(
@@ -178,7 +189,7 @@ impl Admin {
             String::new()
         };
         print_err(&format!(
-            "admin: http://{local} (/metrics, /status, /healthz){shown}"
+            "admin: http://{local} (/console, /metrics, /status, /healthz){shown}"
         ));
         let listener = self.listener;
         Ok(tokio::spawn(async move {

@@ -426,6 +426,19 @@ impl Host {
         *self.inner.reload_error.locked() = Some(error);
     }
 
+    /// Restarts the server named `name` in the config: its connection is
+    /// closed and a new one made at once (see [`Upstream::restart`]).
+    pub fn restart(&self, name: &str) -> Result<(), String> {
+        let upstream = self.upstreams().into_iter().find(|u| u.name() == name);
+        match upstream {
+            Some(upstream) => {
+                upstream.restart();
+                Ok(())
+            }
+            None => Err(format!("no server {name:?} in the config")),
+        }
+    }
+
     /// The running upstreams, in config order.
     pub fn upstreams(&self) -> Vec<Arc<Upstream>> {
         read(&self.inner.upstreams)
@@ -437,7 +450,7 @@ impl Host {
 
     /// The config name of every upstream by index (`None` where one was
     /// removed).
-    pub(crate) fn upstream_names(&self) -> Vec<Option<String>> {
+    pub fn upstream_names(&self) -> Vec<Option<String>> {
         read(&self.inner.upstreams)
             .iter()
             .map(|u| u.as_ref().map(|u| u.config.name.clone()))

@@ -42,7 +42,7 @@
 //!
 //! [guard]
 //! default = "allow"           # where no rule matches: allow | ask | deny
-//! approvers = ["client", "terminal"] # who is asked where a rule says ask, in order
+//! approvers = ["client", "console", "terminal"] # who is asked where a rule says ask, in order
 //! ask_timeout = 120           # seconds a person has to answer
 //! store = "guard.db"          # grants for always and pins (default: the user's state folder)
 //! changed = "ask"             # a definition changed since pinned: ask | hide | warn
@@ -560,10 +560,10 @@ impl HostSettings {
         if let Some(order) = &self.guard.approvers {
             if let Some(unknown) = order
                 .iter()
-                .find(|a| !["client", "terminal"].contains(&a.as_str()))
+                .find(|a| !["client", "console", "terminal"].contains(&a.as_str()))
             {
                 return Err(format!(
-                    "guard.approvers: {unknown:?} is none of \"client\", \"terminal\""
+                    "guard.approvers: {unknown:?} is none of \"client\", \"console\", \"terminal\""
                 ));
             }
             consent.order = order.clone();

@@ -81,3 +81,56 @@ async fn no_process_is_left_after_a_hundred_restarts() {
     .await;
     assert!(left.is_ok(), "{} processes left behind", running(&marker));
 }
+
+/// `Host::restart`: a ready server's child is stopped and a new one
+/// started at once (no backoff), counted as a restart; a name not in the
+/// config is an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_restarted_on_request_comes_back_as_a_new_process() {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/one_era_server.py"
+    );
+    let server = ServerConfig::stdio(
+        "era",
+        "python3",
+        vec![script.into(), "0".into(), "settle".into()],
+    );
+    let host = Host::start(
+        HostConfig {
+            servers: vec![server],
+            problems: Vec::new(),
+        },
+        HostOptions::default(),
+    );
+    let ready = |host: &Host| {
+        let status = host.status().servers.remove(0);
+        (status.state == UpstreamState::Ready).then_some(status)
+    };
+    let first = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            if let Some(status) = ready(&host) {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("ready within 30 s");
+    assert_eq!(first.restarts, 0);
+    assert!(host.restart("nobody").unwrap_err().contains("nobody"));
+    host.restart("era").unwrap();
+    let second = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            if let Some(status) = ready(&host).filter(|s| s.restarts == 1) {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("ready again within 30 s, once restarted");
+    assert_ne!(second.pid, first.pid, "a new child");
+    assert!(second.pid.is_some());
+    host.shutdown(Duration::from_secs(5)).await;
+}

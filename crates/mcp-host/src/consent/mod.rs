@@ -178,10 +178,11 @@ pub enum OnChange {
 }
 
 impl Default for ConsentOptions {
-    /// The client, then the terminal; two minutes to answer; no store.
+    /// The client, then the console (while a browser has it open), then
+    /// the terminal; two minutes to answer; no store.
     fn default() -> Self {
         ConsentOptions {
-            order: vec!["client".into(), "terminal".into()],
+            order: vec!["client".into(), "console".into(), "terminal".into()],
             registered: Vec::new(),
             timeout: std::time::Duration::from_secs(120),
             store: None,

@@ -170,6 +170,8 @@ pub struct Upstream {
     /// set grows.
     subscriptions: Mutex<std::collections::BTreeSet<String>>,
     resubscribe: tokio::sync::Notify,
+    /// Wakes the supervisor to make a new connection now.
+    restart: tokio::sync::Notify,
     /// Notifications dropped in a flood (see [`UpstreamStatus`]).
     dropped: AtomicU64,
     /// A list change was among the notifications dropped: the lists are
@@ -199,6 +201,8 @@ struct Live {
 enum Ended {
     Stopped,
     Lost(String),
+    /// Someone asked for a new connection.
+    Restarted,
 }
 
 impl Upstream {
@@ -254,6 +258,7 @@ impl Upstream {
             log_level: Mutex::default(),
             subscriptions: Mutex::default(),
             resubscribe: tokio::sync::Notify::new(),
+            restart: tokio::sync::Notify::new(),
             dropped: AtomicU64::new(0),
             relist: std::sync::atomic::AtomicBool::new(false),
             on_update,
@@ -451,6 +456,13 @@ impl Upstream {
         self.stop.cancel();
     }
 
+    /// Closes the connection (a child process is stopped) and makes a new
+    /// one at once; a server waiting to be retried is retried now. Calls
+    /// in flight on the old connection fail.
+    pub fn restart(&self) {
+        self.restart.notify_waiters();
+    }
+
     fn update(&self, change: impl FnOnce(&mut Live)) {
         change(&mut self.live.locked());
         let _ = self.signals.try_send((self.index, Signal::Changed));
@@ -504,6 +516,14 @@ impl Upstream {
             let exited = connection.close(self.options.shutdown_grace).await;
             match ended {
                 Ended::Stopped => break,
+                Ended::Restarted => {
+                    tracing::info!(server = %self.config.name, "restarting, as asked");
+                    self.update(|live| {
+                        live.status.state = UpstreamState::Restarting;
+                        live.status.restarts += 1;
+                    });
+                    failures = 0;
+                }
                 Ended::Lost(mut why) => {
                     if let Some(exited) = exited {
                         why.push_str(&exited.told());
@@ -548,6 +568,10 @@ impl Upstream {
         );
         tokio::select! {
             _ = tokio::time::sleep(delay) => {
+                self.update(|live| live.status.restarts += 1);
+                true
+            }
+            _ = self.restart.notified() => {
                 self.update(|live| live.status.restarts += 1);
                 true
             }
@@ -708,6 +732,7 @@ impl Upstream {
         loop {
             tokio::select! {
                 _ = self.stop.cancelled() => return Ended::Stopped,
+                _ = self.restart.notified() => return Ended::Restarted,
                 _ = client.peer().closed() => {
                     let why = connection.child.as_ref().and_then(|c| c.output_fault().get().map(str::to_owned));
                     return Ended::Lost(match why {

@@ -1,0 +1,232 @@
+//! Requests the console makes for a person: through an MCP client of the
+//! host's own gateway, in process, so they take the path every client's
+//! request takes (policy, consent, limits, audit) with the console as the
+//! client. Each runs as a task the page polls, with its progress, and can
+//! be cancelled (the server is sent `notifications/cancelled`).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use maud::{Markup, html};
+use mcp_client::Client;
+use mcp_core::RequestOptions;
+use mcp_core::sync::MutexExt as _;
+use serde_json::Value;
+
+use crate::layout::json_block;
+
+/// The most calls kept for their pages; the oldest finished go first.
+const KEPT: usize = 32;
+
+/// The calls of the console.
+#[derive(Default)]
+pub(crate) struct Calls {
+    next: std::sync::atomic::AtomicU64,
+    by_id: Mutex<BTreeMap<u64, Arc<Call>>>,
+}
+
+/// One request and where it is.
+pub(crate) struct Call {
+    /// What was asked, for people: `tools/call search`.
+    pub(crate) what: String,
+    started: Instant,
+    state: Mutex<CallState>,
+    task: Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+enum CallState {
+    Running {
+        progress: Option<String>,
+    },
+    Done {
+        result: Result<Value, String>,
+        took_ms: u128,
+    },
+    Cancelled,
+}
+
+impl Calls {
+    /// Starts `method` with `params` on `client`: its id.
+    pub(crate) fn start(
+        &self,
+        client: Client,
+        method: &'static str,
+        what: String,
+        params: Value,
+    ) -> u64 {
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let call = Arc::new(Call {
+            what,
+            started: Instant::now(),
+            state: Mutex::new(CallState::Running { progress: None }),
+            task: Mutex::new(None),
+        });
+        let progress = Arc::clone(&call);
+        let options =
+            RequestOptions::new().on_progress(move |p: mcp_schema::ProgressNotificationParams| {
+                let told = match (p.total, &p.message) {
+                    (_, Some(message)) => message.clone(),
+                    (Some(total), None) => format!("{} of {total}", p.progress),
+                    (None, None) => format!("{}", p.progress),
+                };
+                if let CallState::Running { progress } = &mut *progress.state.locked() {
+                    *progress = Some(told);
+                }
+            });
+        let done = Arc::clone(&call);
+        let task = tokio::spawn(async move {
+            let answer = client.request_raw(method, params, options).await;
+            let result = match answer {
+                Ok(raw) => serde_json::from_str(raw.get()).map_err(|e| e.to_string()),
+                Err(error) => Err(error.to_string()),
+            };
+            let took_ms = done.started.elapsed().as_millis();
+            let mut state = done.state.locked();
+            if matches!(*state, CallState::Running { .. }) {
+                *state = CallState::Done { result, took_ms };
+            }
+        });
+        *call.task.locked() = Some(task.abort_handle());
+        let mut calls = self.by_id.locked();
+        calls.insert(id, call);
+        while calls.len() > KEPT {
+            let Some(oldest) = calls.keys().next().copied() else {
+                break;
+            };
+            calls.remove(&oldest);
+        }
+        id
+    }
+
+    /// Call `id`, if it is kept.
+    pub(crate) fn get(&self, id: u64) -> Option<Arc<Call>> {
+        self.by_id.locked().get(&id).cloned()
+    }
+
+    /// Cancels call `id`; whether it was running.
+    pub(crate) fn cancel(&self, id: u64) -> bool {
+        let Some(call) = self.get(id) else {
+            return false;
+        };
+        let mut state = call.state.locked();
+        if !matches!(*state, CallState::Running { .. }) {
+            return false;
+        }
+        *state = CallState::Cancelled;
+        if let Some(task) = call.task.locked().take() {
+            // Dropping the request sends the server notifications/cancelled.
+            task.abort();
+        }
+        true
+    }
+}
+
+/// Call `id` as its page shows it: its status is polled while it runs;
+/// the cancel button stays put (and is hidden once the call ends).
+pub(crate) fn view(id: u64, call: &Call) -> Markup {
+    html! {
+        div.call id={"call-" (id)} data-call=(id) {
+            h2 { (call.what) }
+            button.cancel hx-post="/console/calls/cancel" hx-vals=(serde_json::json!({"id": id}).to_string())
+                hx-target={"#status-" (id)} hx-swap="outerHTML" { "Cancel" }
+            (status(id, call))
+        }
+    }
+}
+
+/// Where call `id` is: running (polled), or how it ended.
+pub(crate) fn status(id: u64, call: &Call) -> Markup {
+    let state = call.state.locked();
+    let running = matches!(*state, CallState::Running { .. });
+    html! {
+        div.status id={"status-" (id)} aria-live="polite"
+            hx-get={"/console/calls/" (id)} hx-swap="outerHTML"
+            hx-trigger=[running.then_some("every 400ms")] {
+            @match &*state {
+                CallState::Running { progress } => {
+                    p.running data-state="running" {
+                        "Running for " (call.started.elapsed().as_secs()) " s"
+                        @if let Some(progress) = progress { " — " (progress) }
+                    }
+                }
+                CallState::Cancelled => p.cancelled data-state="cancelled" { "Cancelled." }
+                CallState::Done { result: Err(error), took_ms } => {
+                    p.error role="alert" data-state="error" { "Failed after " (took_ms) " ms: " (error) }
+                }
+                CallState::Done { result: Ok(result), took_ms } => {
+                    p data-state=(if result.get("isError") == Some(&Value::Bool(true)) { "tool-error" } else { "done" }) {
+                        "Answered in " (took_ms) " ms."
+                    }
+                    (result_view(result))
+                }
+            }
+        }
+    }
+}
+
+/// A result of `tools/call`, `prompts/get` or `resources/read`.
+fn result_view(result: &Value) -> Markup {
+    html! {
+        @if result.get("isError") == Some(&Value::Bool(true)) {
+            p.error { "The tool reports an error." }
+        }
+        @if let Some(Value::Array(blocks)) = result.get("content") {
+            section.content aria-label="Content" { @for block in blocks { (content(block)) } }
+        }
+        @if let Some(structured) = result.get("structuredContent") {
+            section aria-label="Structured content" { h3 { "structuredContent" } (json_block(structured)) }
+        }
+        @if let Some(Value::Array(messages)) = result.get("messages") {
+            @if let Some(description) = result.get("description").and_then(Value::as_str) { p { (description) } }
+            ol.messages {
+                @for message in messages {
+                    li { strong { (message.get("role").and_then(Value::as_str).unwrap_or("?")) } ": "
+                         @if let Some(block) = message.get("content") { (content(block)) } }
+                }
+            }
+        }
+        @if let Some(Value::Array(contents)) = result.get("contents") {
+            @for item in contents { (resource_contents(item)) }
+        }
+        details { summary { "The whole result" } (json_block(result)) }
+    }
+}
+
+/// One content block.
+fn content(block: &Value) -> Markup {
+    let text = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or_default();
+    match text("type") {
+        "text" => html! { pre.text { (text("text")) } },
+        "image" => html! {
+            img src={"data:" (text("mimeType")) ";base64," (text("data"))} alt="An image the server sent";
+        },
+        "audio" => html! {
+            audio controls src={"data:" (text("mimeType")) ";base64," (text("data"))} {}
+        },
+        "resource_link" => html! {
+            p { "Link: " code { (text("uri")) } @if !text("name").is_empty() { " (" (text("name")) ")" } }
+        },
+        "resource" => match block.get("resource") {
+            Some(resource) => resource_contents(resource),
+            None => json_block(block),
+        },
+        _ => json_block(block),
+    }
+}
+
+/// A resource's contents: text shown, a blob's size told.
+fn resource_contents(item: &Value) -> Markup {
+    let uri = item.get("uri").and_then(Value::as_str).unwrap_or_default();
+    let mime = item.get("mimeType").and_then(Value::as_str);
+    html! {
+        figure.resource {
+            figcaption { code { (uri) } @if let Some(mime) = mime { " · " (mime) } }
+            @if let Some(text) = item.get("text").and_then(Value::as_str) {
+                pre.text { (text) }
+            } @else if let Some(blob) = item.get("blob").and_then(Value::as_str) {
+                p { "Binary, " (blob.len() * 3 / 4) " bytes." }
+            }
+        }
+    }
+}

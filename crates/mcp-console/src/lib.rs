@@ -1,0 +1,244 @@
+//! The web console of `mcp host`: one page where a person sees and
+//! controls the host. Served on the admin listener under `/console`.
+//!
+//! - **Servers**: each upstream's state, era and revision, what it lists,
+//!   its restarts and last error, updated live; restart one.
+//! - **Catalog**: every tool, prompt and resource template, searched; a
+//!   tool run from a form made from its input schema, a prompt rendered
+//!   with its arguments, a template read with its variables filled in.
+//!   These go through the host's own gateway, so policy, consent, limits
+//!   and the audit apply to them as to any client's. A call shows its
+//!   progress and can be cancelled.
+//! - **Approvals**: the requests the policy marks `ask`, when `console` is
+//!   among `[guard] approvers`: allowed once, for the session or always,
+//!   with arguments edited, or denied. The queue updates live.
+//! - **Audit**: the audit records searched, and exported as JSON lines.
+//!
+//! Pages are rendered on the server ([`maud`]) and made live with htmx
+//! and its SSE extension, both embedded (the console works offline).
+//! Security: the admin token, shown once, is exchanged for a session
+//! cookie (`HttpOnly`, `SameSite=Strict`); every change carries the
+//! session's CSRF token; the admin listener checks Host and Origin.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Form, Router};
+use http::{HeaderMap, StatusCode, header};
+use maud::html;
+use mcp_client::Client;
+use mcp_host::{Gateway, Host};
+use serde::Deserialize;
+use serde_json::Value;
+
+mod approvals;
+mod audit;
+mod auth;
+mod calls;
+mod catalog;
+mod events;
+mod form;
+mod layout;
+mod servers;
+
+pub use approvals::{ConsoleApprover, NAME as APPROVER_NAME};
+
+/// The console of one host.
+#[derive(Clone)]
+pub struct Console {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    host: Host,
+    gateway: Gateway,
+    token: String,
+    approver: Arc<ConsoleApprover>,
+    sessions: auth::Sessions,
+    calls: calls::Calls,
+    client: tokio::sync::OnceCell<Client>,
+}
+
+impl Console {
+    /// The console of `host`, whose requests go through `gateway`, for
+    /// people who know the admin `token`; `approver` is the one registered
+    /// with the host's consent options (see [`ConsoleApprover`]).
+    pub fn new(
+        host: Host,
+        gateway: Gateway,
+        token: &str,
+        approver: Arc<ConsoleApprover>,
+    ) -> Console {
+        Console {
+            inner: Arc::new(Inner {
+                host,
+                gateway,
+                token: token.to_owned(),
+                approver,
+                sessions: auth::Sessions::default(),
+                calls: calls::Calls::default(),
+                client: tokio::sync::OnceCell::new(),
+            }),
+        }
+    }
+
+    /// Its routes, under `/console`.
+    pub fn router(&self) -> Router {
+        let signed_in = Router::new()
+            .route("/console", get(servers::view))
+            .route("/console/servers", get(servers::fragment))
+            .route("/console/servers/restart", post(servers::restart))
+            .route("/console/catalog", get(catalog::view))
+            .route("/console/catalog/rows", get(catalog::fragment))
+            .route("/console/tool", get(catalog::tool))
+            .route("/console/tool/call", post(catalog::call_tool))
+            .route("/console/prompt", get(catalog::prompt))
+            .route("/console/prompt/get", post(catalog::get_prompt))
+            .route("/console/template", get(catalog::template))
+            .route("/console/template/read", post(catalog::read_template))
+            .route("/console/calls/{id}", get(call))
+            .route("/console/calls/cancel", post(cancel))
+            .route("/console/approvals", get(approvals::view))
+            .route("/console/approvals/queue", get(approvals::fragment))
+            .route("/console/approvals/answer", post(approvals::answer))
+            .route("/console/audit", get(audit::view))
+            .route("/console/audit/rows", get(audit::fragment))
+            .route("/console/audit.jsonl", get(audit::export))
+            .route("/console/events", get(events::stream))
+            .route("/console/logout", post(logout))
+            .route_layer(axum::middleware::from_fn_with_state(
+                self.clone(),
+                auth::require_session,
+            ));
+        Router::new()
+            .route("/console/login", get(sign_in_page).post(sign_in))
+            .route("/console/assets/{file}", get(asset))
+            .merge(signed_in)
+            .with_state(self.clone())
+    }
+
+    /// The console's MCP client of the gateway, connected on first use.
+    async fn client(&self) -> Result<Client, String> {
+        let gateway = self.inner.gateway.clone();
+        self.inner
+            .client
+            .get_or_try_init(|| async move {
+                let (server_side, client_side) = mcp_core::Transport::pair();
+                let config = gateway.session_config();
+                // The session ends with the host's process.
+                let _session = mcp_core::serve(server_side, Arc::new(gateway), config);
+                Client::builder("mcp-console", env!("CARGO_PKG_VERSION"))
+                    .connect(client_side)
+                    .await
+                    .map_err(|e| format!("the console could not reach the host: {e}"))
+            })
+            .await
+            .cloned()
+    }
+
+    /// Starts a request and answers with its view (polled until it ends).
+    async fn start(&self, method: &'static str, what: String, params: Value) -> Response {
+        let client = match self.client().await {
+            Ok(client) => client,
+            Err(why) => return (StatusCode::SERVICE_UNAVAILABLE, why).into_response(),
+        };
+        let id = self.inner.calls.start(client, method, what, params);
+        match self.inner.calls.get(id) {
+            Some(call) => calls::view(id, &call).into_response(),
+            None => StatusCode::NOT_FOUND.into_response(),
+        }
+    }
+}
+
+/// `GET /console/calls/ID`: where a call is now.
+async fn call(
+    State(console): State<Console>,
+    axum::extract::Path(id): axum::extract::Path<u64>,
+) -> Response {
+    match console.inner.calls.get(id) {
+        Some(call) => calls::status(id, &call).into_response(),
+        None => (StatusCode::NOT_FOUND, "that call is no longer kept").into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+struct CallId {
+    id: u64,
+}
+
+/// `POST /console/calls/cancel`, `id=ID`.
+async fn cancel(State(console): State<Console>, Form(asked): Form<CallId>) -> Response {
+    console.inner.calls.cancel(asked.id);
+    call(State(console), axum::extract::Path(asked.id)).await
+}
+
+/// `GET /console/login`.
+async fn sign_in_page(State(console): State<Console>, headers: HeaderMap) -> Response {
+    if console.inner.sessions.of(&headers).is_some() {
+        return Redirect::to("/console").into_response();
+    }
+    layout::sign_in(false).into_response()
+}
+
+#[derive(Deserialize)]
+struct SignIn {
+    token: String,
+}
+
+/// `POST /console/login`, `token=...`: a session cookie for the admin
+/// token.
+async fn sign_in(State(console): State<Console>, Form(form): Form<SignIn>) -> Response {
+    if !auth::is_token(&console, &form.token) {
+        return (StatusCode::UNAUTHORIZED, layout::sign_in(true)).into_response();
+    }
+    let id = console.inner.sessions.open();
+    (
+        StatusCode::SEE_OTHER,
+        [
+            (header::SET_COOKIE, auth::session_cookie(&id)),
+            (header::LOCATION, "/console".to_owned()),
+        ],
+    )
+        .into_response()
+}
+
+/// `POST /console/logout`.
+async fn logout(
+    State(console): State<Console>,
+    headers: HeaderMap,
+    Extension(_): Extension<auth::Session>,
+) -> Response {
+    console.inner.sessions.close(&headers);
+    (
+        StatusCode::OK,
+        [
+            (header::SET_COOKIE, auth::cleared_cookie()),
+            (
+                http::HeaderName::from_static("hx-redirect"),
+                "/console/login".to_owned(),
+            ),
+        ],
+        html! { "Signed out." },
+    )
+        .into_response()
+}
+
+/// `GET /console/assets/FILE`: the embedded script and style files.
+async fn asset(axum::extract::Path(file): axum::extract::Path<String>) -> Response {
+    let (body, kind): (&'static str, &str) = match file.as_str() {
+        "htmx.min.js" => (include_str!("../assets/htmx.min.js"), "text/javascript"),
+        "sse.min.js" => (include_str!("../assets/sse.min.js"), "text/javascript"),
+        "console.css" => (include_str!("../assets/console.css"), "text/css"),
+        _ => return StatusCode::NOT_FOUND.into_response(),
+    };
+    (
+        [
+            (header::CONTENT_TYPE, kind),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        body,
+    )
+        .into_response()
+}

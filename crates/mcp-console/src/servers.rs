@@ -1,0 +1,109 @@
+//! The servers view: each upstream's state, era and revision, what it
+//! lists, its restarts and last error, with a button to restart it. The
+//! table is fetched again whenever the host says a server changed.
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Form};
+use http::StatusCode;
+use maud::{Markup, html};
+use mcp_host::UpstreamStatus;
+
+use crate::Console;
+use crate::auth::Session;
+use crate::layout::{page, shortened};
+
+/// `GET /console`: the page.
+pub(crate) async fn view(
+    State(console): State<Console>,
+    Extension(session): Extension<Session>,
+) -> Markup {
+    let body = html! {
+        p.hint { "Updated as the servers change." }
+        div id="servers" hx-get="/console/servers" hx-trigger="sse:servers" hx-swap="innerHTML" {
+            (table(&console))
+        }
+    };
+    page("Servers", "/console", &session, body)
+}
+
+/// `GET /console/servers`: the table alone.
+pub(crate) async fn fragment(State(console): State<Console>) -> Markup {
+    table(&console)
+}
+
+/// The form of a server action.
+#[derive(serde::Deserialize)]
+pub(crate) struct Named {
+    server: String,
+}
+
+/// `POST /console/servers/restart`, `server=NAME`.
+pub(crate) async fn restart(State(console): State<Console>, Form(named): Form<Named>) -> Response {
+    match console.inner.host.restart(&named.server) {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(why) => (StatusCode::NOT_FOUND, why).into_response(),
+    }
+}
+
+fn table(console: &Console) -> Markup {
+    let status = console.inner.host.status();
+    html! {
+        @if status.servers.is_empty() {
+            p { "No server is configured." }
+        } @else {
+            table.servers {
+                caption.visually-hidden { "Servers" }
+                thead { tr {
+                    th scope="col" { "Server" }
+                    th scope="col" { "State" }
+                    th scope="col" { "Era" }
+                    th scope="col" { "Lists" }
+                    th scope="col" { "Restarts" }
+                    th scope="col" { "Last error" }
+                    th scope="col" { span.visually-hidden { "Actions" } }
+                } }
+                tbody {
+                    @for server in &status.servers { (row(server)) }
+                }
+            }
+        }
+        @if !status.problems.is_empty() {
+            h2 { "Config entries not used" }
+            ul { @for problem in &status.problems { li { (format!("{problem:?}")) } } }
+        }
+        @if !status.collisions.is_empty() {
+            h2 { "Name collisions" }
+            ul { @for collision in &status.collisions { li { (collision) } } }
+        }
+    }
+}
+
+fn row(server: &UpstreamStatus) -> Markup {
+    let state = server.state.as_str();
+    let era = match server.revision.as_deref() {
+        Some(revision) if revision >= "2026-07-28" => format!("modern ({revision})"),
+        Some(revision) => format!("legacy ({revision})"),
+        None => "–".to_owned(),
+    };
+    html! {
+        tr data-server=(server.name) {
+            th scope="row" {
+                (server.name)
+                @if let Some(said) = &server.server { br; small { (said) } }
+                @if let Some(transport) = server.transport { br; small { (transport) } }
+            }
+            td { span class={"state state-" (state)} data-state=(state) { (state) } }
+            td { (era) }
+            td { (server.tools) " tools, " (server.resources) " resources, "
+                 (server.templates) " templates, " (server.prompts) " prompts" }
+            td.number { (server.restarts) }
+            td { @if let Some(error) = &server.last_error { span title=(error) { (shortened(error, 120)) } } }
+            td {
+                button hx-post="/console/servers/restart" hx-swap="none"
+                    hx-vals=(serde_json::json!({ "server": server.name }).to_string())
+                    aria-label={"Restart " (server.name)} { "Restart" }
+            }
+        }
+    }
+}

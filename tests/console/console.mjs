@@ -1,0 +1,267 @@
+// The web console of `mcp host` in a real headless Chromium (playwright-core
+// driving Debian's chromium), against a real `mcp host` with our
+// everything server and the official memory server (npm) behind it.
+//
+// It signs in with the admin token, sees the servers, runs a tool from its
+// generated form (a nested object and an enum), renders a prompt, reads a
+// resource from a template, approves a held call (the memory server then
+// holds what it created) and denies another (it does not), finds both in
+// the audit, restarts a server and watches its restarts go up live,
+// cancels a slow tool (the audit says cancelled), and sees the console
+// refuse a change with a wrong Origin, one without the session cookie and
+// one without the CSRF token. Screenshots of the main views go to $SHOTS.
+// Then, with 20 servers of 25 tools each, it measures the catalog page's
+// load and first contentful paint (reported, not asserted).
+//
+// Environment: MCP (the mcp binary), CHROMIUM, NODE_MODULES (with
+// playwright-core), MEMORY_SERVER (server-memory's dist/index.js), SHOTS
+// (a folder), MANY_TOOLS (bench/peers/many_tools.py).
+
+import { spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync, mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import assert from "node:assert/strict";
+
+const env = process.env;
+const require = createRequire(join(env.NODE_MODULES, "noop.js"));
+const { chromium } = require("playwright-core");
+
+const TOKEN = "console-test-token-" + Math.random().toString(16).slice(2);
+const started = [];
+const step = (what) => console.log(`console: ${what}`);
+
+/** Starts `mcp host` with `servers` and `settings` (TOML); resolves to its admin URL. */
+function startHost(servers, settings, name) {
+  const dir = mkdtempSync(join(tmpdir(), `console-${name}-`));
+  writeFileSync(join(dir, "servers.json"), JSON.stringify({ mcpServers: servers }));
+  writeFileSync(
+    join(dir, "host.toml"),
+    `[admin]\nhttp = "127.0.0.1:0"\ntoken = "${TOKEN}"\n\n[audit]\npath = "${join(dir, "audit.db")}"\n\n${settings}`,
+  );
+  const host = spawn(
+    env.MCP,
+    ["host", "--http", "127.0.0.1:0", "--config", join(dir, "servers.json"), "--settings", join(dir, "host.toml")],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  started.push(host);
+  let err = "";
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name}: no admin address in 60 s:\n${err}`)), 60_000);
+    host.stderr.on("data", (chunk) => {
+      err += chunk;
+      const found = err.match(/admin: (http:\/\/127\.0\.0\.1:\d+)/);
+      if (found) {
+        clearTimeout(timer);
+        resolve({ admin: found[1], dir, log: () => err });
+      }
+    });
+    host.on("exit", (code) => reject(new Error(`${name} exited (${code}):\n${err}`)));
+  });
+}
+
+/** Waits until `check()` is true (polling), or fails saying `what`. */
+async function until(what, check, ms = 30_000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function main() {
+  mkdirSync(env.SHOTS, { recursive: true });
+  const servers = {
+    everything: { command: env.MCP, args: ["serve", "everything"] },
+    memory: { command: process.execPath, args: [env.MEMORY_SERVER], env: { MEMORY_FILE_PATH: join(tmpdir(), `memory-${process.pid}.jsonl`) } },
+  };
+  const policy = `[guard]\napprovers = ["console"]\nask_timeout = 60\n\n[[policy]]\ndecision = "ask"\nserver = "memory"\ntool = "create_entities"\n`;
+  const { admin } = await startHost(servers, policy, "main");
+  const browser = await chromium.launch({ executablePath: env.CHROMIUM, args: ["--no-sandbox"] });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+
+  step("sign in with the admin token");
+  await page.goto(`${admin}/console`);
+  assert.match(page.url(), /\/console\/login$/);
+  await page.getByLabel("Admin token").fill("not the token");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("alert").filter({ hasText: "not the admin token" }).waitFor();
+  await page.getByLabel("Admin token").fill(TOKEN);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.waitForURL(`${admin}/console`);
+  const cookies = await context.cookies();
+  const session = cookies.find((c) => c.name === "mcp_console");
+  assert.ok(session && session.httpOnly && session.sameSite === "Strict", JSON.stringify(cookies));
+
+  step("see the servers");
+  for (const name of ["everything", "memory"]) {
+    await page.locator(`tr[data-server="${name}"] [data-state="ready"]`).waitFor();
+  }
+  await page.screenshot({ path: join(env.SHOTS, "servers.png"), fullPage: true });
+
+  step("run a tool from its form: a nested object and an enum");
+  await page.goto(`${admin}/console/catalog`);
+  await page.getByLabel("Search the catalog").fill("2020-12");
+  await page.locator('a[href*="json_schema_2020_12_tool"]').click();
+  await page.getByLabel("name").fill("Ada");
+  await page.locator('fieldset[data-path="/address"]').getByLabel("city").fill("London");
+  await page.locator('fieldset[data-path="/address"]').getByLabel("street").fill("1 Analytical Row");
+  await page.getByLabel("contactMethod").selectOption({ label: "email" });
+  await page.getByLabel("email", { exact: true }).fill("ada@example.com");
+  await page.getByRole("button", { name: /^Call/ }).click();
+  const tool = page.locator(".call").first();
+  await tool.locator('[data-state="done"]').waitFor();
+  const said = await tool.locator("pre.text").innerText();
+  const received = JSON.parse(said.replace(/^Received: /, ""));
+  assert.deepEqual(received, {
+    name: "Ada",
+    address: { city: "London", street: "1 Analytical Row" },
+    contactMethod: "email",
+    email: "ada@example.com",
+  });
+  await page.screenshot({ path: join(env.SHOTS, "tool.png"), fullPage: true });
+
+  step("render a prompt with its arguments");
+  await page.goto(`${admin}/console/catalog`);
+  await page.getByLabel("Search the catalog").fill("test_prompt_with_arguments");
+  await page.locator('[data-list="prompts"] li').filter({ hasText: "with_arguments" }).getByRole("link").click();
+  const promptInputs = page.locator('form input[type="text"]');
+  for (let i = 0; i < (await promptInputs.count()); i++) await promptInputs.nth(i).fill(`value${i}`);
+  await page.getByRole("button", { name: "Get the prompt" }).click();
+  const prompt = page.locator(".call").first();
+  await prompt.locator('[data-state="done"]').waitFor();
+  assert.match(await prompt.locator("ol.messages").innerText(), /value0/);
+
+  step("read a resource from a template");
+  await page.goto(`${admin}/console/catalog`);
+  const templateLink = page.locator('[data-list="templates"] a').first();
+  await templateLink.waitFor();
+  await templateLink.click();
+  const variables = page.locator('form input[type="text"]');
+  for (let i = 0; i < (await variables.count()); i++) await variables.nth(i).fill("7");
+  await page.getByRole("button", { name: "Read" }).click();
+  const read = page.locator(".call").first();
+  await read.locator('[data-state="done"]').waitFor();
+  assert.ok((await read.locator("figure.resource figcaption").count()) > 0, await read.innerHTML());
+
+  step("approve a held call, and deny another");
+  const approvals = await context.newPage();
+  await approvals.goto(`${admin}/console/approvals`);
+  await approvals.locator('[data-queue="empty"]').waitFor();
+  async function createEntity(name) {
+    await page.goto(`${admin}/console/tool?name=memory__create_entities`);
+    await page.getByLabel("entities").fill(JSON.stringify([{ name, entityType: "person", observations: ["seen"] }]));
+    await page.getByRole("button", { name: /^Call/ }).click();
+    await page.locator(".call [data-state=running]").waitFor();
+  }
+  await createEntity("alice");
+  const held = approvals.locator("article.approval");
+  await held.waitFor();
+  assert.match(await held.innerText(), /create_entities/);
+  await approvals.screenshot({ path: join(env.SHOTS, "approvals.png"), fullPage: true });
+  await held.getByRole("button", { name: "Allow once" }).click();
+  await page.locator('.call [data-state="done"]').waitFor();
+  await approvals.locator('[data-queue="empty"]').waitFor();
+  await createEntity("bob");
+  await held.waitFor();
+  await held.getByRole("button", { name: "Deny" }).click();
+  await page.locator('.call [data-state="error"], .call [data-state="tool-error"]').first().waitFor();
+  await page.goto(`${admin}/console/tool?name=memory__read_graph`);
+  await page.getByRole("button", { name: /^Call/ }).click();
+  await page.locator('.call [data-state="done"]').waitFor();
+  const graph = await page.locator(".call").first().innerText();
+  assert.match(graph, /alice/, "the approved call reached the server");
+  assert.doesNotMatch(graph, /bob/, "the denied call did not");
+
+  step("find both in the audit");
+  await page.goto(`${admin}/console/audit`);
+  await page.getByLabel("Tool, prompt or resource").fill("memory__create_entities");
+  await page.getByRole("button", { name: "Search" }).click();
+  const rows = page.locator("table.audit tbody tr");
+  await until("two audit records", async () => (await rows.count()) === 2);
+  const decided = await rows.allInnerTexts();
+  assert.ok(decided.every((r) => /ask/.test(r)), decided.join("\n"));
+  assert.ok(decided.some((r) => /once/.test(r)) && decided.some((r) => /den/.test(r)), decided.join("\n"));
+  await page.screenshot({ path: join(env.SHOTS, "audit.png"), fullPage: true });
+  const exported = await page.request.get(`${admin}/console/audit.jsonl?target=memory__create_entities`);
+  assert.equal(exported.status(), 200);
+  assert.equal((await exported.text()).trim().split("\n").length, 2);
+
+  step("restart a server and watch it live");
+  await page.goto(`${admin}/console`);
+  const everything = page.locator('tr[data-server="everything"]');
+  const before = Number(await everything.locator("td.number").innerText());
+  await everything.getByRole("button", { name: "Restart everything" }).click();
+  await until("the restart shown without a reload", async () => Number(await everything.locator("td.number").innerText()) > before);
+  await everything.locator('[data-state="ready"]').waitFor();
+
+  step("cancel a slow tool");
+  await page.goto(`${admin}/console/tool?name=everything__test_tool_slow`);
+  await page.getByLabel("durationMs").fill("60000");
+  await page.getByRole("button", { name: /^Call/ }).click();
+  await page.locator(".call [data-state=running]").waitFor();
+  await page.locator(".call").getByRole("button", { name: "Cancel" }).click();
+  await page.locator('.call [data-state="cancelled"]').waitFor();
+  await until("the cancelled call in the audit", async () => {
+    const r = await page.request.get(`${admin}/console/audit.jsonl?target=everything__test_tool_slow`);
+    return (await r.text()).includes('"outcome":"cancelled"');
+  });
+
+  step("refuse a wrong Origin, no cookie, and no CSRF token");
+  const csrf = JSON.parse(await page.locator("body").getAttribute("hx-headers"))["x-csrf-token"];
+  const restart = (headers) =>
+    page.request.post(`${admin}/console/servers/restart`, { form: { server: "memory" }, headers, maxRedirects: 0 });
+  assert.equal((await restart({ "x-csrf-token": csrf, origin: "http://evil.example" })).status(), 403);
+  assert.equal((await restart({})).status(), 403, "without the CSRF token");
+  const stranger = await browser.newContext();
+  const anonymous = await stranger.request.post(`${admin}/console/servers/restart`, {
+    form: { server: "memory" },
+    headers: { "x-csrf-token": csrf },
+    maxRedirects: 0,
+  });
+  assert.equal(anonymous.status(), 401, "without the cookie");
+  assert.equal((await restart({ "x-csrf-token": csrf })).status(), 204, "with both, the same request is taken");
+
+  step("page load with 20 servers and 500 tools");
+  const many = {};
+  for (let i = 0; i < 20; i++) many[`s${i}`] = { command: "python3", args: [env.MANY_TOOLS, `s${i}`, "25"] };
+  const big = await startHost(many, "", "big");
+  const timing = await context.newPage();
+  await timing.goto(`${big.admin}/console/login`);
+  await timing.getByLabel("Admin token").fill(TOKEN);
+  await timing.getByRole("button", { name: "Sign in" }).click();
+  await timing.waitForURL(`${big.admin}/console`);
+  await until("every server ready", async () => (await timing.locator('[data-state="ready"]').count()) === 20, 90_000);
+  const loads = [];
+  for (let run = 0; run < 5; run++) {
+    await timing.goto(`${big.admin}/console/catalog`, { waitUntil: "load" });
+    assert.equal(await timing.locator('[data-list="tools"] tbody tr').count(), 500);
+    loads.push(
+      await timing.evaluate(() => {
+        const nav = performance.getEntriesByType("navigation")[0];
+        const paint = performance.getEntriesByName("first-contentful-paint")[0];
+        return { load: nav.loadEventEnd, fcp: paint ? paint.startTime : null, bytes: nav.transferSize };
+      }),
+    );
+  }
+  await timing.screenshot({ path: join(env.SHOTS, "catalog.png") });
+  const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  console.log(
+    `console timing: catalog of 500 tools from 20 servers, median of 5 loads: load ${median(loads.map((l) => l.load)).toFixed(0)} ms, ` +
+      `first contentful paint ${median(loads.map((l) => l.fcp)).toFixed(0)} ms, ${median(loads.map((l) => l.bytes))} bytes`,
+  );
+  await browser.close();
+}
+
+try {
+  await main();
+  console.log("console: every check passed");
+} catch (error) {
+  console.error(error);
+  process.exitCode = 1;
+} finally {
+  for (const child of started) child.kill("SIGTERM");
+}
