@@ -1,6 +1,23 @@
 # Shared by the benchmark scripts (sourced, from the repository's root,
 # with $target_dir set to an absolute or root-relative target directory).
 
+# mcp_binary: the absolute path of the `mcp` to measure: $MCP if set, else
+# the release build in the target directory, else the debug one; exits
+# when there is none.
+mcp_binary() {
+  local mcp="${MCP:-}"
+  if [ -z "$mcp" ]; then
+    mcp="$target_dir/release/mcp"
+    [ -x "$mcp" ] || mcp="$target_dir/debug/mcp"
+  fi
+  case "$mcp" in /*) ;; *) mcp="$(pwd)/$mcp" ;; esac
+  [ -x "$mcp" ] || {
+    echo "no mcp binary at $mcp: build one (cargo build --release -p mcp-cli) or set MCP" >&2
+    exit 2
+  }
+  echo "$mcp"
+}
+
 # build_mcp [PROFILE]: the `mcp` command in the release profile, or in
 # PROFILE as well (`profiling`: release code with line tables); an hour
 # at most each.

@@ -20,12 +20,7 @@ cd "$(dirname "$0")/.."
 
 target_dir="${CARGO_TARGET_DIR:-target}"
 case "$target_dir" in /*) ;; *) target_dir="$(pwd)/$target_dir" ;; esac
-mcp="${MCP:-}"
-if [ -z "$mcp" ]; then
-  mcp="$target_dir/release/mcp"
-  [ -x "$mcp" ] || mcp="$target_dir/debug/mcp"
-fi
-[ -x "$mcp" ] || { echo "no mcp binary at $mcp: build one or set MCP" >&2; exit 2; }
+mcp="$(mcp_binary)"
 seconds="${SECONDS_RUN:-10}"
 clients="${CLIENTS:-16}"
 sessions="${SESSIONS:-2000}"
