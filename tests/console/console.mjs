@@ -2,7 +2,8 @@
 // driving Debian's chromium), against a real `mcp host` with our
 // everything server and the official memory server (npm) behind it.
 //
-// It signs in with the admin token, sees the servers, runs a tool from its
+// It signs in with the admin token, sees the servers, sees a tool whose
+// description holds a prompt injection flagged in the catalog, runs a tool from its
 // generated form (a nested object and an enum), renders a prompt, reads a
 // resource from a template, approves a held call (the memory server then
 // holds what it created) and denies another (it does not), finds both in
@@ -76,6 +77,7 @@ async function main() {
   const servers = {
     everything: { command: env.MCP, args: ["serve", "everything"] },
     memory: { command: process.execPath, args: [env.MEMORY_SERVER], env: { MEMORY_FILE_PATH: join(tmpdir(), `memory-${process.pid}.jsonl`) } },
+    odd: { command: "python3", args: [new URL("./suspicious_server.py", import.meta.url).pathname] },
   };
   const policy = `[guard]\napprovers = ["console"]\nask_timeout = 60\n\n[[policy]]\ndecision = "ask"\nserver = "memory"\ntool = "create_entities"\n`;
   const { admin } = await startHost(servers, policy, "main");
@@ -97,10 +99,20 @@ async function main() {
   assert.ok(session && session.httpOnly && session.sameSite === "Strict", JSON.stringify(cookies));
 
   step("see the servers");
-  for (const name of ["everything", "memory"]) {
+  for (const name of ["everything", "memory", "odd"]) {
     await page.locator(`tr[data-server="${name}"] [data-state="ready"]`).waitFor();
   }
   await page.screenshot({ path: join(env.SHOTS, "servers.png"), fullPage: true });
+
+  step("see a tool flagged for what its description tells the model");
+  await page.goto(`${admin}/console/catalog`);
+  await page.getByLabel("Search the catalog").fill("notes");
+  const flagged = page.locator('[data-list="tools"] tr').filter({ hasText: "odd__notes" });
+  await flagged.locator(".badge", { hasText: "suspicious: injection" }).waitFor();
+  const plain = page.locator('[data-list="tools"] tbody tr');
+  await page.getByLabel("Search the catalog").fill("echo");
+  await until("the search for echo", async () => !(await plain.allInnerTexts()).join().includes("odd__notes"));
+  assert.ok(!(await plain.allInnerTexts()).join().includes("suspicious"), "an honest tool is not flagged");
 
   step("run a tool from its form: a nested object and an enum");
   await page.goto(`${admin}/console/catalog`);

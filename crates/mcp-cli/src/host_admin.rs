@@ -1,5 +1,6 @@
 //! `mcp host`'s routes for operators: `/status` (JSON, for people and
-//! scripts), `/healthz` (for load balancers), `/metrics` (Prometheus) and
+//! scripts), `/healthz` (for load balancers), `/metrics` (Prometheus),
+//! `POST /servers/NAME/restart` (`mcp host restart NAME`) and
 //! the web console (`/console`, see [`mcp_console`]), served on the admin
 //! listener (`[admin] http`, `--admin`), an address of
 //! its own that exists whether the host serves its clients over HTTP or
@@ -82,6 +83,26 @@ fn metrics(host: &Host) -> axum::Router {
                 ([(http::header::CONTENT_TYPE, OPENMETRICS)], body)
             }
         }),
+    )
+}
+
+/// `POST /servers/NAME/restart` as a router: 204 once the server is told
+/// to restart, 404 for a name not in the config.
+fn restart(host: &Host) -> axum::Router {
+    let host = host.clone();
+    axum::Router::new().route(
+        "/servers/{name}/restart",
+        axum::routing::post(
+            move |axum::extract::Path(name): axum::extract::Path<String>| {
+                let host = host.clone();
+                async move {
+                    match host.restart(&name) {
+                        Ok(()) => (http::StatusCode::NO_CONTENT, String::new()),
+                        Err(why) => (http::StatusCode::NOT_FOUND, why),
+                    }
+                }
+            },
+        ),
     )
 }
 
@@ -173,6 +194,7 @@ impl Admin {
         let token: Arc<str> = Arc::from(self.token.as_str());
         let protected = status(host)
             .merge(metrics(host))
+            .merge(restart(host))
             .layer(axum::middleware::from_fn_with_state(token, require_token));
         let gateway = mcp_host::Gateway::new(host.clone(), "mcp-host", env!("CARGO_PKG_VERSION"));
         let console = mcp_console::Console::new(host.clone(), gateway, &self.token, approver);

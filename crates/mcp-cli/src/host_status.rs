@@ -39,15 +39,36 @@ pub struct StatusArgs {
     pub token: Option<String>,
 }
 
-/// Runs `mcp host status`.
-pub async fn status(args: &StatusArgs) -> Result<()> {
-    let url = format!("{}/status", status_base(&args.url));
+/// The flags of `mcp host restart`.
+#[derive(clap::Args, Debug)]
+pub struct RestartArgs {
+    /// The server's name in the host's config.
+    pub name: String,
+    /// The running host's admin listener (a port alone, an address such
+    /// as 127.0.0.1:9090, or a URL).
+    #[arg(long, value_name = "URL")]
+    pub url: String,
+    /// The admin listener's token (also: the environment variable
+    /// MCP_ADMIN_TOKEN).
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+}
+
+/// Sends `method` to `path` of the host at `url`, with the admin token
+/// from `token` or the environment; an answer that is not a success is an
+/// error that says it (and its body).
+async fn ask_host(
+    method: reqwest::Method,
+    url: &str,
+    path: &str,
+    token: Option<&str>,
+) -> Result<reqwest::Response> {
+    let url = format!("{}{path}", status_base(url));
     let mut request = reqwest::Client::new()
-        .get(&url)
+        .request(method, &url)
         .timeout(Duration::from_secs(10));
-    let token = args
-        .token
-        .clone()
+    let token = token
+        .map(str::to_owned)
         .or_else(|| std::env::var("MCP_ADMIN_TOKEN").ok());
     if let Some(token) = token.filter(|t| !t.is_empty()) {
         request = request.bearer_auth(token);
@@ -57,8 +78,38 @@ pub async fn status(args: &StatusArgs) -> Result<()> {
         .await
         .with_context(|| format!("cannot reach a host at {url}"))?;
     if !response.status().is_success() {
-        bail!("{url} answered {}", response.status());
+        let status = response.status();
+        let body = response.text().await.unwrap_or_default();
+        bail!("{url} answered {status}: {}", body.trim());
     }
+    Ok(response)
+}
+
+/// Runs `mcp host restart NAME`: the server's connection is closed (a
+/// child process stopped) and a new one made at once.
+pub async fn restart(args: &RestartArgs) -> Result<()> {
+    let name: String = url::form_urlencoded::byte_serialize(args.name.as_bytes()).collect();
+    let path = format!("/servers/{}/restart", name.replace('+', "%20"));
+    ask_host(
+        reqwest::Method::POST,
+        &args.url,
+        &path,
+        args.token.as_deref(),
+    )
+    .await?;
+    print_out(&format!("{}: restarting\n", args.name))
+}
+
+/// Runs `mcp host status`.
+pub async fn status(args: &StatusArgs) -> Result<()> {
+    let url = format!("{}/status", status_base(&args.url));
+    let response = ask_host(
+        reqwest::Method::GET,
+        &args.url,
+        "/status",
+        args.token.as_deref(),
+    )
+    .await?;
     let status: Value = response
         .json()
         .await

@@ -158,6 +158,10 @@ enum HostAction {
     /// Shows each server of a running host: state, transport, revision,
     /// counts, restarts and last error.
     Status(host_status::StatusArgs),
+    /// Restarts a server of a running host, through its admin listener:
+    /// its connection is closed (a child process stopped) and a new one
+    /// made at once.
+    Restart(host_status::RestartArgs),
     /// Pins the definitions of a server's tools, prompts and resources
     /// that changed since they were pinned, as they are now: a running
     /// host calls them again.
@@ -316,6 +320,10 @@ async fn run(cli: Cli) -> Result<()> {
             action: Some(HostAction::Status(args)),
             ..
         } => host_status::status(&args).await?,
+        Command::Host {
+            action: Some(HostAction::Restart(args)),
+            ..
+        } => host_status::restart(&args).await?,
         Command::Host {
             action: Some(HostAction::Approve(args)),
             ..

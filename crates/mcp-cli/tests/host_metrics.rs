@@ -343,6 +343,36 @@ async fn metrics_are_served_beside_a_stdio_host() {
         "{}",
         support::stderr(&refused)
     );
+    // `mcp host restart` too: the server comes back, counted as a restart.
+    let token = [("MCP_ADMIN_TOKEN", TOKEN)];
+    let unknown = support::mcp_with(&["host", "restart", "nobody", "--url", &port], &token).await;
+    assert!(!unknown.status.success());
+    assert!(
+        support::stderr(&unknown).contains("no server \"nobody\""),
+        "{}",
+        support::stderr(&unknown)
+    );
+    let restarted = support::mcp_with(&["host", "restart", "e", "--url", &port], &token).await;
+    assert!(
+        restarted.status.success(),
+        "{}",
+        support::stderr(&restarted)
+    );
+    within("the server to come back", async {
+        loop {
+            let status =
+                support::mcp_with(&["host", "status", "--json", "--url", &port], &token).await;
+            let status: serde_json::Value =
+                serde_json::from_str(&support::stdout(&status)).unwrap_or_default();
+            let server = &status["servers"][0];
+            if server["restarts"] == 1 && server["state"] == "ready" {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    echo(&client, 4).await;
     client.close().await;
     let _ = within("the host to exit", child.shutdown()).await;
 }

@@ -78,6 +78,31 @@ fn rows(console: &Console, query: &str) -> Markup {
             .and_then(|at| servers.get(at).cloned().flatten())
             .unwrap_or_default()
     };
+    let listings: std::collections::HashMap<String, _> = (console.inner.host.upstreams().iter())
+        .map(|u| (u.name().to_owned(), u.listing()))
+        .collect();
+    // What the host found in a tool's definition, and whether it changed
+    // since it was pinned.
+    let flags_of = |name: &str| -> (Vec<&'static str>, bool) {
+        let Some(route) = catalog.tool(name) else {
+            return (Vec::new(), false);
+        };
+        let server = servers
+            .get(route.upstream)
+            .cloned()
+            .flatten()
+            .unwrap_or_default();
+        let Some(listing) = listings.get(&server) else {
+            return (Vec::new(), false);
+        };
+        let is_it = |kind: &str, item: &str| kind == "tool" && item == route.original;
+        let flags = (listing.flagged.iter())
+            .filter(|f| is_it(f.kind, &f.name))
+            .flat_map(|f| f.flags.iter().map(|flag| flag.as_str()))
+            .collect();
+        let changed = listing.changed.iter().any(|c| is_it(c.kind, &c.name));
+        (flags, changed)
+    };
     let words: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
     let tools: Vec<_> = catalog
         .tools()
@@ -105,7 +130,12 @@ fn rows(console: &Console, query: &str) -> Markup {
                     tr {
                         th scope="row" { a href={"/console/tool?name=" (encode(name))} { code { (name) } } }
                         td { (server_of(name)) }
-                        td { (hints(tool.get("annotations"))) }
+                        td {
+                            (hints(tool.get("annotations")))
+                            @let (flags, changed) = flags_of(name);
+                            @if changed { span.badge.warn title="Its definition changed since it was pinned; calls wait for approval" { "changed" } }
+                            @for flag in flags { span.badge.warn title="Text aimed at the model was found in its definition" { "suspicious: " (flag) } }
+                        }
                         td { (shortened(text(tool, "description"), 160)) }
                     }
                 }
