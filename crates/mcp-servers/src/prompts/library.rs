@@ -7,12 +7,11 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use mcp_schema::GetPromptResult;
-use mcp_server::{HandlerError, PromptArguments, PromptDef, completion};
+use mcp_server::{PromptDef, completion};
 
 use super::PromptsError;
+use super::family::PromptFamily;
 use super::file::{FileProblem, MAX_FILE_BYTES, PromptVersion, VERSION_ARGUMENT};
-use super::render;
 
 /// The most prompt files one library reads; the rest are reported and
 /// skipped.
@@ -35,50 +34,7 @@ const DEFAULT_LIBRARY: [(&str, &str); 4] = [
     ("code-function.md", include_str!("default/code-function.md")),
 ];
 
-/// Every version of one prompt.
-#[derive(Debug)]
-pub struct PromptFamily {
-    /// The prompt's name.
-    pub name: String,
-    /// Its usable versions, newest first (by semantic version).
-    pub versions: Vec<PromptVersion>,
-    /// Its files that could not be used, and why.
-    pub problems: Vec<FileProblem>,
-    /// A digest of its files' paths and contents: unchanged files, same
-    /// fingerprint.
-    fingerprint: u64,
-}
-
 impl PromptFamily {
-    /// The version served when none is asked for.
-    pub fn newest(&self) -> Option<&PromptVersion> {
-        self.versions.first()
-    }
-
-    /// The version `version`, if there is one.
-    pub fn version(&self, version: &semver::Version) -> Option<&PromptVersion> {
-        self.versions.iter().find(|v| v.version == *version)
-    }
-
-    /// The versions, newest first, as text.
-    pub fn version_list(&self) -> Vec<String> {
-        self.versions
-            .iter()
-            .map(|v| v.version.to_string())
-            .collect()
-    }
-
-    /// Renders the version the `version` argument names (else the newest)
-    /// with `args`, as `prompts/get` answers.
-    pub fn render(&self, args: &PromptArguments) -> Result<GetPromptResult, HandlerError> {
-        render::render(self, args)
-    }
-
-    /// What changes when any of its files does.
-    pub fn fingerprint(&self) -> u64 {
-        self.fingerprint
-    }
-
     /// The prompt as served: listed with the newest version's description
     /// and arguments (plus `version`), rendered by [`render`](Self::render).
     pub fn prompt_def(self: &Arc<Self>) -> PromptDef {
@@ -345,6 +301,7 @@ fn relative(dir: &Path, path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcp_server::PromptArguments;
 
     fn file(name: &str, version: &str) -> String {
         format!("---\nname: {name}\nversion: {version}\n---\nv{version}\n")

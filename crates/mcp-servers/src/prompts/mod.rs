@@ -69,6 +69,7 @@
 //! # Ok(()) }
 //! ```
 
+mod family;
 mod file;
 mod library;
 mod render;
@@ -77,10 +78,11 @@ mod watch;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use family::PromptFamily;
 pub use file::{
     ArgumentSpec, FileProblem, MAX_FILE_BYTES, MAX_RENDERED_BYTES, PromptVersion, VERSION_ARGUMENT,
 };
-pub use library::{MAX_FILES, PromptFamily, PromptLibrary};
+pub use library::{MAX_FILES, PromptLibrary};
 pub use render::{META_ABOUT, META_VERSION, META_VERSIONS, argument_value, split_messages};
 
 /// The server's name in `serverInfo`.

@@ -7,8 +7,8 @@ use mcp_schema::{GetPromptResult, Meta, PromptMessage, Role};
 use mcp_server::{HandlerError, PromptArguments};
 use serde_json::{Map, Value};
 
+use super::family::PromptFamily;
 use super::file::{PromptVersion, VERSION_ARGUMENT};
-use super::library::PromptFamily;
 
 /// The `_meta` key of a `prompts/get` result listing every version of the
 /// prompt, newest first.
@@ -223,6 +223,14 @@ fn result_meta(family: &PromptFamily, prompt: &PromptVersion) -> Meta {
         meta.insert(META_ABOUT.to_owned(), Value::Object(about));
     }
     meta
+}
+
+impl PromptFamily {
+    /// Renders the version the `version` argument names (else the newest)
+    /// with `args`, as `prompts/get` answers.
+    pub fn render(&self, args: &PromptArguments) -> Result<GetPromptResult, HandlerError> {
+        render(self, args)
+    }
 }
 
 #[cfg(test)]
