@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::State;
 use super::roots::Access;
 use super::scope::{AccessError, Located};
-use super::tools::{Reply, Spec, blocking, reads, schema_of};
+use super::tools::{PathArgs, Reply, Spec, blocking, reads, schema_of};
 
 /// Opens a directory through its allowed directory's handle, after the
 /// containment and deny checks (a denied directory's entries are not shown).
@@ -111,7 +111,7 @@ fn truncation_notice(max: usize) -> String {
     format!("\n[truncated: only the first {max} entries are listed]")
 }
 
-fn list(args: super::read::PathArgs, state: &Access) -> Result<Reply, AccessError> {
+fn list(args: PathArgs, state: &Access) -> Result<Reply, AccessError> {
     let (_, dir) = open_directory(state, &args.path)?;
     let max = state.limits.max_entries;
     let (entries, truncated) = entries(&dir, max).map_err(|e| AccessError::io(&args.path, e))?;

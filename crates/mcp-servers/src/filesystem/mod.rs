@@ -53,6 +53,7 @@ mod roots;
 mod scope;
 mod search;
 mod tools;
+mod uri;
 mod watch;
 mod write;
 

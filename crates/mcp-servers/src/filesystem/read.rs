@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::State;
 use super::roots::Access;
 use super::scope::{AccessError, Located};
-use super::tools::{Reply, Spec, blocking, reads, schema_of};
+use super::tools::{PathArgs, Reply, Spec, blocking, reads, schema_of};
 
 /// Opens a file for reading through its directory's handle, after the
 /// containment and deny checks.
@@ -254,13 +254,6 @@ fn read_text(args: ReadTextArgs, state: &Access) -> Result<Reply, AccessError> {
     Ok(Reply::with(read.text(max), &read))
 }
 
-/// Arguments of `read_media_file`.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct PathArgs {
-    /// Absolute, or relative to the first allowed directory.
-    pub path: String,
-}
-
 /// The whole of a file up to `max` bytes, refused beyond.
 pub(crate) fn read_whole(state: &Access, path: &str) -> Result<(Located, Vec<u8>), AccessError> {
     let (located, file) = open_file(state, path)?;
@@ -297,7 +290,7 @@ fn read_media(args: PathArgs, state: &Access) -> Result<Reply, AccessError> {
     } else if mime.starts_with("audio/") {
         ContentBlock::audio(data, mime)
     } else {
-        let uri = super::resources::file_uri(&state.scope.display(&located));
+        let uri = super::uri::file_uri(&state.scope.display(&located));
         ContentBlock::embedded(ResourceContents::blob(uri, Some(mime), data))
     };
     Ok(Reply {

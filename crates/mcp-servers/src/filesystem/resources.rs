@@ -7,35 +7,18 @@
 //! is read through the template.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use base64::Engine as _;
 use mcp_schema::{ErrorObject, Resource, ResourceContents};
 use mcp_server::{Completer, Context, HandlerError, ResourceDef, TemplateDef};
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use super::State;
 use super::listing::{Kind, entries};
 use super::read::{mime_of, read_whole};
 use super::roots::{self, Access};
 use super::scope::{AccessError, Located};
-
-/// The characters written as they are in a file URI's path.
-const PATH: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'/')
-    .remove(b'-')
-    .remove(b'_')
-    .remove(b'.')
-    .remove(b'~');
-
-/// The `file://` URI of an absolute path.
-pub(crate) fn file_uri(path: &Path) -> String {
-    format!(
-        "file://{}",
-        utf8_percent_encode(&path.to_string_lossy(), PATH)
-    )
-}
+use super::uri::file_uri;
 
 const DIRECTORY_MIME: &str = "inode/directory";
 
@@ -288,15 +271,4 @@ inode/directory) under the allowed directories, by absolute path.",
         )
         .complete("path", completer),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn file_uris_are_percent_encoded() {
-        let uri = file_uri(Path::new("/tmp/a b/ü#.txt"));
-        assert_eq!(uri, "file:///tmp/a%20b/%C3%BC%23.txt");
-    }
 }

@@ -15,6 +15,13 @@ use super::State;
 use super::roots::{self, Access};
 use super::scope::AccessError;
 
+/// Arguments of a tool that takes one path.
+#[derive(Debug, serde::Deserialize, JsonSchema)]
+pub(crate) struct PathArgs {
+    /// Absolute, or relative to the first allowed directory.
+    pub path: String,
+}
+
 /// What a tool answers: content blocks, and structured content when the
 /// tool declares an output schema.
 pub(crate) struct Reply {

@@ -15,8 +15,9 @@ use notify_debouncer_full::notify::{EventKind, RecommendedWatcher, RecursiveMode
 use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
 
 use super::State;
-use super::resources::{file_uri, listed};
+use super::resources::listed;
 use super::scope::Located;
+use super::uri::file_uri;
 use mcp_core::sync::MutexExt as _;
 
 /// A running watcher; dropping it stops watching.

@@ -13,9 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use super::State;
 use super::edit::{self, Edit};
-use super::read::{PathArgs, read_whole};
+use super::read::read_whole;
 use super::roots::Access;
 use super::scope::AccessError;
+use super::tools::PathArgs;
 use super::tools::{Reply, Spec, blocking, schema_of, writes};
 
 /// A path to change: its parent directory opened through the handle, and
