@@ -88,8 +88,9 @@ async fn ask_host(
 /// Runs `mcp host restart NAME`: the server's connection is closed (a
 /// child process stopped) and a new one made at once.
 pub async fn restart(args: &RestartArgs) -> Result<()> {
-    let name: String = url::form_urlencoded::byte_serialize(args.name.as_bytes()).collect();
-    let path = format!("/servers/{}/restart", name.replace('+', "%20"));
+    let name =
+        percent_encoding::utf8_percent_encode(&args.name, percent_encoding::NON_ALPHANUMERIC);
+    let path = format!("/servers/{name}/restart");
     ask_host(
         reqwest::Method::POST,
         &args.url,

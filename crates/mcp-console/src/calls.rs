@@ -90,11 +90,16 @@ impl Calls {
         *call.task.locked() = Some(task.abort_handle());
         let mut calls = self.by_id.locked();
         calls.insert(id, call);
-        while calls.len() > KEPT {
-            let Some(oldest) = calls.keys().next().copied() else {
-                break;
-            };
-            calls.remove(&oldest);
+        if calls.len() > KEPT {
+            // The oldest that ended goes; running calls are kept, so a page
+            // polling one still finds it.
+            let ended = calls
+                .iter()
+                .find(|(_, c)| !c.is_running())
+                .map(|(id, _)| *id);
+            if let Some(ended) = ended {
+                calls.remove(&ended);
+            }
         }
         id
     }
@@ -119,6 +124,12 @@ impl Calls {
             task.abort();
         }
         true
+    }
+}
+
+impl Call {
+    fn is_running(&self) -> bool {
+        matches!(*self.state.locked(), CallState::Running { .. })
     }
 }
 

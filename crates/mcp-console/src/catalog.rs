@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Form};
 use http::StatusCode;
 use maud::{Markup, html};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -72,10 +73,9 @@ fn text<'a>(item: &'a Map<String, Value>, key: &str) -> &'a str {
 fn rows(console: &Console, query: &str) -> Markup {
     let catalog = console.inner.host.catalog();
     let servers = console.inner.host.upstream_names();
-    let server_of = |name: &str| -> String {
-        let upstream = catalog.tool(name).map(|r| r.upstream);
-        upstream
-            .and_then(|at| servers.get(at).cloned().flatten())
+    let server_of = |route: Option<&mcp_host::catalog::Route>| -> String {
+        route
+            .and_then(|r| servers.get(r.upstream).cloned().flatten())
             .unwrap_or_default()
     };
     let listings: std::collections::HashMap<String, _> = (console.inner.host.upstreams().iter())
@@ -83,15 +83,11 @@ fn rows(console: &Console, query: &str) -> Markup {
         .collect();
     // What the host found in a tool's definition, and whether it changed
     // since it was pinned.
-    let flags_of = |name: &str| -> (Vec<&'static str>, bool) {
-        let Some(route) = catalog.tool(name) else {
+    let flags_of = |route: Option<&mcp_host::catalog::Route>| -> (Vec<&'static str>, bool) {
+        let Some(route) = route else {
             return (Vec::new(), false);
         };
-        let server = servers
-            .get(route.upstream)
-            .cloned()
-            .flatten()
-            .unwrap_or_default();
+        let server = server_of(Some(route));
         let Some(listing) = listings.get(&server) else {
             return (Vec::new(), false);
         };
@@ -129,10 +125,11 @@ fn rows(console: &Console, query: &str) -> Markup {
                     @let name = text(tool, "name");
                     tr {
                         th scope="row" { a href={"/console/tool?name=" (encode(name))} { code { (name) } } }
-                        td { (server_of(name)) }
+                        @let route = catalog.tool(name);
+                        td { (server_of(route)) }
                         td {
                             (hints(tool.get("annotations")))
-                            @let (flags, changed) = flags_of(name);
+                            @let (flags, changed) = flags_of(route);
                             @if changed { span.badge.warn title="Its definition changed since it was pinned; calls wait for approval" { "changed" } }
                             @for flag in flags { span.badge.warn title="Text aimed at the model was found in its definition" { "suspicious: " (flag) } }
                         }
@@ -173,17 +170,17 @@ fn hints(annotations: Option<&Value>) -> Markup {
     }
 }
 
-/// `name` for a query string.
+/// What is percent-encoded in a query value or a URI's variable:
+/// everything but RFC 3986's unreserved characters.
+const RESERVED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// `name` for a query string or a URI's variable.
 pub(crate) fn encode(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for byte in name.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) {
-            out.push(byte as char);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
+    utf8_percent_encode(name, RESERVED).to_string()
 }
 
 /// `GET /console/tool?name=`: a tool's page.
@@ -304,7 +301,9 @@ pub(crate) async fn get_prompt(
 }
 
 /// The variables of a URI template (RFC 6570 expressions, operators and
-/// modifiers left out).
+/// modifiers left out). Written here because `uri-template-ex`, which the
+/// server framework matches URIs with, reads one variable per expression
+/// (`{?q,page}` is one variable named `?q,page` to it).
 fn variables(template: &str) -> Vec<String> {
     let mut found = Vec::new();
     for expression in template
@@ -446,5 +445,6 @@ mod tests {
         assert_eq!(expand("file:///{+path}", &values), "file:///x/y");
         assert_eq!(expand("s://{id}{?q,page}", &values), "s://a%20b?q=z");
         assert_eq!(expand("s://{/path}", &values), "s:///x%2Fy");
+        assert_eq!(encode("a-b.c_d~e f"), "a-b.c_d~e%20f");
     }
 }

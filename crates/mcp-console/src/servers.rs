@@ -81,9 +81,10 @@ fn table(console: &Console) -> Markup {
 
 fn row(server: &UpstreamStatus) -> Markup {
     let state = server.state.as_str();
-    let era = match server.revision.as_deref() {
-        Some(revision) if revision >= "2026-07-28" => format!("modern ({revision})"),
-        Some(revision) => format!("legacy ({revision})"),
+    let revision = server.revision.as_deref();
+    let era = match revision.map(|r| (r, r.parse::<mcp_schema::ProtocolVersion>())) {
+        Some((revision, Ok(version))) if !version.is_legacy() => format!("modern ({revision})"),
+        Some((revision, _)) => format!("legacy ({revision})"),
         None => "–".to_owned(),
     };
     html! {
