@@ -102,6 +102,10 @@ pub struct ExplainArgs {
     /// The server is marked trusted (its annotations are believed).
     #[arg(long)]
     pub trusted: bool,
+    /// The request's arguments (a JSON object), for rules that read them;
+    /// without it, the request has none.
+    #[arg(long, value_name = "JSON")]
+    pub arguments: Option<String>,
     /// The host's settings file, whose `[[policy]]` rules decide.
     #[arg(long, value_name = "FILE")]
     pub settings: Option<PathBuf>,
@@ -132,12 +136,20 @@ pub fn explain(args: &ExplainArgs) -> Result<()> {
         .transpose()
         .context("--annotations must be JSON")?;
     let hints = (kind == Kind::Tool).then(|| Hints::believed(annotations.as_ref(), args.trusted));
+    let arguments: Value = match args.arguments.as_deref() {
+        None => Value::Null,
+        Some(text) => match serde_json::from_str(text).context("--arguments must be JSON")? {
+            object @ Value::Object(_) => object,
+            _ => anyhow::bail!("--arguments must be a JSON object"),
+        },
+    };
     let (verdict, rules) = options.policy.explain(&Asked {
         caller: &caller,
         server: &args.server,
         kind,
         name: &args.name,
         hints,
+        arguments: Some(&arguments),
     });
     let mut out = format!(
         "{} {:?} of server {:?} for caller {:?}: {} ({})\n",

@@ -207,9 +207,17 @@ fn explain_and_import_permissions() {
         "what was left out is said"
     );
     let settings = dir.join("host.toml");
-    std::fs::write(&settings, &rules).unwrap();
+    let outside_data = r#"
+[[policy]]
+decision = "deny"
+name = "data only"
+server = "memory"
+tool = "read_graph"
+arguments.path = { outside = "/srv/data" }
+"#;
+    std::fs::write(&settings, format!("{rules}{outside_data}")).unwrap();
 
-    let explain = |caller: &str, tool: &str| {
+    let explain_with = |caller: &str, tool: &str, arguments: &str| {
         let output = std::process::Command::new(MCP)
             .args([
                 "host",
@@ -218,6 +226,8 @@ fn explain_and_import_permissions() {
                 caller,
                 "memory",
                 tool,
+                "--arguments",
+                arguments,
                 "--settings",
             ])
             .arg(&settings)
@@ -226,6 +236,7 @@ fn explain_and_import_permissions() {
         assert!(output.status.success(), "{output:?}");
         String::from_utf8_lossy(&output.stdout).into_owned()
     };
+    let explain = |caller: &str, tool: &str| explain_with(caller, tool, "{}");
     let denied = explain("bob", "delete_entities");
     assert!(
         denied
@@ -238,6 +249,18 @@ fn explain_and_import_permissions() {
     assert!(
         allowed.contains("no, tool \"read_graph\" is not \"delete_*\""),
         "{allowed}"
+    );
+    // A rule over arguments decides by them, and says which one failed.
+    let outside = explain_with("bob", "read_graph", r#"{"path": "/srv/data/../etc/x"}"#);
+    assert!(outside.contains(": deny (data only)"), "{outside}");
+    let inside = explain_with("bob", "read_graph", r#"{"path": "/srv/data/x"}"#);
+    assert!(inside.contains(": allow"), "{inside}");
+    assert!(
+        inside.contains(
+            "data only (deny): no, argument \"path\" (\"/srv/data/x\") is not a path outside \
+             /srv/data"
+        ),
+        "{inside}"
     );
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -82,8 +82,13 @@ async fn named_client(
 }
 
 async fn host_asking(options_of: impl FnOnce(&mut HostOptions)) -> Host {
-    let url = on_http(mcp_servers::everything::server()).await;
     let settings = "[[policy]]\ndecision = \"ask\"\ntool = \"echo\"\nname = \"echo asks\"\n";
+    host_with(settings, options_of).await
+}
+
+/// A host of `everything` under the policy of `settings`.
+async fn host_with(settings: &str, options_of: impl FnOnce(&mut HostOptions)) -> Host {
+    let url = on_http(mcp_servers::everything::server()).await;
     let mut options = HostSettings::parse(settings).unwrap().options().unwrap();
     options_of(&mut options);
     let host = Host::start(
@@ -277,4 +282,36 @@ async fn no_approver_or_no_answer_in_time_refuses() {
     .await;
     let refused = echo(&slow, "x").await.unwrap_err();
     assert!(refused.contains("not approved within"), "{refused}");
+}
+
+/// Arguments a person edits are decided again: an edit cannot take a call
+/// where a rule over arguments denies it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edited_arguments_are_decided_again() {
+    let settings = r#"
+[[policy]]
+decision = "ask"
+tool = "echo"
+
+[[policy]]
+decision = "deny"
+name = "nothing forbidden"
+tool = "echo"
+arguments.text = { glob = "*forbidden*" }
+"#;
+    let host = host_with(settings, |_| {}).await;
+    for era in ERAS {
+        let person = Person::answering(vec![
+            ("allow-once", Some(json!({"text": "a forbidden text"}))),
+            ("allow-once", Some(json!({"text": "fine"}))),
+        ]);
+        let client = person_client(&host, era, &person).await;
+        let refused = echo(&client, "hi").await.unwrap_err();
+        assert!(refused.contains("nothing forbidden"), "{era}: {refused}");
+        assert_eq!(echo(&client, "hi").await.unwrap(), "fine", "{era}");
+        let denied = echo(&client, "forbidden at first").await.unwrap_err();
+        assert!(denied.contains("nothing forbidden"), "{era}: {denied}");
+        assert_eq!(person.times_asked(), 2, "{era}: a denied call asks no one");
+    }
+    host.shutdown(Duration::from_secs(5)).await;
 }

@@ -399,3 +399,93 @@ async fn secrets_in_results_are_redacted_or_refused_per_server() {
     );
     host.shutdown(Duration::from_secs(5)).await;
 }
+
+/// A rule over a path argument, through the host to the ready file system
+/// server, in both eras: the tool stays listed, a path inside the project
+/// is read, one that climbs out of it (by `..` or by a symbolic link) is
+/// refused naming the rule, and a person's edit cannot take a call out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_path_argument_outside_the_project_is_refused_in_both_eras() {
+    let scratch = Scratch::new("policy-arguments");
+    let root = scratch.file("root");
+    let project = root.join("project");
+    let other = root.join("other");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(project.join("notes.txt"), "inside").unwrap();
+    std::fs::write(other.join("secret.txt"), "outside").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&other, project.join("shortcut")).unwrap();
+    let settings = format!(
+        r#"
+[[policy]]
+decision = "deny"
+name = "project only"
+server = "files"
+tool = "read_*"
+arguments.path = {{ outside = {:?} }}
+"#,
+        project.display().to_string()
+    );
+    let mut options = HostSettings::parse(&settings).unwrap().options().unwrap();
+    let filesystem = mcp_servers::filesystem::Config::new([root.clone()]);
+    let url = on_http(mcp_servers::filesystem::server(filesystem).unwrap()).await;
+    options.audit = None;
+    let host = Host::start(
+        HostConfig {
+            servers: vec![
+                ServerConfig::remote("files", &url).namespace(""),
+                ServerConfig::remote("other", &url),
+            ],
+            problems: Vec::new(),
+        },
+        options,
+    );
+    host.wait_started(Duration::from_secs(20)).await;
+    let path = |p: &std::path::Path| p.display().to_string();
+    for era in [
+        EraChoice::Pinned(ProtocolVersion::V2025_11_25),
+        EraChoice::Pinned(ProtocolVersion::V2026_07_28),
+    ] {
+        let client = gateway_client(&host, Client::builder("policy-tests", "1.0").era(era)).await;
+        let (tools, _) = names(&client).await;
+        assert!(tools.contains(&"read_text_file".to_owned()), "{tools:?}");
+        let read = |file: String| {
+            let client = &client;
+            async move {
+                within(
+                    "read",
+                    client.call_tool("read_text_file", json!({"path": file})),
+                )
+                .await
+                .map(|r| r.content[0].as_text().unwrap_or_default().to_owned())
+                .map_err(|e| e.to_string())
+            }
+        };
+        assert_eq!(
+            read(path(&project.join("notes.txt"))).await.unwrap(),
+            "inside"
+        );
+        let climbing = format!("{}/../other/secret.txt", path(&project));
+        let refused = read(climbing).await.unwrap_err();
+        assert!(refused.contains("denied by project only"), "{refused}");
+        #[cfg(unix)]
+        {
+            let linked = read(path(&project.join("shortcut/secret.txt"))).await;
+            assert!(linked.unwrap_err().contains("project only"));
+        }
+        // The server itself answers: the file is in its root, and the
+        // rule names another server.
+        let secret = within(
+            "unruled read",
+            client.call_tool(
+                "other__read_text_file",
+                json!({"path": path(&other.join("secret.txt"))}),
+            ),
+        )
+        .await
+        .unwrap();
+        assert_eq!(secret.content[0].as_text(), Some("outside"));
+    }
+    host.shutdown(Duration::from_secs(5)).await;
+}

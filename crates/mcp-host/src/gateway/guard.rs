@@ -11,6 +11,7 @@ use super::target::Target;
 use crate::catalog::{Catalog, Route};
 use crate::consent::OnChange;
 use crate::host::Host;
+use crate::params::Params;
 use crate::policy::{self, Asked, Caller, Decision, Hints, Kind, Policy, Verdict};
 use crate::secrets::{self, SecretScan};
 use crate::upstream::Item;
@@ -26,6 +27,7 @@ pub(super) const CHANGED: &str = "its definition changed since it was pinned";
 pub(super) fn decide(
     host: &Host,
     target: &Target,
+    params: &Params,
     ctx: &RequestContext,
     view: Option<&str>,
 ) -> Option<Verdict> {
@@ -35,14 +37,7 @@ pub(super) fn decide(
         return None;
     }
     let caller = Caller::through(ctx, view);
-    let hints = policy.reads_hints().then(|| target.hints(host)).flatten();
-    let mut verdict = policy.decide(&Asked {
-        caller: &caller,
-        server: &target.server,
-        kind: target.kind,
-        name: &target.route.original,
-        hints,
-    });
+    let mut verdict = decide_for(host, policy, target, params, &caller);
     if changed && verdict.decision != Decision::Deny {
         let decision = match host.consent().0.on_change {
             OnChange::Ask => Decision::Ask,
@@ -55,6 +50,46 @@ pub(super) fn decide(
         };
     }
     Some(verdict)
+}
+
+/// The policy's verdict on `target`, with `params`' arguments where a
+/// rule reads them.
+fn decide_for(
+    host: &Host,
+    policy: &Policy,
+    target: &Target,
+    params: &Params,
+    caller: &Caller,
+) -> Verdict {
+    let hints = policy.reads_hints().then(|| target.hints(host)).flatten();
+    let arguments = policy
+        .reads_arguments()
+        .then(|| params.value("arguments").unwrap_or(Value::Null));
+    policy.decide(&Asked {
+        caller,
+        server: &target.server,
+        kind: target.kind,
+        name: &target.route.original,
+        hints,
+        arguments: arguments.as_ref(),
+    })
+}
+
+/// Refuses a request whose arguments a person edited into what the
+/// policy denies (the policy decided the arguments as first sent).
+pub(super) fn recheck_edited(
+    host: &Host,
+    target: &Target,
+    params: &Params,
+    ctx: &RequestContext,
+    view: Option<&str>,
+) -> Result<(), ErrorObject> {
+    let policy = host.policy();
+    if !policy.reads_arguments() {
+        return Ok(());
+    }
+    let verdict = decide_for(host, policy, target, params, &Caller::through(ctx, view));
+    enforce(&verdict, target)
 }
 
 /// Lets the request go on, or refuses it with an error that names the
@@ -173,6 +208,7 @@ impl<'a> Visible<'a> {
             kind,
             name: &route.original,
             hints,
+            arguments: None,
         })
     }
 }

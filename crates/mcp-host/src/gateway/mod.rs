@@ -210,7 +210,14 @@ impl Gateway {
         {
             let _asking = Asking::of(&self.host);
             match consent::settle(&self.host, verdict, target, &method, request, &ctx).await {
-                Settled::Go(how) => answered = Some(how),
+                Settled::Go(how) => {
+                    answered = Some(how);
+                    if let Err(error) =
+                        guard::recheck_edited(&self.host, target, request, &ctx, self.view_name())
+                    {
+                        return (Err(error), answered);
+                    }
+                }
                 Settled::Reply(round) => return (Ok(round), Some("asked")),
                 Settled::Refused(error, how) => return (Err(error), Some(how)),
             }
@@ -790,8 +797,10 @@ impl Service for Gateway {
             .filter(|_| discovery.is_none())
             .and_then(|params| Target::of(&self.host, &method, params, &ctx))
             .map(|target| target.and_then(|target| self.within_view(target)));
-        let verdict = match &target {
-            Some(Ok(target)) => guard::decide(&self.host, target, &ctx, self.view_name()),
+        let verdict = match (&target, &params) {
+            (Some(Ok(target)), Ok(params)) => {
+                guard::decide(&self.host, target, params, &ctx, self.view_name())
+            }
             _ => None,
         };
         let measured = self.host.keeps_metrics().then(|| {

@@ -148,6 +148,7 @@ mod tests {
                 kind: Kind::Tool,
                 name: tool,
                 hints: None,
+                arguments: None,
             })
             .decision
     }

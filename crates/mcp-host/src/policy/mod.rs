@@ -20,7 +20,15 @@
 //! destructive = true       # the tool's annotations (also read_only, idempotent, open_world),
 //!                          # believed from servers marked "trusted": true in the config only
 //! name = "no deletes"      # how errors and the audit name the rule
+//! arguments.path = { outside = "~/projects" }  # the request's arguments, see below
 //! ```
+//!
+//! `arguments` matches a tool's or a prompt's arguments, one matcher per
+//! argument (see [`arguments`] for every matcher): `equals`, `one_of`,
+//! `glob`, `inside` and `outside` (a path, resolved first), `present`.
+//! A list is decided without arguments, as the most any call could be
+//! allowed: a rule that denies only some arguments leaves the tool
+//! listed.
 //!
 //! A rule matches a request when each key it sets matches; a key left out
 //! matches anything, and a rule naming none of `tool`, `prompt` and
@@ -37,6 +45,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub mod arguments;
 mod caller;
 pub mod import;
 mod rule;
@@ -114,6 +123,10 @@ pub struct Asked<'a> {
     /// A tool's annotations as believed ([`Hints::believed`]); `None`
     /// for what is not a tool.
     pub hints: Option<Hints<bool>>,
+    /// The request's arguments (`null` or an object), where a rule reads
+    /// them ([`Policy::reads_arguments`]); `None`: not known, as for a
+    /// list.
+    pub arguments: Option<&'a serde_json::Value>,
 }
 
 /// What a tool's annotations say of it (or, in a rule, what they must
@@ -222,16 +235,20 @@ pub struct Policy {
     default: Decision,
     /// Whether some rule looks at tools' annotations.
     reads_hints: bool,
+    /// Whether some rule looks at requests' arguments.
+    reads_arguments: bool,
 }
 
 impl Policy {
     /// `rules`, in order, with `default` where none matches.
     pub fn new(rules: Vec<Rule>, default: Decision) -> Policy {
         let reads_hints = rules.iter().any(Rule::reads_hints);
+        let reads_arguments = rules.iter().any(Rule::reads_arguments);
         Policy {
             rules,
             default,
             reads_hints,
+            reads_arguments,
         }
     }
 
@@ -245,6 +262,12 @@ impl Policy {
     /// then).
     pub fn reads_hints(&self) -> bool {
         self.reads_hints
+    }
+
+    /// Whether some rule looks at requests' arguments (they are read
+    /// only then).
+    pub fn reads_arguments(&self) -> bool {
+        self.reads_arguments
     }
 
     /// Whether some request may be marked `ask`.

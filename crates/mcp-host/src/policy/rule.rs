@@ -1,8 +1,11 @@
 //! One policy rule: as the settings file writes it, and compiled.
 
+use std::collections::BTreeMap;
+
 use crate::glob::Pattern;
 use serde::{Deserialize, Serialize};
 
+use super::arguments::{ArgumentRules, ArgumentSettings};
 use super::{Asked, Decision, Hints, Kind};
 
 /// `[[policy]]`: one rule as the settings file writes it.
@@ -59,6 +62,10 @@ pub struct RuleSettings {
     /// The tool reaches beyond the server (`openWorldHint`), likewise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub open_world: Option<bool>,
+    /// What the request's arguments must be, by argument (see
+    /// [`super::arguments`]); for tools and prompts.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub arguments: BTreeMap<String, ArgumentSettings>,
 }
 
 /// A rule ready to match.
@@ -77,6 +84,8 @@ pub struct Rule {
     view: Option<Pattern>,
     /// What the tool's annotations must say, where the rule says.
     hints: Hints<Option<bool>>,
+    /// What the arguments must be, where the rule says.
+    arguments: ArgumentRules,
 }
 
 impl Rule {
@@ -121,7 +130,13 @@ impl Rule {
                  about tools"
             ));
         }
+        if !settings.arguments.is_empty() && matches!(item, Some((Kind::Resource, _))) {
+            return Err(format!(
+                "[[policy]] #{number}: a resource is read without arguments"
+            ));
+        }
         Ok(Rule {
+            arguments: ArgumentRules::compile(&settings.arguments, number)?,
             decision: settings.decision,
             name: settings
                 .name
@@ -214,6 +229,10 @@ impl Rule {
                     self.hints.describe_wanted()
                 ),
             },
+            Key::Arguments => match asked.arguments {
+                None => "the arguments are not known".to_owned(),
+                Some(arguments) => self.arguments.why_not(arguments).unwrap_or_default(),
+            },
         })
     }
 
@@ -261,12 +280,29 @@ impl Rule {
                 return Some(Key::Hints);
             }
         }
+        if !self.arguments.is_empty() {
+            let holds = match asked.arguments {
+                Some(arguments) => self.arguments.hold(arguments),
+                // Not known (a list): the rule is taken as the most the
+                // request could be allowed, so a list hides only what
+                // every call is denied.
+                None => self.decision != Decision::Deny,
+            };
+            if !holds {
+                return Some(Key::Arguments);
+            }
+        }
         None
     }
 
     /// Whether the rule looks at tools' annotations.
     pub fn reads_hints(&self) -> bool {
         !self.hints.is_empty()
+    }
+
+    /// Whether the rule looks at the request's arguments.
+    pub fn reads_arguments(&self) -> bool {
+        !self.arguments.is_empty()
     }
 }
 
@@ -281,4 +317,5 @@ enum Key {
     ClientId,
     Client,
     Hints,
+    Arguments,
 }

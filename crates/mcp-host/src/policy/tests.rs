@@ -28,6 +28,7 @@ fn asked<'a>(caller: &'a Caller, server: &'a str, kind: Kind, name: &'a str) -> 
         kind,
         name,
         hints: None,
+        arguments: None,
     }
 }
 
@@ -304,4 +305,92 @@ fn a_rule_with_a_view_holds_for_requests_through_that_view_only() {
     let (_, reasons) = policy.explain(&asked(&whole, "git", Kind::Tool, "git_log"));
     let why = reasons[0].2.as_deref().unwrap();
     assert!(why.contains("the whole catalog"), "{why}");
+}
+
+#[test]
+fn arguments_decide_calls_and_lists_hide_only_what_every_call_is_denied() {
+    use super::arguments::ArgumentSettings;
+    use std::collections::BTreeMap;
+    let bob = bob();
+    let path_rule = |decision, key: &str, dir: &str| {
+        let matcher: ArgumentSettings =
+            serde_json::from_value(serde_json::json!({ key: dir })).unwrap();
+        RuleSettings {
+            tool: Some("write_file".into()),
+            arguments: BTreeMap::from([("path".to_owned(), matcher)]),
+            ..settings(decision)
+        }
+    };
+    let call = |policy: &Policy, arguments: &serde_json::Value| {
+        policy
+            .decide(&Asked {
+                arguments: Some(arguments),
+                ..asked(&bob, "fs", Kind::Tool, "write_file")
+            })
+            .decision
+    };
+    let listed = |policy: &Policy| !policy.hides(&asked(&bob, "fs", Kind::Tool, "write_file"));
+    let inside = serde_json::json!({"path": "/srv/project/a.txt"});
+    let escaping = serde_json::json!({"path": "/srv/project/../secrets"});
+
+    // Everything allowed but writes outside the project.
+    let deny_outside = Policy::new(
+        vec![rule(
+            1,
+            path_rule(Decision::Deny, "outside", "/srv/project"),
+        )],
+        Decision::Allow,
+    );
+    assert!(deny_outside.reads_arguments());
+    assert_eq!(call(&deny_outside, &inside), Decision::Allow);
+    assert_eq!(call(&deny_outside, &escaping), Decision::Deny);
+    assert!(listed(&deny_outside), "some calls are allowed");
+
+    // Everything denied but writes inside the project.
+    let allow_inside = Policy::new(
+        vec![rule(
+            1,
+            path_rule(Decision::Allow, "inside", "/srv/project"),
+        )],
+        Decision::Deny,
+    );
+    assert_eq!(call(&allow_inside, &inside), Decision::Allow);
+    assert_eq!(call(&allow_inside, &escaping), Decision::Deny);
+    assert_eq!(
+        call(&allow_inside, &serde_json::Value::Null),
+        Decision::Deny
+    );
+    assert!(listed(&allow_inside), "some calls are allowed");
+
+    // A deny without arguments still hides, whatever the argument rules.
+    let both = Policy::new(
+        vec![
+            rule(1, path_rule(Decision::Ask, "inside", "/srv/project")),
+            rule(
+                2,
+                RuleSettings {
+                    tool: Some("write_*".into()),
+                    ..settings(Decision::Deny)
+                },
+            ),
+        ],
+        Decision::Allow,
+    );
+    assert_eq!(call(&both, &inside), Decision::Deny);
+    assert!(!listed(&both));
+
+    // A resource is read without arguments.
+    let error = Rule::compile(
+        &RuleSettings {
+            tool: None,
+            resource: Some("file:///*".into()),
+            ..path_rule(Decision::Deny, "inside", "/srv")
+        },
+        3,
+    )
+    .unwrap_err();
+    assert!(
+        error.contains("#3: a resource is read without arguments"),
+        "{error}"
+    );
 }
