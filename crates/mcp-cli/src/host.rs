@@ -161,6 +161,13 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         for model in shown.model.iter_mut().chain(shown.models.values_mut()) {
             model.base_url = Some(mcp_host::settings::mask_url_password(&model.base_url()));
         }
+        for hook in &mut shown.hooks {
+            for (name, value) in hook.headers.iter_mut() {
+                if mcp_host::secrets::secret_name(name) {
+                    *value = "***".into();
+                }
+            }
+        }
         let admin = &mut shown.admin;
         admin.http = crate::host_admin::address(args.admin, &settings.admin);
         admin.token = admin.token.as_ref().map(|_| "***".to_owned());

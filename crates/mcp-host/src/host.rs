@@ -143,6 +143,9 @@ pub struct HostOptions {
     /// [`crate::traces`]), for a subscriber that exports them; off by
     /// default.
     pub traces: bool,
+    /// Hooks that see each call before it is forwarded and its result
+    /// after (see [`crate::hooks`]); none by default.
+    pub hooks: crate::hooks::Hooks,
 }
 
 impl Default for HostOptions {
@@ -161,6 +164,7 @@ impl Default for HostOptions {
             elicitors: crate::elicit::Elicitors::default(),
             roots: Vec::new(),
             traces: false,
+            hooks: crate::hooks::Hooks::default(),
         }
     }
 }
@@ -460,6 +464,11 @@ impl Host {
     /// The policy requests are decided by.
     pub(crate) fn policy(&self) -> &crate::policy::Policy {
         &self.inner.options.policy
+    }
+
+    /// The guard hooks.
+    pub(crate) fn hooks(&self) -> &crate::hooks::Hooks {
+        &self.inner.options.hooks
     }
 
     /// The rate limits.

@@ -55,6 +55,7 @@ pub mod elicit;
 mod expiring;
 mod gateway;
 mod glob;
+pub mod hooks;
 mod host;
 pub mod limits;
 pub mod metrics;

@@ -90,6 +90,12 @@
 //! service_name = "mcp-host"
 //! sample = 1.0                # share of traces kept (a caller's sampled flag wins)
 //!
+//! [[hooks]]                   # run before calls and on their results, see hooks::external
+//! command = ["./guard.py"]    # or url = "http://127.0.0.1:9000/hook"
+//! when = "before"             # before | after | both
+//! tool = "run_*"              # which calls (also server = , prompt = , resource = )
+//! timeout = 5                 # seconds; no answer in time refuses
+//!
 //! [[policy]]                  # rules, see the policy module: deny wins over ask over allow
 //! decision = "deny"           # allow | deny | ask
 //! server = "memory"           # glob over the config's server names
@@ -156,6 +162,10 @@ pub struct HostSettings {
     /// Where the spans of requests are exported (see [`crate::traces`]).
     #[serde(default)]
     pub traces: crate::traces::TracesSettings,
+    /// Hooks run before calls and on their results (see
+    /// [`crate::hooks::external`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<crate::hooks::external::HookSettings>,
 }
 
 /// `[guard]`: the policy's default.
@@ -384,6 +394,14 @@ impl HostSettings {
                 *store = dir.join(&*store);
             }
         }
+        for hook in &mut settings.hooks {
+            if let Some(program) = hook.command.first_mut()
+                && (program.starts_with("./") || program.starts_with("../"))
+            {
+                let relative = program.strip_prefix("./").unwrap_or(program);
+                *program = dir.join(relative).display().to_string();
+            }
+        }
         for root in &mut settings.roots.paths {
             if root.is_relative() && !root.starts_with("~") {
                 *root = dir.join(&*root);
@@ -574,6 +592,13 @@ impl HostSettings {
         if let Some(on_change) = self.guard.changed {
             consent.on_change = on_change;
         }
+        let mut hooks = crate::hooks::Hooks::default();
+        for (n, hook) in self.hooks.iter().enumerate() {
+            hooks.push(Arc::new(crate::hooks::external::ExternalHook::compile(
+                hook,
+                n + 1,
+            )?));
+        }
         let sampling = self.sampling_options(consent.timeout)?;
         let roots = self.roots.roots()?;
         self.traces.check()?;
@@ -587,6 +612,7 @@ impl HostSettings {
             secrets: self.guard.secrets.unwrap_or_default(),
             metrics: self.admin.metrics.unwrap_or(self.admin.http.is_some()),
             limits: Arc::new(crate::limits::Limits::compile(&self.limits)?),
+            hooks,
             ..HostOptions::default()
         })
     }

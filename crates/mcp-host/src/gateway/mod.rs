@@ -32,6 +32,7 @@ mod consent;
 mod discovery;
 mod forward;
 mod guard;
+mod hooked;
 mod measured;
 mod pages;
 mod results;
@@ -222,8 +223,21 @@ impl Gateway {
                 Settled::Refused(error, how) => return (Err(error), Some(how)),
             }
         }
-        let host = scan.as_ref().map(|_| self.host.clone());
+        let hooked = match (&target, &mut params) {
+            (Some(Ok(target)), Ok(request)) if !self.host.hooks().is_empty() => {
+                match hooked::before(&self.host, target, request, &ctx).await {
+                    Ok(call) => call,
+                    Err(error) => return (Err(error), answered),
+                }
+            }
+            _ => None,
+        };
+        let host = (scan.is_some() || hooked.is_some()).then(|| self.host.clone());
         let result = self.dispatch(method, params, target, ctx).await;
+        let result = match (&hooked, &host, result) {
+            (Some(call), Some(host), Ok(result)) => hooked::after(host, call, result).await,
+            (_, _, result) => result,
+        };
         let result = match (scan, host, result) {
             (Some(scan), Some(host), Ok(result)) => scan.apply(&host, result),
             (_, _, result) => result,
