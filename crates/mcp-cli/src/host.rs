@@ -161,8 +161,10 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         for model in shown.model.iter_mut().chain(shown.models.values_mut()) {
             model.base_url = Some(mcp_host::settings::mask_url_password(&model.base_url()));
         }
-        for hook in &mut shown.hooks {
-            for (name, value) in hook.headers.iter_mut() {
+        let approver_headers = shown.guard.http.iter_mut().map(|h| &mut h.headers);
+        let hook_headers = shown.hooks.iter_mut().map(|h| &mut h.headers);
+        for headers in approver_headers.chain(hook_headers) {
+            for (name, value) in headers.iter_mut() {
                 if mcp_host::secrets::secret_name(name) {
                     *value = "***".into();
                 }

@@ -75,6 +75,7 @@ pub mod traces;
 pub mod upstream;
 mod upstream_meta;
 pub mod views;
+mod webhook;
 
 pub use audit::{AuditLog, AuditSettings};
 pub use catalog::Catalog;

@@ -42,11 +42,14 @@
 //!
 //! [guard]
 //! default = "allow"           # where no rule matches: allow | ask | deny
-//! approvers = ["client", "console", "terminal"] # who is asked where a rule says ask, in order
+//! approvers = ["client", "console", "terminal"] # who is asked where a rule says ask, in order (also "http")
 //! ask_timeout = 120           # seconds a person has to answer
 //! store = "guard.db"          # grants for always and pins (default: the user's state folder)
 //! changed = "ask"             # a definition changed since pinned: ask | hide | warn
 //! secrets = "off"             # results holding a secret: off | redact | block (an entry's "secrets" wins)
+//! [guard.http]                # the "http" approver: an operator's endpoint, see consent::http
+//! url = "https://ops.example.com/approve"
+//! headers = { Authorization = "Bearer ..." }
 //!
 //! [[limits]]                  # rate limits, see the limits module
 //! server = "memory"           # glob (optional; also tool = , method = , view = )
@@ -197,6 +200,9 @@ pub struct GuardSettings {
     /// `block`), for servers whose entries do not say.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secrets: Option<crate::secrets::SecretScan>,
+    /// The `http` approver's endpoint (see [`crate::consent::http`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http: Option<crate::consent::http::HttpApproverSettings>,
 }
 
 /// `[audit]`: where and how the audit log is kept; unset keys keep the
@@ -578,13 +584,24 @@ impl HostSettings {
         if let Some(order) = &self.guard.approvers {
             if let Some(unknown) = order
                 .iter()
-                .find(|a| !["client", "console", "terminal"].contains(&a.as_str()))
+                .find(|a| !["client", "console", "terminal", "http"].contains(&a.as_str()))
             {
                 return Err(format!(
-                    "guard.approvers: {unknown:?} is none of \"client\", \"console\", \"terminal\""
+                    "guard.approvers: {unknown:?} is none of \"client\", \"console\", \
+                     \"terminal\", \"http\""
                 ));
             }
+            if order.iter().any(|a| a == "http") && self.guard.http.is_none() {
+                return Err("guard.approvers names \"http\": [guard.http] gives its url".into());
+            }
             consent.order = order.clone();
+        }
+        if let Some(http) = &self.guard.http {
+            let approver = crate::consent::http::HttpApprover::new(http)?;
+            consent.registered.push(Arc::new(approver));
+            if self.guard.approvers.is_none() {
+                consent.order.push("http".into());
+            }
         }
         if let Some(timeout) = self.guard.ask_timeout {
             consent.timeout = seconds(timeout, "guard.ask_timeout")?;

@@ -315,3 +315,86 @@ arguments.text = { glob = "*forbidden*" }
     }
     host.shutdown(Duration::from_secs(5)).await;
 }
+
+/// The `http` approver: an operator's endpoint is posted each request
+/// (with the caller and the arguments) and its answer decides, in both
+/// eras, for a client that cannot be asked itself; an endpoint that fails
+/// is an approver not reached, and the call is refused saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operators_endpoint_approves_over_http() {
+    use axum::routing::post;
+    let posted: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let seen = Arc::clone(&posted);
+    let app = axum::Router::new()
+        .route(
+            "/approve",
+            post(move |body: String| {
+                let seen = Arc::clone(&seen);
+                async move {
+                    let body: Value = serde_json::from_str(&body).unwrap();
+                    let text = body["arguments"]["text"].as_str().unwrap_or("").to_owned();
+                    seen.lock().unwrap().push(body);
+                    let answer = match text.as_str() {
+                        "edit me" => {
+                            json!({"decision": "allow-once", "arguments": {"text": "edited by ops"}})
+                        }
+                        _ => json!({"decision": "deny"}),
+                    };
+                    answer.to_string()
+                }
+            }),
+        )
+        .route(
+            "/broken",
+            post(|| async { axum::http::StatusCode::BAD_GATEWAY }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let settings = |path: &str| {
+        format!(
+            "[guard]\napprovers = [\"http\"]\n[guard.http]\nurl = \"http://{address}{path}\"\n\
+             [[policy]]\ndecision = \"ask\"\ntool = \"echo\"\nname = \"echo asks\"\n"
+        )
+    };
+    let host = host_with(&settings("/approve"), |_| {}).await;
+    for era in ERAS {
+        let client = gateway_client(
+            &host,
+            Client::builder("consent-tests", "1.0").era(EraChoice::Pinned(era)),
+        )
+        .await;
+        assert_eq!(
+            echo(&client, "edit me").await.unwrap(),
+            "edited by ops",
+            "{era}"
+        );
+        let refused = echo(&client, "no").await.unwrap_err();
+        assert!(refused.contains("refused"), "{era}: {refused}");
+        let body = posted.lock().unwrap()[0].clone();
+        assert_eq!(body["caller"], "anonymous");
+        assert_eq!(body["client"], "consent-tests");
+        assert_eq!(body["server"], "everything");
+        assert_eq!(body["kind"], "tool");
+        assert_eq!(body["name"], "echo");
+        assert_eq!(body["reason"], "echo asks");
+        assert!(
+            body["server_identity"]
+                .as_str()
+                .unwrap()
+                .starts_with("http://127.0.0.1:")
+        );
+        assert!(body["text"].as_str().unwrap().contains("Caller: anonymous"));
+        posted.lock().unwrap().clear();
+    }
+    host.shutdown(Duration::from_secs(5)).await;
+
+    let host = host_with(&settings("/broken"), |_| {}).await;
+    let client = gateway_client(&host, Client::builder("consent-tests", "1.0")).await;
+    let refused = echo(&client, "x").await.unwrap_err();
+    assert!(
+        refused.contains("the http could not be asked") && refused.contains("502"),
+        "{refused}"
+    );
+    host.shutdown(Duration::from_secs(5)).await;
+}

@@ -10,7 +10,8 @@
 //! Approvers are asked in the configured order (`[guard] approvers`):
 //! `client`, the client that made the call, by elicitation, where it
 //! declared it; and any the embedding application registers
-//! ([`Approver`]: the terminal for `mcp host`). With none reachable, or
+//! ([`Approver`]: the terminal for `mcp host`, the web console), and
+//! `http`, an operator's endpoint (see [`http`]). With none reachable, or
 //! no answer in time, the request is refused.
 
 use std::collections::HashSet;
@@ -23,6 +24,7 @@ use sha2::Digest as _;
 
 use crate::policy::Kind;
 
+pub mod http;
 mod store;
 
 use mcp_core::sync::MutexExt as _;
@@ -64,9 +66,14 @@ impl Approval {
 }
 
 /// What a person is asked to approve.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 #[non_exhaustive]
 pub struct ApprovalRequest {
+    /// Who asks: the caller's OAuth subject, `anonymous` without one.
+    pub caller: String,
+    /// The client's own name (`clientInfo`): self-reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
     /// The server's name in the config.
     pub server: String,
     /// How the server is run: its command line, or its URL.
@@ -92,6 +99,8 @@ impl ApprovalRequest {
     /// A request about `kind` `name` of server `server`; the rest empty.
     pub fn new(server: &str, kind: Kind, name: &str) -> Self {
         ApprovalRequest {
+            caller: "anonymous".to_owned(),
+            client: None,
             server: server.to_owned(),
             server_identity: String::new(),
             kind,
@@ -121,6 +130,10 @@ impl ApprovalRequest {
         }
         if let Some(arguments) = &self.arguments {
             let _ = write!(text, "\nArguments: {}", Value::Object(arguments.clone()));
+        }
+        let _ = write!(text, "\nCaller: {}", self.caller);
+        if let Some(client) = &self.client {
+            let _ = write!(text, " (client {client:?})");
         }
         let _ = write!(text, "\nAsked because of {}.", self.reason);
         if let Some(changes) = &self.changes {
@@ -257,12 +270,8 @@ pub fn read_answer(result: &Value) -> Result<Approval, String> {
         return Ok(denied);
     }
     let content = result.get("content").cloned().unwrap_or(Value::Null);
-    let scope = match content.get("decision").and_then(Value::as_str) {
-        Some("allow-once") => Scope::Once,
-        Some("allow-session") => Scope::Session,
-        Some("allow-always") => Scope::Always,
-        Some("deny") | None => return Ok(denied),
-        Some(other) => return Err(format!("the answer {other:?} is none of the choices")),
+    let Some(scope) = allowed_for(content.get("decision").and_then(Value::as_str))? else {
+        return Ok(denied);
     };
     let arguments = match content.get("arguments").and_then(Value::as_str) {
         None => None,
@@ -276,6 +285,18 @@ pub fn read_answer(result: &Value) -> Result<Approval, String> {
         scope,
         arguments,
     })
+}
+
+/// The scope an answer's decision allows for (`allow-once`,
+/// `allow-session`, `allow-always`); `None` for `deny` or no decision.
+fn allowed_for(decision: Option<&str>) -> Result<Option<Scope>, String> {
+    match decision {
+        Some("allow-once") => Ok(Some(Scope::Once)),
+        Some("allow-session") => Ok(Some(Scope::Session)),
+        Some("allow-always") => Ok(Some(Scope::Always)),
+        Some("deny") | None => Ok(None),
+        Some(other) => Err(format!("the answer {other:?} is none of the choices")),
+    }
 }
 
 /// A definition's hash: SHA-256 over its JSON with the members of every

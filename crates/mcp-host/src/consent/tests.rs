@@ -2,6 +2,8 @@ use super::*;
 
 fn request() -> ApprovalRequest {
     ApprovalRequest {
+        caller: "bob".into(),
+        client: Some("Claude Desktop".into()),
         server: "memory".into(),
         server_identity: "npx -y @modelcontextprotocol/server-memory".into(),
         kind: Kind::Tool,
@@ -26,6 +28,7 @@ fn the_form_shows_the_request_and_reads_every_answer() {
         "destructiveHint",
         "entityNames",
         "policy rule 2",
+        "Caller: bob (client \"Claude Desktop\")",
     ] {
         assert!(message.contains(shown), "{shown} in {message}");
     }

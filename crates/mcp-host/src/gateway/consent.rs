@@ -77,7 +77,9 @@ pub(super) async fn settle(
     if granted(host, &caller, &modern_key, &key, ctx) {
         return Settled::Go("granted");
     }
-    let request = approval_request(verdict, target, &definition, params);
+    let mut request = approval_request(verdict, target, &definition, params);
+    request.caller = caller.name().to_owned();
+    request.client = caller.client_name.clone();
     let (options, waiting) = host.consent();
     let mut why_not = Vec::new();
     for approver in &options.order {

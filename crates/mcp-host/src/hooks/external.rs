@@ -38,11 +38,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{After, Before, CallHook, HookCall};
 use crate::glob::Pattern;
+use crate::webhook::Webhook;
 
 /// How long a hook has to answer unless its settings say.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The most a hook's answer may hold.
+/// The most a hook command's answer may hold.
 const MAX_ANSWER_BYTES: u64 = 16 << 20;
 
 /// `[[hooks]]`: one hook as the settings file writes it.
@@ -110,11 +111,7 @@ pub struct ExternalHook {
 #[derive(Debug)]
 enum Runs {
     Command(Vec<String>),
-    Http {
-        url: String,
-        headers: reqwest::header::HeaderMap,
-        client: reqwest::Client,
-    },
+    Http(Webhook),
 }
 
 impl ExternalHook {
@@ -129,25 +126,7 @@ impl ExternalHook {
                 .transpose()
         };
         let runs = match (&settings.command[..], &settings.url) {
-            ([], Some(url)) => {
-                let parsed = reqwest::Url::parse(url).map_err(|e| error(format!("url: {e}")))?;
-                if !matches!(parsed.scheme(), "http" | "https") {
-                    return Err(error(format!("url {url:?} is not http(s)")));
-                }
-                let mut headers = reqwest::header::HeaderMap::new();
-                for (name, value) in &settings.headers {
-                    let name = reqwest::header::HeaderName::try_from(name.as_str())
-                        .map_err(|e| error(format!("header {name:?}: {e}")))?;
-                    let value = reqwest::header::HeaderValue::try_from(value.as_str())
-                        .map_err(|e| error(format!("header {name}: {e}")))?;
-                    headers.insert(name, value);
-                }
-                Runs::Http {
-                    url: url.clone(),
-                    headers,
-                    client: reqwest::Client::new(),
-                }
-            }
+            ([], Some(url)) => Runs::Http(Webhook::new(url, &settings.headers).map_err(error)?),
             ([_, ..], None) if settings.headers.is_empty() => {
                 Runs::Command(settings.command.clone())
             }
@@ -192,11 +171,7 @@ impl ExternalHook {
         let asking = async {
             match &self.runs {
                 Runs::Command(command) => run_command(command, &input).await,
-                Runs::Http {
-                    url,
-                    headers,
-                    client,
-                } => post(client, url, headers, &input).await,
+                Runs::Http(webhook) => post(webhook, &input).await,
             }
         };
         let answer = tokio::time::timeout(self.timeout, asking)
@@ -342,40 +317,13 @@ async fn run_command(command: &[String], input: &Value) -> Result<String, String
     String::from_utf8(out).map_err(|_| "its output is not UTF-8".into())
 }
 
-/// Posts `input` to `url`; the response's body, or why it failed.
-async fn post(
-    client: &reqwest::Client,
-    url: &str,
-    headers: &reqwest::header::HeaderMap,
-    input: &Value,
-) -> Result<String, String> {
-    let response = client
-        .post(url)
-        .headers(headers.clone())
-        .json(input)
-        .send()
-        .await
-        .map_err(|e| format!("{url} cannot be reached: {e}"))?;
-    let status = response.status();
-    if status == reqwest::StatusCode::NO_CONTENT {
-        return Ok(String::new());
+/// Posts `input` to `webhook`; the response's body, or why it failed.
+async fn post(webhook: &Webhook, input: &Value) -> Result<String, String> {
+    match webhook.post(input).await? {
+        (reqwest::StatusCode::NO_CONTENT, _) => Ok(String::new()),
+        (reqwest::StatusCode::OK, body) => Ok(body),
+        (status, _) => Err(format!("{} answered {status}", webhook.url())),
     }
-    if status != reqwest::StatusCode::OK {
-        return Err(format!("{url} answered {status}"));
-    }
-    let mut response = response;
-    let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| format!("{url}'s answer cannot be read: {e}"))?
-    {
-        if (body.len() + chunk.len()) as u64 > MAX_ANSWER_BYTES {
-            return Err(format!("{url} answered more than {MAX_ANSWER_BYTES} bytes"));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    String::from_utf8(body).map_err(|_| format!("{url}'s answer is not UTF-8"))
 }
 
 /// `text`, cut to 200 characters for a message.

@@ -88,7 +88,8 @@ impl fmt::Display for Decision {
 }
 
 /// The kind of thing a request reaches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Kind {
     /// A tool (`tools/call`, `tools/list`).
     Tool,
