@@ -15,6 +15,9 @@
 #     plus an upstream killed with SIGKILL and restarted by the host
 #   the official TypeScript SDK client (tests/interop/host_ts_client.mjs):
 #     legacy era only (@modelcontextprotocol/sdk 1.32.2 speaks no 2026-07-28)
+#   two users signed in to `mcp host --oauth`, each with a server-memory
+#     connection of their own ("isolation": "per-caller"; a test of
+#     crates/mcp-cli/tests/oauth.rs, given the official server)
 #
 # Installs pinned versions under ${CARGO_TARGET_DIR:-target}/interop-host
 # (npm/ and venv/), reused while the pins match; nothing is fetched at run
@@ -275,5 +278,13 @@ print(f"27 servers ready, none restarted; revisions {eras}")
 EOF
 ok "27 servers started at once, all ready within $((SECONDS - host_started)) s, none restarted"
 kill "$host_pid"
+
+# Per-caller isolation with the official memory server: two users signed
+# in to `mcp host --oauth` each get a connection (and a memory file) of
+# their own, in both eras.
+MCP_MEMORY_SERVER="$modules/server-memory/dist/index.js" \
+  cargo test --quiet -p mcp-cli --test oauth two_signed_in_users_each_get_a_memory_of_their_own \
+  >"$logs/isolation.log" 2>&1 || { cat "$logs/isolation.log" >&2; fail "per-caller isolation with server-memory"; }
+ok "two signed-in users each get a memory of their own from server-memory (isolation = per-caller)"
 echo "interop with mcp host: all checks passed in $((SECONDS - started)) s"
 summary 0

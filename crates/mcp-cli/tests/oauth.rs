@@ -448,6 +448,25 @@ async fn the_hosts_audit_log_names_the_signed_in_caller() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// Alice (alice:wonderland) and Bob (bob:builder) signed in at `url` as
+/// clients of `era`, their credentials kept in `dir`.
+async fn alice_and_bob(url: &str, dir: &Path, era: EraChoice) -> (Client, Client) {
+    let signed_in = |user, password, store: &str| {
+        let who = FormLogin::of(user, password);
+        let store = dir.join(store);
+        async move {
+            tokio::time::timeout(Duration::from_secs(30), connect(url, who, &store, era))
+                .await
+                .unwrap()
+                .expect("signed in")
+        }
+    };
+    (
+        signed_in("alice", "wonderland", "alice.json").await,
+        signed_in("bob", "builder", "bob.json").await,
+    )
+}
+
 /// `mcp host --oauth` with a policy: two signed-in users see different
 /// catalogs and get different decisions for the same tool, in both eras.
 #[tokio::test]
@@ -474,26 +493,11 @@ async fn two_signed_in_users_get_what_the_policy_gives_each() {
     )
     .await;
 
-    let alice = FormLogin::of("alice", "wonderland");
-    let bob = FormLogin::of("bob", "builder");
     for era in [
         EraChoice::Pinned(ProtocolVersion::V2025_11_25),
         EraChoice::Pinned(ProtocolVersion::V2026_07_28),
     ] {
-        let signed_in = |who: &Arc<FormLogin>, store: &str| {
-            let (who, store) = (Arc::clone(who), dir.join(store));
-            let url = url.clone();
-            async move {
-                tokio::time::timeout(Duration::from_secs(20), connect(&url, who, &store, era))
-                    .await
-                    .unwrap()
-                    .expect("signed in")
-            }
-        };
-        let (as_alice, as_bob) = (
-            signed_in(&alice, "alice.json").await,
-            signed_in(&bob, "bob.json").await,
-        );
+        let (as_alice, as_bob) = alice_and_bob(&url, &dir, era).await;
         let listed = |tools: Vec<mcp_schema::Tool>| tools.into_iter().any(|t| t.name == "e__add");
         assert!(
             listed(as_alice.list_all_tools().await.unwrap()),
@@ -521,6 +525,118 @@ async fn two_signed_in_users_get_what_the_policy_gives_each() {
         as_alice.close().await;
         as_bob.close().await;
     }
+    child.kill().await.unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The memory server to isolate: the official one where
+/// `MCP_MEMORY_SERVER` names its `dist/index.js` (CI installs it), else a
+/// stand-in of the same shape (`tests/fixtures/memory_like.py`).
+fn memory_server() -> (String, Vec<String>) {
+    match std::env::var("MCP_MEMORY_SERVER") {
+        Ok(script) => ("node".into(), vec![script]),
+        Err(_) => {
+            let fixture = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../tests/fixtures/memory_like.py"
+            );
+            ("python3".into(), vec![fixture.into()])
+        }
+    }
+}
+
+/// `mcp host --oauth` with a memory server marked `"isolation":
+/// "per-caller"`: two signed-in users each get a connection of their own,
+/// whose memory file `${caller}` names, and neither reads what the other
+/// wrote, in both eras.
+#[tokio::test]
+async fn two_signed_in_users_each_get_a_memory_of_their_own() {
+    let dir = std::env::temp_dir().join(format!("mcp-oauth-isolation-{}", std::process::id()));
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::create_dir_all(&dir).unwrap();
+    let (command, args) = memory_server();
+    let memories = dir.join("memories");
+    std::fs::create_dir_all(&memories).unwrap();
+    let config = dir.join("servers.json");
+    let file = format!("{}/memory-${{caller}}.json", memories.display());
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"memory": {
+            "command": command,
+            "args": args,
+            "isolation": "per-caller",
+            "env": {"MEMORY_FILE_PATH": file},
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    let (mut child, url) = started(
+        tokio::process::Command::new(MCP)
+            .args(["host", "--http", "127.0.0.1:0", "--config"])
+            .arg(&config)
+            .args(["--oauth", "--oauth-user", "alice:wonderland"])
+            .args(["--oauth-user", "bob:builder"])
+            .args(["--oauth-client", &format!("app@{REDIRECT}")])
+            .arg("--oauth-db")
+            .arg(dir.join("server.sqlite")),
+    )
+    .await;
+
+    for (round, era) in [
+        EraChoice::Pinned(ProtocolVersion::V2025_11_25),
+        EraChoice::Pinned(ProtocolVersion::V2026_07_28),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (as_alice, as_bob) = alice_and_bob(&url, &dir, era).await;
+        let remember = |client: &Client, name: String| {
+            let client = client.clone();
+            async move {
+                let entity = json!({"name": name, "entityType": "note", "observations": ["x"]});
+                let made = tokio::time::timeout(
+                    Duration::from_secs(30),
+                    client.call_tool("memory__create_entities", json!({"entities": [entity]})),
+                )
+                .await
+                .unwrap()
+                .unwrap();
+                assert_ne!(made.is_error, Some(true), "{made:?}");
+            }
+        };
+        let graph = |client: &Client| {
+            let client = client.clone();
+            async move {
+                let read = tokio::time::timeout(
+                    Duration::from_secs(30),
+                    client.call_tool("memory__read_graph", json!({})),
+                )
+                .await
+                .unwrap()
+                .unwrap();
+                read.content[0].as_text().unwrap_or_default().to_owned()
+            }
+        };
+        let (alices, bobs) = (format!("alice-secret-{round}"), format!("bob-note-{round}"));
+        remember(&as_alice, alices.clone()).await;
+        remember(&as_bob, bobs.clone()).await;
+        let seen_by_alice = graph(&as_alice).await;
+        let seen_by_bob = graph(&as_bob).await;
+        assert!(seen_by_alice.contains(&alices), "{seen_by_alice}");
+        assert!(!seen_by_alice.contains("bob-note"), "{seen_by_alice}");
+        assert!(seen_by_bob.contains(&bobs), "{seen_by_bob}");
+        assert!(!seen_by_bob.contains("alice-secret"), "{seen_by_bob}");
+        as_alice.close().await;
+        as_bob.close().await;
+    }
+    let mut files: Vec<String> = std::fs::read_dir(&memories)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 2, "one memory per user: {files:?}");
+    assert!(files[0].starts_with("memory-user-alice-"), "{files:?}");
+    assert!(files[1].starts_with("memory-user-bob-"), "{files:?}");
     child.kill().await.unwrap();
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -150,36 +150,49 @@ impl Downstream {
     }
 
     /// Tells the clients subscribed to exposed `uri` that it changed.
-    pub(crate) fn resource_updated(&self, uri: &str, mut params: serde_json::Map<String, Value>) {
+    /// Where `only` names a caller (see [`crate::isolation`]), only its
+    /// sessions are told.
+    pub(crate) fn resource_updated(
+        &self,
+        uri: &str,
+        mut params: serde_json::Map<String, Value>,
+        only: Option<&str>,
+    ) {
         params.insert("uri".into(), Value::String(uri.to_owned()));
         let mut outbox = Outbox::new();
         for peer in self.sessions.locked().values() {
-            let subscribed = peer
-                .extensions()
-                .get::<Subscriptions>()
-                .is_some_and(|s| s.0.locked().contains(uri));
+            let subscribed = crate::isolation::belongs(peer, only)
+                && peer
+                    .extensions()
+                    .get::<Subscriptions>()
+                    .is_some_and(|s| s.0.locked().contains(uri));
             if subscribed {
                 outbox.push(peer, methods::NOTIFICATION_RESOURCES_UPDATED, &params, ());
             }
         }
         outbox.send();
-        self.resource_updated_to_listeners(&params);
+        self.resource_updated_to_listeners(&params, only);
     }
 
     /// Tells the 2026-07-28 listen streams that asked for resource
     /// `params.uri` that it changed.
-    pub(crate) fn resource_updated_to_listeners(&self, params: &serde_json::Map<String, Value>) {
+    pub(crate) fn resource_updated_to_listeners(
+        &self,
+        params: &serde_json::Map<String, Value>,
+        only: Option<&str>,
+    ) {
         let Some(uri) = params.get("uri").and_then(Value::as_str) else {
             return;
         };
         let mut outbox = Outbox::new();
         for listener in self.listeners.locked().1.values() {
-            let wanted = listener
-                .filter
-                .resource_subscriptions
-                .iter()
-                .flatten()
-                .any(|u| u == uri);
+            let wanted = crate::isolation::belongs(&listener.peer, only)
+                && listener
+                    .filter
+                    .resource_subscriptions
+                    .iter()
+                    .flatten()
+                    .any(|u| u == uri);
             if wanted {
                 let mut params = params.clone();
                 params.insert("_meta".into(), subscription_meta(&listener.id));
@@ -198,8 +211,10 @@ impl Downstream {
     /// connection to the server would: from the level a session chose with
     /// `logging/setLevel`, and all of them to a session that chose none (the
     /// server's own default applies). A 2026-07-28 client's level was sent
-    /// with its request; it hears messages only within its calls.
-    pub(crate) fn log_message(&self, callers: Vec<Peer>, params: &Value) {
+    /// with its request; it hears messages only within its calls. Where
+    /// `only` names a caller (see [`crate::isolation`]), only its sessions
+    /// are told.
+    pub(crate) fn log_message(&self, callers: Vec<Peer>, params: &Value, only: Option<&str>) {
         let level: Option<LoggingLevel> = params
             .get("level")
             .and_then(|l| serde_json::from_value(l.clone()).ok());
@@ -209,7 +224,10 @@ impl Downstream {
                 .and_then(|l| *l.0.locked())
         };
         let targets: Vec<Peer> = match callers.len() {
-            0 => self.sessions.locked().values().cloned().collect(),
+            0 => (self.sessions.locked().values())
+                .filter(|peer| crate::isolation::belongs(peer, only))
+                .cloned()
+                .collect(),
             1 => callers,
             _ => {
                 tracing::debug!("a log message with several calls in flight is not passed on");

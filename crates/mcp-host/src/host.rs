@@ -533,6 +533,23 @@ impl Host {
             .map(|u| u.config.name.clone())
     }
 
+    /// The connection that `ctx`'s request to upstream `index` goes over:
+    /// the shared one, or for a per-caller server the caller's own (made
+    /// now where it has none; see [`crate::isolation`]).
+    pub(crate) async fn upstream_for(
+        &self,
+        index: usize,
+        ctx: &mcp_core::RequestContext,
+    ) -> Result<Arc<Upstream>, ErrorObject> {
+        let upstream = self.upstream(index)?;
+        if upstream.config.isolation == crate::config::Isolation::Shared {
+            return Ok(upstream);
+        }
+        let key = crate::isolation::key_of(ctx);
+        crate::isolation::mark_session(ctx, &key);
+        upstream.for_caller(&key).await
+    }
+
     pub(crate) fn upstream(&self, index: usize) -> Result<Arc<Upstream>, ErrorObject> {
         read(&self.inner.upstreams)
             .get(index)
@@ -578,7 +595,9 @@ impl Host {
     pub fn resource_updated_elsewhere(&self, uri: &str) {
         let mut params = serde_json::Map::new();
         params.insert("uri".into(), Value::String(uri.to_owned()));
-        self.inner.downstream.resource_updated_to_listeners(&params);
+        self.inner
+            .downstream
+            .resource_updated_to_listeners(&params, None);
     }
 
     /// Subscribes the server of resource `uri` (as the host's clients know
@@ -820,7 +839,10 @@ async fn signal_loop(host: std::sync::Weak<Inner>, mut signals: mpsc::Receiver<(
         {
             match signal {
                 Signal::Changed => changed = true,
-                Signal::Notification(n) => notifications.push((index, n)),
+                Signal::Notification(n) => notifications.push((index, n, None)),
+                Signal::OfCaller(key, n, peers) => {
+                    notifications.push((index, n, Some((key, peers))));
+                }
                 Signal::Fault(error) => faults.push((index, error)),
             }
         }
@@ -878,14 +900,22 @@ async fn signal_loop(host: std::sync::Weak<Inner>, mut signals: mpsc::Receiver<(
             }
             states = now;
         }
-        for (index, notification) in notifications {
-            pass_on(&inner, index, notification);
+        for (index, notification, of_caller) in notifications {
+            pass_on(&inner, index, notification, of_caller);
         }
     }
 }
 
-/// Passes an upstream's notification to the clients it concerns.
-fn pass_on(inner: &Inner, index: usize, notification: Notification) {
+/// Passes an upstream's notification to the clients it concerns: where
+/// it came from one caller's own connection, to that caller's sessions
+/// only (the peers of its calls in flight, its key).
+fn pass_on(
+    inner: &Inner,
+    index: usize,
+    notification: Notification,
+    of_caller: Option<(Arc<str>, Vec<mcp_core::Peer>)>,
+) {
+    let only = of_caller.as_ref().map(|(key, _)| &**key);
     let params: Value = notification
         .params
         .as_deref()
@@ -905,7 +935,7 @@ fn pass_on(inner: &Inner, index: usize, notification: Notification) {
             };
             // The update hook was told as the notification was read.
             let exposed = read(&inner.catalog).exposed_uri(index, &uri);
-            inner.downstream.resource_updated(&exposed, params);
+            inner.downstream.resource_updated(&exposed, params, only);
         }
         methods::NOTIFICATION_MESSAGE => {
             let mut params = params;
@@ -916,9 +946,11 @@ fn pass_on(inner: &Inner, index: usize, notification: Notification) {
                     .entry("logger")
                     .or_insert_with(|| Value::String(upstream.config.name.clone()));
             }
-            inner
-                .downstream
-                .log_message(upstream.caller_peers(), &params);
+            let callers = match &of_caller {
+                Some((_, peers)) => peers.clone(),
+                None => upstream.caller_peers(),
+            };
+            inner.downstream.log_message(callers, &params, only);
         }
         _ => {}
     }

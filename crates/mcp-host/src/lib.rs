@@ -57,6 +57,7 @@ mod gateway;
 mod glob;
 pub mod hooks;
 mod host;
+pub mod isolation;
 pub mod limits;
 pub mod metrics;
 pub mod model;

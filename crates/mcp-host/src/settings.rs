@@ -31,6 +31,8 @@
 //! max_wait = 30               # seconds a call waits for a slot before it is refused
 //! start_concurrency = 8       # servers starting at once
 //! max_message_bytes = 16777216 # the longest message from a stdio server
+//! max_callers = 16            # callers' own connections per "isolation": "per-caller" server
+//! caller_idle = 300           # seconds such a connection is kept unused
 //!
 //! [audit]                     # one record per request, in SQLite
 //! path = "audit.db"           # relative to this file's directory
@@ -316,6 +318,11 @@ pub struct ServerSettings {
     /// The longest message a stdio server may send, in bytes; a longer
     /// one ends its connection.
     pub max_message_bytes: Option<usize>,
+    /// Connections of callers of their own per per-caller server.
+    pub max_callers: Option<usize>,
+    /// Seconds a caller's own connection is kept unused before it is
+    /// closed.
+    pub caller_idle: Option<f64>,
 }
 
 impl From<&SupervisorOptions> for ServerSettings {
@@ -335,6 +342,8 @@ impl From<&SupervisorOptions> for ServerSettings {
             max_wait: seconds(options.max_wait),
             start_concurrency: Some(options.start_concurrency),
             max_message_bytes: Some(options.max_message_bytes),
+            max_callers: Some(options.max_callers),
+            caller_idle: seconds(options.caller_idle),
         }
     }
 }
@@ -497,6 +506,11 @@ impl HostSettings {
                 &mut supervisor.shutdown_grace,
             ),
             (s.max_wait, "servers.max_wait", &mut supervisor.max_wait),
+            (
+                s.caller_idle,
+                "servers.caller_idle",
+                &mut supervisor.caller_idle,
+            ),
         ];
         for (value, key, slot) in durations {
             if let Some(value) = value {
@@ -523,6 +537,11 @@ impl HostSettings {
                 s.max_message_bytes,
                 "servers.max_message_bytes",
                 &mut supervisor.max_message_bytes,
+            ),
+            (
+                s.max_callers,
+                "servers.max_callers",
+                &mut supervisor.max_callers,
             ),
         ] {
             match value {

@@ -22,6 +22,7 @@ const KNOWN: &[&str] = &[
     "disabled",
     "trusted",
     "secrets",
+    "isolation",
     "autoApprove",
     "alwaysAllow",
     "source",

@@ -68,6 +68,22 @@ pub enum HttpKind {
     Sse,
 }
 
+/// Whose connection a server's requests go over.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Isolation {
+    /// One connection, shared by every caller.
+    #[default]
+    Shared,
+    /// A connection of each caller's own (see [`crate::isolation`]).
+    PerCaller,
+}
+
+/// The placeholder in a per-caller server's command line, environment,
+/// URL or headers that stands for the caller (see
+/// [`crate::isolation`]).
+pub const CALLER_PLACEHOLDER: &str = "${caller}";
+
 /// One configured server, variables expanded.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -90,6 +106,9 @@ pub struct ServerConfig {
     /// says (`"secrets": "off" | "redact" | "block"`); else the host's
     /// `[guard] secrets`.
     pub secrets: Option<crate::secrets::SecretScan>,
+    /// Whether every caller shares one connection, or each has its own
+    /// (`"isolation": "shared" | "per-caller"`).
+    pub isolation: Isolation,
     /// How long one request to it may take.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "seconds")]
     pub timeout: Option<Duration>,
@@ -128,6 +147,7 @@ impl ServerConfig {
             disabled: false,
             trusted: false,
             secrets: None,
+            isolation: Isolation::Shared,
             timeout: None,
             era: "auto".to_owned(),
             hints: Vec::new(),
@@ -198,6 +218,47 @@ impl ServerConfig {
     pub fn trusted(mut self, trusted: bool) -> Self {
         self.trusted = trusted;
         self
+    }
+
+    /// Sets whose connection its requests go over.
+    pub fn isolation(mut self, isolation: Isolation) -> Self {
+        self.isolation = isolation;
+        self
+    }
+
+    /// How to reach it for the caller `key`: [`CALLER_PLACEHOLDER`]
+    /// replaced by `key` in its command, arguments, environment, working
+    /// folder, URL and headers.
+    pub fn transport_for(&self, key: &str) -> TransportSpec {
+        let fill = |text: &mut String| {
+            if text.contains(CALLER_PLACEHOLDER) {
+                *text = text.replace(CALLER_PLACEHOLDER, key);
+            }
+        };
+        let mut transport = self.transport.clone();
+        match &mut transport {
+            TransportSpec::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                fill(command);
+                args.iter_mut().for_each(fill);
+                env.values_mut().for_each(fill);
+                if let Some(cwd) = cwd {
+                    let mut text = cwd.display().to_string();
+                    fill(&mut text);
+                    *cwd = PathBuf::from(text);
+                }
+            }
+            TransportSpec::Http { url, headers, .. } => {
+                fill(url);
+                headers.values_mut().for_each(fill);
+            }
+            TransportSpec::WebSocket { url } => fill(url),
+        }
+        transport
     }
 
     /// Sets what becomes of its results that hold a secret.
@@ -541,6 +602,16 @@ impl EntryReader<'_> {
             Some(Value::Bool(trusted)) => *trusted,
             Some(other) => return Err(format!("\"trusted\" must be true or false, not {other}")),
         };
+        let isolation = match entry.get("isolation") {
+            None | Some(Value::Null) => Isolation::Shared,
+            Some(Value::String(s)) if s == "shared" => Isolation::Shared,
+            Some(Value::String(s)) if s == "per-caller" => Isolation::PerCaller,
+            Some(other) => {
+                return Err(format!(
+                    "\"isolation\" must be \"shared\" or \"per-caller\", not {other}"
+                ));
+            }
+        };
         let timeout = match entry.get("timeout") {
             None | Some(Value::Null) => None,
             Some(Value::Number(n)) => match n.as_f64() {
@@ -596,6 +667,7 @@ impl EntryReader<'_> {
             disabled,
             trusted,
             secrets,
+            isolation,
             timeout,
             era,
             hints,

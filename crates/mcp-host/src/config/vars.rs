@@ -1,6 +1,8 @@
 //! Variables in config values, as the hosts users come from write them:
 //! `${VAR}`, `${VAR:-default}`, `${env:VAR}`, `${userHome}`,
-//! `${workspaceFolder}` and VS Code's `${input:id}`.
+//! `${workspaceFolder}` and VS Code's `${input:id}`; `${caller}` is kept
+//! as it is, for each caller's own connection to fill in (see
+//! [`crate::isolation`]).
 //!
 //! An unset variable without a default is an error naming it: the server
 //! that uses it is not started, rather than started with an empty value.
@@ -144,6 +146,8 @@ impl Variables {
                     .ok_or_else(|| "the home directory is not known (HOME is not set)".to_owned());
             }
             "workspaceFolder" => return Ok(self.workspace.display().to_string()),
+            // Filled in per caller, as each connection is made.
+            "caller" => return Ok(crate::config::CALLER_PLACEHOLDER.to_owned()),
             _ => {}
         }
         let (name, default) = match body.split_once(":-") {

@@ -397,7 +397,7 @@ impl Gateway {
         ctx: &RequestContext,
     ) -> HandlerResult {
         to.rename(&mut params, key)?;
-        let upstream = self.host.upstream(to.upstream)?;
+        let upstream = self.host.upstream_for(to.upstream, ctx).await?;
         forward(&upstream, method, params, ctx, &self.host.inner.held).await
     }
 
@@ -411,7 +411,7 @@ impl Gateway {
         mut params: Params,
         ctx: &RequestContext,
     ) -> HandlerResult {
-        let upstream = self.host.upstream(to.upstream)?;
+        let upstream = self.host.upstream_for(to.upstream, ctx).await?;
         let held = &self.host.inner.held;
         let as_task = params.raw("task").is_some() && task_bridge::bridges(ctx, &upstream);
         let as_legacy_task = !as_task
@@ -450,7 +450,7 @@ impl Gateway {
             asked: exposed,
             ..
         } = target;
-        let upstream = self.host.upstream(route.upstream)?;
+        let upstream = self.host.upstream_for(route.upstream, ctx).await?;
         // The upstream's subscription is shared by every client; the host
         // keeps each client's own and passes updates only to those that
         // asked. It is never unsubscribed upstream while a client may
@@ -526,7 +526,7 @@ impl Gateway {
         let mut reference = reference;
         reference.insert(key.to_owned(), Value::String(route.original.clone()));
         params.insert("ref".into(), Value::Object(reference));
-        let upstream = self.host.upstream(route.upstream)?;
+        let upstream = self.host.upstream_for(route.upstream, ctx).await?;
         let declared = upstream
             .client()?
             .server_capabilities()
@@ -584,7 +584,7 @@ impl Gateway {
             .tasks
             .route(id, &TaskScope::of(ctx))
             .ok_or_else(|| ErrorObject::invalid_params(format!("unknown task: {id}")))?;
-        let upstream = self.host.upstream(owner)?;
+        let upstream = self.host.upstream_for(owner, ctx).await?;
         let held = &self.host.inner.held;
         if task_bridge::bridges(ctx, &upstream) {
             return task_bridge::task_request(&upstream, method, params, ctx, held).await;

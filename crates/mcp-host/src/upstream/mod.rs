@@ -15,6 +15,7 @@ mod connect;
 mod elicitation;
 pub(crate) mod listing;
 mod options;
+mod pool;
 mod sampling;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -112,6 +113,10 @@ pub struct UpstreamStatus {
     /// Warnings about its config entry (see [`ServerConfig::hints`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hints: Vec<String>,
+    /// Callers' own connections open now, for a per-caller server (see
+    /// [`crate::isolation`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub callers: usize,
     /// Its tools, prompts and resources whose definitions hold text
     /// aimed at the model: hidden characters, injection phrases.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -140,6 +145,13 @@ pub(crate) enum Signal {
     Notification(Notification),
     /// Something went wrong (the connection was lost, a call failed).
     Fault(String),
+    /// A notification of one caller's own connection: for that caller's
+    /// sessions only (the peers of its calls in flight, its key).
+    OfCaller(Arc<str>, Notification, Vec<mcp_core::Peer>),
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Told of each `notifications/resources/updated` of an upstream (its
@@ -184,6 +196,11 @@ pub struct Upstream {
     pub(crate) stats: crate::metrics::RequestStats,
     /// Calls waiting for a permit.
     waiting: std::sync::atomic::AtomicUsize,
+    /// The caller whose own connection this is, for one of a per-caller
+    /// server's (see [`crate::isolation`]).
+    caller: Option<Arc<str>>,
+    /// A per-caller server's connections of its callers' own.
+    pool: pool::Pool,
 }
 
 struct Live {
@@ -214,6 +231,26 @@ impl Upstream {
         starting: Arc<Semaphore>,
         on_update: OnUpdate,
     ) -> Arc<Upstream> {
+        Self::with(
+            config,
+            options,
+            index,
+            (signals, starting, on_update),
+            CancellationToken::new(),
+            None,
+        )
+    }
+
+    /// An upstream stopped with `stop`, whose connection is `caller`'s own
+    /// where one is named.
+    fn with(
+        config: ServerConfig,
+        options: SupervisorOptions,
+        index: usize,
+        (signals, starting, on_update): (mpsc::Sender<(usize, Signal)>, Arc<Semaphore>, OnUpdate),
+        stop: CancellationToken,
+        caller: Option<Arc<str>>,
+    ) -> Arc<Upstream> {
         let status = UpstreamStatus {
             name: config.name.clone(),
             namespace: config.namespace.clone(),
@@ -232,6 +269,7 @@ impl Upstream {
             failed_calls: 0,
             dropped_notifications: 0,
             hints: config.hints.clone(),
+            callers: 0,
             flagged: Vec::new(),
             changed: Vec::new(),
             waiting: 0,
@@ -250,7 +288,7 @@ impl Upstream {
                 output_fault: None,
                 connected_at: None,
             }),
-            stop: CancellationToken::new(),
+            stop,
             signals,
             index,
             callers: Mutex::default(),
@@ -264,6 +302,8 @@ impl Upstream {
             on_update,
             stats: crate::metrics::RequestStats::default(),
             waiting: std::sync::atomic::AtomicUsize::new(0),
+            caller,
+            pool: pool::Pool::default(),
         })
     }
 
@@ -289,6 +329,7 @@ impl Upstream {
         let free = self.permits.available_permits();
         status.in_flight = self.options.max_in_flight.max(1).saturating_sub(free);
         status.dropped_notifications = self.dropped.load(Ordering::Relaxed);
+        status.callers = self.pool.len();
         status
     }
 
@@ -548,6 +589,7 @@ impl Upstream {
             live.status.state = UpstreamState::Stopped;
             live.status.pid = None;
         });
+        self.pool.close_all().await;
     }
 
     fn lost(&self, why: String) {
@@ -583,8 +625,17 @@ impl Upstream {
     async fn connect(
         self: &Arc<Self>,
     ) -> Result<(Connection, mpsc::Receiver<Notification>), String> {
+        let transport = match (&self.config.isolation, &self.caller) {
+            (crate::config::Isolation::Shared, _) => {
+                std::borrow::Cow::Borrowed(&self.config.transport)
+            }
+            (crate::config::Isolation::PerCaller, caller) => std::borrow::Cow::Owned(
+                self.config
+                    .transport_for(caller.as_deref().unwrap_or("shared")),
+            ),
+        };
         let opened = connect::open(
-            &self.config.transport,
+            &transport,
             self.options.connect_timeout,
             self.options.authorizer.as_ref(),
             self.options.max_message_bytes,

@@ -80,6 +80,11 @@ pub struct SupervisorOptions {
     /// Whether each hop to a server is a span whose context the server
     /// gets (see [`crate::traces`]).
     pub traces: bool,
+    /// Connections of callers of their own per per-caller server, at
+    /// most (see [`crate::isolation`]).
+    pub max_callers: usize,
+    /// How long a caller's own connection is kept unused.
+    pub caller_idle: Duration,
 }
 
 impl Default for SupervisorOptions {
@@ -104,6 +109,8 @@ impl Default for SupervisorOptions {
             elicitors: crate::elicit::Elicitors::default(),
             roots: crate::roots::SharedRoots::default(),
             traces: false,
+            max_callers: 16,
+            caller_idle: Duration::from_secs(300),
         }
     }
 }
