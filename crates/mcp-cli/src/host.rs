@@ -33,7 +33,10 @@ pub struct HostFiles {
     /// see `mcp host --print-config` for every key). Flags win over it.
     #[arg(long, value_name = "FILE")]
     pub settings: Option<PathBuf>,
-    /// `${workspaceFolder}` in config files (default: the current directory).
+    /// A workspace: `${workspaceFolder}` in config files (default: the
+    /// current directory), and its `.vscode/mcp.json` and
+    /// `.cursor/mcp.json` read too, whose servers run only once a person
+    /// trusts their command lines.
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
     /// The value of VS Code input ID (`${input:ID}`), so no one is asked
@@ -98,6 +101,11 @@ pub struct HostArgs {
     /// the settings file says more (arguments, how many records to keep).
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
+    /// Run the servers a change of the config files adds (or whose command
+    /// line it changes) without asking a person first: the files are the
+    /// operator's own (also `[guard] trust_config = true`).
+    #[arg(long)]
+    pub trust_config: bool,
     #[command(flatten)]
     pub oauth: OAuthArgs,
 }
@@ -220,6 +228,14 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         (false, None) => Some(bind(DEFAULT_ADDR.parse()?).await?),
     };
     with_people(&mut options, &settings)?;
+    options.trust.reloads = args.trust_config || settings.guard.trust_config == Some(true);
+    let reloads_ask = !args.files.config.is_empty() && !options.trust.reloads;
+    if reloads_ask || config.servers.iter().any(|s| s.workspace) {
+        options.trust.store = match &options.consent.store {
+            Some(store) => Some(Arc::clone(store)),
+            None => Some(Arc::new(crate::host_guard::open_store(&settings)?)),
+        };
+    }
     let console_approver = Arc::new(mcp_console::ConsoleApprover::default());
     if admin.is_some() {
         options.consent.registered.push(console_approver.clone());
@@ -238,7 +254,7 @@ pub async fn run(args: &HostArgs) -> Result<()> {
     // Served at once: servers that start slowly, or never, hold no one up.
     let host = Host::start(config, options);
     let reporting = tokio::spawn(report_states(host.clone(), start_timeout));
-    let reloading = tokio::spawn(watch_config(host.clone(), args.files.config.clone(), vars));
+    let reloading = tokio::spawn(watch_config(host.clone(), args.files.clone(), vars));
     let rerooting = args
         .files
         .settings
@@ -458,12 +474,36 @@ pub(crate) fn variables(args: &HostFiles) -> Result<Variables> {
     Ok(vars)
 }
 
-/// The configuration: the files given, or the embedded default.
+/// The configuration: the files given, or the embedded default; then the
+/// workspace's files (their servers marked as the workspace's).
 pub(crate) fn load(args: &HostFiles, vars: &Variables) -> Result<HostConfig> {
-    if args.config.is_empty() {
-        return embedded_default();
+    let mut config = if args.config.is_empty() {
+        embedded_default()?
+    } else {
+        HostConfig::load(&args.config, vars)?
+    };
+    let workspace = workspace_files(args);
+    if !workspace.is_empty() {
+        let mut theirs = HostConfig::load(&workspace, vars)?;
+        for server in &mut theirs.servers {
+            server.workspace = true;
+        }
+        config.merge(theirs);
     }
-    Ok(HostConfig::load(&args.config, vars)?)
+    Ok(config)
+}
+
+/// The workspace's config files that exist: `.vscode/mcp.json` and
+/// `.cursor/mcp.json` of `--workspace`.
+fn workspace_files(args: &HostFiles) -> Vec<PathBuf> {
+    let Some(dir) = &args.workspace else {
+        return Vec::new();
+    };
+    [".vscode/mcp.json", ".cursor/mcp.json"]
+        .iter()
+        .map(|file| dir.join(file))
+        .filter(|path| path.is_file())
+        .collect()
 }
 
 /// The servers `mcp host` runs without a config, each this program's own,
@@ -691,14 +731,20 @@ fn counted(n: usize, thing: &str) -> String {
 /// or on SIGHUP: added, removed and changed servers start, stop and
 /// restart; the others are not touched. A file that cannot be read keeps
 /// the running configuration.
-async fn watch_config(host: Host, files: Vec<PathBuf>, vars: Variables) {
+async fn watch_config(host: Host, args: HostFiles, vars: Variables) {
+    let files: Vec<PathBuf> = args
+        .config
+        .iter()
+        .cloned()
+        .chain(workspace_files(&args))
+        .collect();
     if files.is_empty() {
         return;
     }
-    let mut watch = crate::file_watch::FileWatch::new(files.clone());
+    let mut watch = crate::file_watch::FileWatch::new(files);
     loop {
         watch.changed().await;
-        match HostConfig::load(&files, &vars) {
+        match load(&args, &vars) {
             Ok(config) => {
                 let done = host.reload(config);
                 print_err(&format!(

@@ -1,6 +1,7 @@
 //! `mcp host`'s routes for operators: `/status` (JSON, for people and
 //! scripts), `/healthz` (for load balancers), `/metrics` (Prometheus),
-//! `POST /servers/NAME/restart` (`mcp host restart NAME`) and
+//! `POST /servers/NAME/restart` (`mcp host restart NAME`),
+//! `POST /servers/NAME/trust` (`mcp host trust NAME`) and
 //! the web console (`/console`, see [`mcp_console`]), served on the admin
 //! listener (`[admin] http`, `--admin`), an address of
 //! its own that exists whether the host serves its clients over HTTP or
@@ -86,17 +87,22 @@ fn metrics(host: &Host) -> axum::Router {
     )
 }
 
-/// `POST /servers/NAME/restart` as a router: 204 once the server is told
-/// to restart, 404 for a name not in the config.
-fn restart(host: &Host) -> axum::Router {
+/// `POST /servers/NAME/ACTION` as a router, doing `act` to the server
+/// NAME: 204 once done, 404 with the reason where it cannot be (a name
+/// not in the config, or not waiting for trust).
+fn server_action(
+    host: &Host,
+    action: &str,
+    act: fn(&Host, &str) -> Result<(), String>,
+) -> axum::Router {
     let host = host.clone();
     axum::Router::new().route(
-        "/servers/{name}/restart",
+        &format!("/servers/{{name}}/{action}"),
         axum::routing::post(
             move |axum::extract::Path(name): axum::extract::Path<String>| {
                 let host = host.clone();
                 async move {
-                    match host.restart(&name) {
+                    match act(&host, &name) {
                         Ok(()) => (http::StatusCode::NO_CONTENT, String::new()),
                         Err(why) => (http::StatusCode::NOT_FOUND, why),
                     }
@@ -194,7 +200,8 @@ impl Admin {
         let token: Arc<str> = Arc::from(self.token.as_str());
         let protected = status(host)
             .merge(metrics(host))
-            .merge(restart(host))
+            .merge(server_action(host, "restart", Host::restart))
+            .merge(server_action(host, "trust", Host::trust))
             .layer(axum::middleware::from_fn_with_state(token, require_token));
         let gateway = mcp_host::Gateway::new(host.clone(), "mcp-host", env!("CARGO_PKG_VERSION"));
         let console = mcp_console::Console::new(host.clone(), gateway, &self.token, approver);

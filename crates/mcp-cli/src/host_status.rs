@@ -39,7 +39,7 @@ pub struct StatusArgs {
     pub token: Option<String>,
 }
 
-/// The flags of `mcp host restart`.
+/// The flags of `mcp host restart` and `mcp host trust`.
 #[derive(clap::Args, Debug)]
 pub struct RestartArgs {
     /// The server's name in the host's config.
@@ -88,9 +88,21 @@ async fn ask_host(
 /// Runs `mcp host restart NAME`: the server's connection is closed (a
 /// child process stopped) and a new one made at once.
 pub async fn restart(args: &RestartArgs) -> Result<()> {
+    server_action(args, "restart", "restarting").await
+}
+
+/// Runs `mcp host trust NAME`: a server held until a person trusts its
+/// command line is trusted (kept in the guard's store) and started.
+pub async fn trust(args: &RestartArgs) -> Result<()> {
+    server_action(args, "trust", "trusted, starting").await
+}
+
+/// Posts `/servers/NAME/ACTION` to the host's admin listener; says
+/// `done` of the server.
+async fn server_action(args: &RestartArgs, action: &str, done: &str) -> Result<()> {
     let name =
         percent_encoding::utf8_percent_encode(&args.name, percent_encoding::NON_ALPHANUMERIC);
-    let path = format!("/servers/{name}/restart");
+    let path = format!("/servers/{name}/{action}");
     ask_host(
         reqwest::Method::POST,
         &args.url,
@@ -98,7 +110,7 @@ pub async fn restart(args: &RestartArgs) -> Result<()> {
         args.token.as_deref(),
     )
     .await?;
-    print_out(&format!("{}: restarting\n", args.name))
+    print_out(&format!("{}: {done}\n", args.name))
 }
 
 /// Runs `mcp host status`.
@@ -148,6 +160,21 @@ pub async fn status(args: &StatusArgs) -> Result<()> {
             count("prompts"),
             count("restarts"),
             text("lastError"),
+        ));
+    }
+    for held in status["untrusted"].as_array().into_iter().flatten() {
+        let text = |key: &str| held[key].as_str().unwrap_or("?");
+        let refused = if held["denied"] == true {
+            ", refused"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "untrusted: {}: {} ({}{refused}; mcp host trust {})\n",
+            text("name"),
+            text("identity"),
+            text("reason"),
+            text("name"),
         ));
     }
     for server in status["servers"].as_array().into_iter().flatten() {

@@ -162,6 +162,11 @@ enum HostAction {
     /// its connection is closed (a child process stopped) and a new one
     /// made at once.
     Restart(host_status::RestartArgs),
+    /// Trusts a server a running host holds until a person approves its
+    /// command line (one from a workspace's files, or one a reload added or
+    /// changed), through its admin listener: it is kept as trusted and
+    /// started.
+    Trust(host_status::RestartArgs),
     /// Pins the definitions of a server's tools, prompts and resources
     /// that changed since they were pinned, as they are now: a running
     /// host calls them again.
@@ -324,6 +329,10 @@ async fn run(cli: Cli) -> Result<()> {
             action: Some(HostAction::Restart(args)),
             ..
         } => host_status::restart(&args).await?,
+        Command::Host {
+            action: Some(HostAction::Trust(args)),
+            ..
+        } => host_status::trust(&args).await?,
         Command::Host {
             action: Some(HostAction::Approve(args)),
             ..

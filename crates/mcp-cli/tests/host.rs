@@ -299,7 +299,11 @@ async fn a_killed_server_is_restarted_and_its_tools_come_back() {
 async fn an_edited_config_starts_and_stops_only_what_changed() {
     let dir = ConfigDir::new("reload");
     let config = dir.write(&json!({"mcpServers": {"a": everything(), "b": everything()}}));
-    let host = RunningHost::start(&config).await;
+    let mut command = tokio::process::Command::new(MCP);
+    command
+        .args(["host", "--trust-config", "--config"])
+        .arg(&config);
+    let host = RunningHost::start_command(command).await;
     let before = host.status().await;
     let a_pid = server(&before, "a")["pid"].as_i64().unwrap();
     let b_pid = server(&before, "b")["pid"].as_i64().unwrap();
@@ -328,6 +332,77 @@ async fn an_edited_config_starts_and_stops_only_what_changed() {
     })
     .await;
     assert!(alive(a_pid));
+}
+
+/// Without `--trust-config`, a server a change of the config adds is
+/// held until a person trusts its command line: the status names it and
+/// why, `mcp host trust` (through the admin listener) starts it, and the
+/// trust is kept, so a host started again runs it at once.
+#[tokio::test]
+async fn a_server_an_edit_adds_waits_until_a_person_trusts_it() {
+    let dir = ConfigDir::new("trust");
+    let state = dir.0.join("state");
+    let config = dir.write(&json!({"mcpServers": {"a": everything()}}));
+    let admin = support::free_port().to_string();
+    let start = |admin: &str| {
+        let mut command = tokio::process::Command::new(MCP);
+        command
+            .args(["host", "--admin", admin, "--config"])
+            .arg(&config)
+            .env("XDG_STATE_HOME", &state)
+            .env("MCP_ADMIN_TOKEN", "t0ken");
+        RunningHost::start_command(command)
+    };
+    let host = start(&admin).await;
+    dir.write(&json!({"mcpServers": {"a": everything(), "c": everything()}}));
+    let held = host
+        .until("c to wait for trust", |s| {
+            s["untrusted"][0]["name"] == "c"
+                && s["servers"].as_array().is_some_and(|a| a.len() == 1)
+        })
+        .await;
+    assert_eq!(held["untrusted"][0]["reason"], "a reload added it");
+    let identity = held["untrusted"][0]["identity"].as_str().unwrap();
+    assert!(identity.contains("serve everything"), "{identity}");
+    let status = support::mcp_with(
+        &["host", "status", "--url", &admin],
+        &[("MCP_ADMIN_TOKEN", "t0ken")],
+    )
+    .await;
+    assert!(
+        support::stdout(&status).contains("untrusted: c: "),
+        "{}",
+        support::stdout(&status)
+    );
+    let refused = support::mcp(&[
+        "host", "trust", "nobody", "--url", &admin, "--token", "t0ken",
+    ])
+    .await;
+    assert!(!refused.status.success());
+    assert!(
+        support::stderr(&refused).contains("404"),
+        "{}",
+        support::stderr(&refused)
+    );
+    let trusted = support::mcp(&["host", "trust", "c", "--url", &admin, "--token", "t0ken"]).await;
+    assert!(trusted.status.success(), "{}", support::stderr(&trusted));
+    host.until("c to run", |s| {
+        s["untrusted"].is_null() && server(s, "c")["state"] == "ready"
+    })
+    .await;
+    drop(host);
+
+    // Kept: a host started again with a reload that adds c runs it at once.
+    dir.write(&json!({"mcpServers": {"a": everything()}}));
+    let host = start(&support::free_port().to_string()).await;
+    dir.write(&json!({"mcpServers": {"a": everything(), "c": everything()}}));
+    let status = host
+        .until("c to run at once", |s| {
+            s["servers"].as_array().is_some_and(|a| a.len() == 2)
+                && server(s, "c")["state"] == "ready"
+        })
+        .await;
+    assert!(status["untrusted"].is_null(), "{status}");
 }
 
 #[tokio::test]

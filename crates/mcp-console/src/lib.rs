@@ -90,6 +90,7 @@ impl Console {
             .route("/console", get(servers::view))
             .route("/console/servers", get(servers::fragment))
             .route("/console/servers/restart", post(servers::restart))
+            .route("/console/servers/trust", post(servers::trust))
             .route("/console/catalog", get(catalog::view))
             .route("/console/catalog/rows", get(catalog::fragment))
             .route("/console/tool", get(catalog::tool))

@@ -1,6 +1,8 @@
 //! The servers view: each upstream's state, era and revision, what it
-//! lists, its restarts and last error, with a button to restart it. The
-//! table is fetched again whenever the host says a server changed.
+//! lists, its restarts and last error, with a button to restart it; and
+//! the servers waiting for a person's trust, with their exact command
+//! lines and a button to trust them. The table is fetched again whenever
+//! the host says a server changed.
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -40,7 +42,17 @@ pub(crate) struct Named {
 
 /// `POST /console/servers/restart`, `server=NAME`.
 pub(crate) async fn restart(State(console): State<Console>, Form(named): Form<Named>) -> Response {
-    match console.inner.host.restart(&named.server) {
+    done(console.inner.host.restart(&named.server))
+}
+
+/// `POST /console/servers/trust`, `server=NAME`: a held server trusted
+/// and started (see [`mcp_host::trust`]).
+pub(crate) async fn trust(State(console): State<Console>, Form(named): Form<Named>) -> Response {
+    done(console.inner.host.trust(&named.server))
+}
+
+fn done(result: Result<(), String>) -> Response {
+    match result {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(why) => (StatusCode::NOT_FOUND, why).into_response(),
     }
@@ -65,6 +77,21 @@ fn table(console: &Console) -> Markup {
                 } }
                 tbody {
                     @for server in &status.servers { (row(server)) }
+                }
+            }
+        }
+        @if !status.untrusted.is_empty() {
+            h2 { "Waiting for your trust" }
+            p.hint { "Not started until you trust the exact command line." }
+            ul.untrusted {
+                @for held in &status.untrusted {
+                    li data-untrusted=(held.name) {
+                        strong { (held.name) } ": " code { (held.identity) }
+                        " (" (held.reason) @if held.denied { ", refused" } ") "
+                        button hx-post="/console/servers/trust" hx-swap="none"
+                            hx-vals=(serde_json::json!({ "server": held.name }).to_string())
+                            aria-label={"Trust " (held.name)} { "Trust and start" }
+                    }
                 }
             }
         }

@@ -86,6 +86,9 @@ pub struct HostStatus {
     /// it keeps metrics; each server's are in its status.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub requests: Vec<crate::metrics::Tally>,
+    /// Servers held until a person trusts them (see [`crate::trust`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub untrusted: Vec<crate::trust::Untrusted>,
 }
 
 /// What a reload did: the servers it started and stopped, by config name
@@ -97,6 +100,9 @@ pub struct Reloaded {
     pub started: Vec<String>,
     /// Servers removed or changed, stopped now.
     pub stopped: Vec<String>,
+    /// Servers added or changed, held until a person trusts them (see
+    /// [`crate::trust`]).
+    pub held: Vec<String>,
 }
 
 /// Settings of the host itself.
@@ -143,6 +149,9 @@ pub struct HostOptions {
     /// [`crate::traces`]), for a subscriber that exports them; off by
     /// default.
     pub traces: bool,
+    /// How servers the operator did not vouch for (a workspace's, a
+    /// reload's) wait for a person's trust (see [`crate::trust`]).
+    pub trust: crate::trust::TrustOptions,
     /// Hooks that see each call before it is forwarded and its result
     /// after (see [`crate::hooks`]); none by default.
     pub hooks: crate::hooks::Hooks,
@@ -164,6 +173,7 @@ impl Default for HostOptions {
             elicitors: crate::elicit::Elicitors::default(),
             roots: Vec::new(),
             traces: false,
+            trust: crate::trust::TrustOptions::default(),
             hooks: crate::hooks::Hooks::default(),
         }
     }
@@ -208,6 +218,8 @@ pub(crate) struct Inner {
     pub(crate) requests: crate::metrics::RequestStats,
     /// Calls held while a person is asked.
     pub(crate) asking: std::sync::atomic::AtomicUsize,
+    /// Servers held until a person trusts them.
+    untrusted: Mutex<Vec<Arc<crate::trust::Held>>>,
 }
 
 /// Every minute while the host runs, the rate limits forget the budgets
@@ -294,13 +306,14 @@ impl Host {
                 subscription_hook: std::sync::OnceLock::new(),
                 requests: crate::metrics::RequestStats::default(),
                 asking: std::sync::atomic::AtomicUsize::new(0),
+                untrusted: Mutex::default(),
             }),
         };
         for problem in &config.problems {
             tracing::error!("{problem}; that server is not started");
         }
         for server in config.enabled() {
-            host.add_upstream(server.clone());
+            host.admit(server.clone(), from_workspace(server));
         }
         let weak = Arc::downgrade(&host.inner);
         tokio::spawn(signal_loop(weak, receiver));
@@ -365,6 +378,7 @@ impl Host {
     /// the error of an earlier reload that failed. Returns what it did.
     pub fn reload(&self, config: HostConfig) -> Reloaded {
         let wanted: Vec<&ServerConfig> = config.enabled().collect();
+        let before: Vec<ServerConfig> = self.upstreams().iter().map(|u| u.config.clone()).collect();
         let mut stopped = Vec::new();
         {
             let mut upstreams = write(&self.inner.upstreams);
@@ -378,13 +392,39 @@ impl Host {
                 }
             }
         }
+        let held: Vec<ServerConfig> = {
+            let mut untrusted = self.inner.untrusted.locked();
+            untrusted.retain(|held| {
+                let keep = wanted.iter().any(|w| **w == held.config);
+                if !keep {
+                    held.done.cancel();
+                }
+                keep
+            });
+            untrusted.iter().map(|held| held.config.clone()).collect()
+        };
         let running: Vec<ServerConfig> =
             self.upstreams().iter().map(|u| u.config.clone()).collect();
         let mut started = Vec::new();
+        let mut newly_held = Vec::new();
         for server in wanted {
-            if !running.contains(server) {
+            if running.contains(server) || held.contains(server) {
+                continue;
+            }
+            let why = from_workspace(server).or_else(|| {
+                if self.inner.options.trust.reloads {
+                    return None;
+                }
+                match before.iter().find(|b| b.name == server.name) {
+                    Some(before) if before.identity() == server.identity() => None,
+                    Some(_) => Some("a reload changed its command line".to_owned()),
+                    None => Some("a reload added it".to_owned()),
+                }
+            });
+            if self.admit(server.clone(), why) {
                 started.push(server.name.clone());
-                self.add_upstream(server.clone());
+            } else {
+                newly_held.push(server.name.clone());
             }
         }
         for problem in &config.problems {
@@ -393,9 +433,76 @@ impl Host {
         *self.inner.order.locked() = config.servers.iter().map(|s| s.name.clone()).collect();
         *self.inner.problems.locked() = config.problems;
         *self.inner.reload_error.locked() = None;
-        tracing::info!(?started, ?stopped, "configuration reloaded");
+        tracing::info!(?started, ?stopped, held = ?newly_held, "configuration reloaded");
         let _ = self.inner.signals.try_send((usize::MAX, Signal::Changed));
-        Reloaded { started, stopped }
+        Reloaded {
+            started,
+            stopped,
+            held: newly_held,
+        }
+    }
+
+    /// Starts `config`'s server, unless `why` says it waits for a person's
+    /// trust and no approval of it is kept: then it is held, and the
+    /// approvers are asked. Whether it started now.
+    fn admit(&self, config: ServerConfig, why: Option<String>) -> bool {
+        let trust = &self.inner.options.trust;
+        let Some(why) = why.filter(|_| !crate::trust::trusted(trust.store.as_deref(), &config))
+        else {
+            self.add_upstream(config);
+            return true;
+        };
+        let held = crate::trust::Held::new(config, why);
+        self.inner.untrusted.locked().push(Arc::clone(&held));
+        let host = self.downgrade();
+        tokio::spawn(crate::trust::ask(
+            held,
+            self.inner.options.consent.clone(),
+            trust.store.clone(),
+            move |held| {
+                if let Some(host) = host.upgrade() {
+                    host.release(held);
+                }
+            },
+        ));
+        false
+    }
+
+    /// Starts `held`, trusted now (unless a reload dropped it meanwhile).
+    fn release(&self, held: &crate::trust::Held) {
+        let mut untrusted = self.inner.untrusted.locked();
+        let Some(at) = untrusted.iter().position(|h| std::ptr::eq(&**h, held)) else {
+            return;
+        };
+        let held = untrusted.remove(at);
+        drop(untrusted);
+        held.done.cancel();
+        self.add_upstream(held.config.clone());
+        let _ = self.inner.signals.try_send((usize::MAX, Signal::Changed));
+    }
+
+    /// Trusts the held server named `name` (see [`crate::trust`]): kept in
+    /// the guard's store where there is one, and started now.
+    pub fn trust(&self, name: &str) -> Result<(), String> {
+        let held = (self.inner.untrusted.locked())
+            .iter()
+            .find(|held| held.config.name == name)
+            .cloned()
+            .ok_or_else(|| format!("no server {name:?} waits for a person's trust"))?;
+        if let Some(store) = &self.inner.options.trust.store {
+            store.trust(name, &held.config.identity())?;
+        }
+        tracing::info!(server = name, "trusted by hand");
+        self.release(&held);
+        Ok(())
+    }
+
+    /// The servers held until a person trusts them.
+    pub fn untrusted(&self) -> Vec<crate::trust::Untrusted> {
+        (self.inner.untrusted.locked())
+            .iter()
+            .map(|held| held.shown())
+            .collect()
     }
 
     /// Offers `roots` to the servers instead of those offered now: a
@@ -668,6 +775,7 @@ impl Host {
             audit: self.audit().map(AuditLog::status),
             calls_asking: self.inner.asking.load(std::sync::atomic::Ordering::Relaxed),
             requests: self.inner.requests.tallies(),
+            untrusted: self.untrusted(),
         }
     }
 
@@ -786,6 +894,9 @@ impl Host {
     /// Stops every upstream (children are closed as the specification
     /// says) and waits for them, at most `deadline`.
     pub async fn shutdown(&self, deadline: Duration) {
+        for held in self.inner.untrusted.locked().drain(..) {
+            held.done.cancel();
+        }
         for upstream in self.upstreams() {
             upstream.stop();
         }
@@ -954,4 +1065,15 @@ fn pass_on(
         }
         _ => {}
     }
+}
+
+/// Why `server` waits for a person's trust at start: it comes from a
+/// workspace's files.
+fn from_workspace(server: &ServerConfig) -> Option<String> {
+    server.workspace.then(|| {
+        format!(
+            "it comes from the workspace file {}",
+            server.source.display()
+        )
+    })
 }

@@ -12,16 +12,21 @@
 //! serves a view (`gateway/discovery.rs`, which also answers a discovery
 //! view's own tools); the target it names, resolved once from the catalog
 //! (`gateway/target.rs`); the [`policy`] (`gateway/guard.rs`: allow, deny,
-//! or ask, which also holds definitions changed since they were pinned);
-//! the rate [`limits`]; [`consent`] for `ask` (`gateway/consent.rs`: a
-//! grant, or a person asked through the client or the terminal); a slot on
-//! its upstream (`max_in_flight`, bounded waits) and the upstream itself
-//! (`gateway/forward.rs`, with the eras bridged there and in
-//! `gateway/task_bridge.rs`); the [`secrets`] scan of its result; and
-//! around all of it the [`audit`] record (`gateway/audited.rs`) and the
-//! [`metrics`] count (`gateway/measured.rs`). Each upstream is supervised
-//! in [`upstream`], which reads its lists, flags text aimed at the model
-//! ([`suspicious`]) and checks the pins. What a server asks back
+//! or ask, which also holds definitions changed since they were pinned;
+//! rules may read the call's arguments); the rate [`limits`]; [`consent`]
+//! for `ask` (`gateway/consent.rs`: a grant, or a person asked through
+//! the client, the console, the terminal or an operator's endpoint); the
+//! guard [`hooks`] before the call (`gateway/hooked.rs`); the connection
+//! it goes over, the shared one or for a per-caller server the caller's
+//! own ([`isolation`]); a slot on its upstream (`max_in_flight`, bounded
+//! waits) and the upstream itself (`gateway/forward.rs`, with the eras
+//! bridged there and in `gateway/task_bridge.rs`); the hooks after it and
+//! the [`secrets`] scan of its result; and around all of it the [`audit`]
+//! record (`gateway/audited.rs`) and the [`metrics`] count
+//! (`gateway/measured.rs`). Each upstream is supervised in [`upstream`],
+//! which reads its lists, flags text aimed at the model ([`suspicious`])
+//! and checks the pins; a server the operator did not vouch for waits for
+//! a person's [`trust`] before it runs. What a server asks back
 //! (sampling, elicitation) goes only to the client whose call caused it;
 //! sampling may be answered by the host's own [`model`] instead, as the
 //! [`sampler`] decides, with a person reviewing it.
@@ -73,6 +78,7 @@ pub mod settings;
 pub mod suspicious;
 mod tasks;
 pub mod traces;
+pub mod trust;
 pub mod upstream;
 mod upstream_meta;
 pub mod views;

@@ -49,6 +49,7 @@
 //! store = "guard.db"          # grants for always and pins (default: the user's state folder)
 //! changed = "ask"             # a definition changed since pinned: ask | hide | warn
 //! secrets = "off"             # results holding a secret: off | redact | block (an entry's "secrets" wins)
+//! trust_config = false        # true: servers a config change adds run without asking (--trust-config)
 //! [guard.http]                # the "http" approver: an operator's endpoint, see consent::http
 //! url = "https://ops.example.com/approve"
 //! headers = { Authorization = "Bearer ..." }
@@ -202,6 +203,11 @@ pub struct GuardSettings {
     /// `block`), for servers whose entries do not say.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secrets: Option<crate::secrets::SecretScan>,
+    /// Whether the servers a change of the config files adds, or whose
+    /// command line it changes, run without a person's approval (see
+    /// [`crate::trust`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trust_config: Option<bool>,
     /// The `http` approver's endpoint (see [`crate::consent::http`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub http: Option<crate::consent::http::HttpApproverSettings>,

@@ -109,6 +109,11 @@ pub struct ServerConfig {
     /// Whether every caller shares one connection, or each has its own
     /// (`"isolation": "shared" | "per-caller"`).
     pub isolation: Isolation,
+    /// Whether it comes from a workspace's files (`.vscode/mcp.json`,
+    /// `.cursor/mcp.json`), not the operator's: it runs only once a
+    /// person trusts its command line (see [`crate::trust`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub workspace: bool,
     /// How long one request to it may take.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "seconds")]
     pub timeout: Option<Duration>,
@@ -148,6 +153,7 @@ impl ServerConfig {
             trusted: false,
             secrets: None,
             isolation: Isolation::Shared,
+            workspace: false,
             timeout: None,
             era: "auto".to_owned(),
             hints: Vec::new(),
@@ -217,6 +223,13 @@ impl ServerConfig {
     /// Marks the server trusted: its tools' annotations are believed.
     pub fn trusted(mut self, trusted: bool) -> Self {
         self.trusted = trusted;
+        self
+    }
+
+    /// Marks it as coming from a workspace's files (see
+    /// [`ServerConfig::workspace`]).
+    pub fn from_workspace(mut self, workspace: bool) -> Self {
+        self.workspace = workspace;
         self
     }
 
@@ -668,6 +681,7 @@ impl EntryReader<'_> {
             trusted,
             secrets,
             isolation,
+            workspace: false,
             timeout,
             era,
             hints,

@@ -115,6 +115,12 @@ impl ApprovalRequest {
 
     /// The request as one paragraph, for a terminal or a form's message.
     pub fn describe(&self) -> String {
+        if self.kind == Kind::Server {
+            return format!(
+                "Run server {:?}? Its command line (or URL): {}\nAsked because {}.",
+                self.server, self.server_identity, self.reason
+            );
+        }
         let mut text = format!(
             "Server {:?} ({}) asks to run {} {:?}",
             self.server,

@@ -34,6 +34,12 @@ CREATE TABLE IF NOT EXISTS pins (
     pinned_ms       INTEGER NOT NULL,
     PRIMARY KEY (server_identity, kind, name)
 );
+CREATE TABLE IF NOT EXISTS trusted_servers (
+    server          TEXT NOT NULL,
+    server_identity TEXT NOT NULL,
+    trusted_ms      INTEGER NOT NULL,
+    PRIMARY KEY (server, server_identity)
+);
 ";
 
 /// What a definition is against its pin.
@@ -128,6 +134,34 @@ impl GuardStore {
                 ],
             )
             .map(drop)
+            .map_err(|e| format!("{}: {e}", self.path.display()))
+    }
+
+    /// Keeps a person's approval of server `server` run as `identity`
+    /// (its command line or URL; see [`crate::trust`]).
+    pub fn trust(&self, server: &str, identity: &str) -> Result<(), String> {
+        self.connection
+            .locked()
+            .execute(
+                "INSERT OR IGNORE INTO trusted_servers (server, server_identity, trusted_ms) \
+                 VALUES (?1, ?2, ?3)",
+                params![server, identity, crate::audit::now_ms()],
+            )
+            .map(drop)
+            .map_err(|e| format!("{}: {e}", self.path.display()))
+    }
+
+    /// Whether a person approved server `server` run as `identity`.
+    pub fn trusts(&self, server: &str, identity: &str) -> Result<bool, String> {
+        self.connection
+            .locked()
+            .query_row(
+                "SELECT 1 FROM trusted_servers WHERE server = ?1 AND server_identity = ?2",
+                params![server, identity],
+                |_| Ok(()),
+            )
+            .optional()
+            .map(|found| found.is_some())
             .map_err(|e| format!("{}: {e}", self.path.display()))
     }
 

@@ -52,6 +52,7 @@ impl Target {
             Kind::Tool => by_name(host, &asked, "tool", crate::Catalog::tool),
             Kind::Prompt => by_name(host, &asked, "prompt", crate::Catalog::prompt),
             Kind::Resource => by_uri(host, &asked, ctx),
+            Kind::Server => return None,
         };
         Some(route.map(|route| Target {
             kind,
@@ -87,6 +88,8 @@ impl Target {
             Kind::Tool => (&listing.tools, "name"),
             Kind::Prompt => (&listing.prompts, "name"),
             Kind::Resource => (&listing.resources, "uri"),
+            // A request never targets a server itself.
+            Kind::Server => return None,
         };
         let name = &self.route.original;
         let item = items

@@ -97,6 +97,9 @@ pub enum Kind {
     Prompt,
     /// A resource (`resources/read`, subscriptions, `resources/list`).
     Resource,
+    /// A server itself, to be run (only asked of a person: see
+    /// [`crate::trust`]; no rule is about it).
+    Server,
 }
 
 impl Kind {
@@ -106,6 +109,7 @@ impl Kind {
             Kind::Tool => "tool",
             Kind::Prompt => "prompt",
             Kind::Resource => "resource",
+            Kind::Server => "server",
         }
     }
 }
