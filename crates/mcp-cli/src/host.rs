@@ -205,14 +205,17 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         .transpose()
         .map_err(anyhow::Error::msg)?;
     options.start_grace = start_timeout;
-    // With several hosts on one Redis, one budget per limit for them all.
-    if let Some(url) = &redis
-        && !options.limits.is_empty()
-    {
+    // With several hosts on one Redis, one budget per limit for them all,
+    // and one guard: a grant made on one holds on all.
+    if let Some(url) = &redis {
         let connection = mcp_redis::connect(url).await?;
-        options.budgets = Some(Arc::new(SharedBudgets(mcp_redis::RedisBudgets::new(
-            connection,
-        ))));
+        if !options.limits.is_empty() {
+            options.budgets = Some(Arc::new(SharedBudgets(mcp_redis::RedisBudgets::new(
+                connection.clone(),
+            ))));
+        }
+        let guard = mcp_redis::RedisGuardLog::new(url, connection).map_err(anyhow::Error::msg)?;
+        options.shared_guard = Some(Arc::new(SharedGuard(guard)));
     }
     // The addresses first: a busy port fails before any server starts.
     let admin = match crate::host_admin::address(args.admin, &settings.admin) {
@@ -395,6 +398,37 @@ impl mcp_host::limits::SharedBudgets for SharedBudgets {
                 .await
                 .map_err(|e| e.to_string())
         })
+    }
+}
+
+/// The guard's decisions and approval rounds, kept in Redis for every
+/// host sharing it.
+#[derive(Debug)]
+struct SharedGuard(mcp_redis::RedisGuardLog);
+
+impl mcp_host::consent::shared::SharedGuard for SharedGuard {
+    fn publish<'a>(&'a self, entry: &'a str) -> mcp_core::BoxFuture<'a, Result<(), String>> {
+        Box::pin(self.0.append(entry))
+    }
+
+    fn follow(&self) -> mcp_host::consent::shared::Entries {
+        Box::pin(self.0.follow())
+    }
+
+    fn put_waiting<'a>(
+        &'a self,
+        token: &'a str,
+        entry: &'a str,
+        ttl: Duration,
+    ) -> mcp_core::BoxFuture<'a, Result<(), String>> {
+        Box::pin(self.0.put_waiting(token, entry, ttl))
+    }
+
+    fn take_waiting<'a>(
+        &'a self,
+        token: &'a str,
+    ) -> mcp_core::BoxFuture<'a, Result<Option<String>, String>> {
+        Box::pin(self.0.take_waiting(token))
     }
 }
 

@@ -52,6 +52,13 @@ impl<T> Expiring<T> {
             .is_some_and(|(since, _)| since.elapsed() < self.ttl)
     }
 
+    /// Changes the value `token` names, while it is kept.
+    pub(crate) fn update(&self, token: &str, change: impl FnOnce(&mut T)) {
+        if let Some((_, value)) = self.entries.locked().get_mut(token) {
+            change(value);
+        }
+    }
+
     /// The value `token` names, once, while it is kept.
     pub(crate) fn take(&self, token: &str) -> Option<T> {
         let mut entries = self.entries.locked();

@@ -152,6 +152,9 @@ pub struct HostOptions {
     /// How servers the operator did not vouch for (a workspace's, a
     /// reload's) wait for a person's trust (see [`crate::trust`]).
     pub trust: crate::trust::TrustOptions,
+    /// Where the guard's decisions are shared with other instances (see
+    /// [`crate::consent::shared`]); none: this instance's own.
+    pub shared_guard: Option<Arc<dyn crate::consent::shared::SharedGuard>>,
     /// Hooks that see each call before it is forwarded and its result
     /// after (see [`crate::hooks`]); none by default.
     pub hooks: crate::hooks::Hooks,
@@ -174,6 +177,7 @@ impl Default for HostOptions {
             roots: Vec::new(),
             traces: false,
             trust: crate::trust::TrustOptions::default(),
+            shared_guard: None,
             hooks: crate::hooks::Hooks::default(),
         }
     }
@@ -231,6 +235,39 @@ async fn forget_idle_budgets(host: WeakHost) {
         every.tick().await;
         let Some(host) = host.upgrade() else { return };
         host.limits().forget_idle();
+    }
+}
+
+/// Applies the guard's decisions the other instances share, for as long
+/// as the host runs; a broken follow is taken up again from the first
+/// entry after a second.
+async fn follow_shared_guard(host: WeakHost, mut entries: crate::consent::shared::Entries) {
+    use futures::StreamExt as _;
+    loop {
+        let Some(next) = entries.next().await else {
+            return;
+        };
+        let Some(live) = host.upgrade() else { return };
+        match next {
+            Ok(text) => {
+                let (consent, waiting) = live.consent();
+                crate::consent::shared::apply(
+                    &text,
+                    consent.store.as_deref(),
+                    live.inner.options.trust.store.as_deref(),
+                    waiting,
+                );
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the shared guard decisions cannot be read; trying again");
+                let Some(shared) = live.shared_guard().cloned() else {
+                    return;
+                };
+                drop(live);
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                entries = shared.follow();
+            }
+        }
     }
 }
 
@@ -320,7 +357,15 @@ impl Host {
         if !host.limits().is_empty() {
             tokio::spawn(forget_idle_budgets(host.downgrade()));
         }
+        if let Some(shared) = &host.inner.options.shared_guard {
+            tokio::spawn(follow_shared_guard(host.downgrade(), shared.follow()));
+        }
         host
+    }
+
+    /// Where the guard's decisions are shared, if they are.
+    pub(crate) fn shared_guard(&self) -> Option<&Arc<dyn crate::consent::shared::SharedGuard>> {
+        self.inner.options.shared_guard.as_ref()
     }
 
     /// A handle that does not keep the host running.
@@ -459,17 +504,19 @@ impl Host {
             held,
             self.inner.options.consent.clone(),
             trust.store.clone(),
-            move |held| {
+            move |held, always| {
                 if let Some(host) = host.upgrade() {
-                    host.release(held);
+                    host.release(held, always);
                 }
             },
         ));
         false
     }
 
-    /// Starts `held`, trusted now (unless a reload dropped it meanwhile).
-    fn release(&self, held: &crate::trust::Held) {
+    /// Starts `held`, trusted now (unless a reload dropped it meanwhile);
+    /// for `always`, the trust is kept (and shared with the other
+    /// instances).
+    fn release(&self, held: &crate::trust::Held, always: bool) {
         let mut untrusted = self.inner.untrusted.locked();
         let Some(at) = untrusted.iter().position(|h| std::ptr::eq(&**h, held)) else {
             return;
@@ -477,6 +524,18 @@ impl Host {
         let held = untrusted.remove(at);
         drop(untrusted);
         held.done.cancel();
+        if always {
+            let (server, identity) = (held.config.name.clone(), held.config.identity());
+            if let Some(store) = &self.inner.options.trust.store
+                && let Err(error) = store.trust(&server, &identity)
+            {
+                tracing::warn!(%error, "the trust cannot be kept; it holds until the host stops");
+            }
+            if let Some(shared) = self.shared_guard() {
+                let entry = crate::consent::shared::GuardEntry::Trust { server, identity };
+                crate::consent::shared::publish(shared, entry);
+            }
+        }
         self.add_upstream(held.config.clone());
         let _ = self.inner.signals.try_send((usize::MAX, Signal::Changed));
     }
@@ -489,11 +548,8 @@ impl Host {
             .find(|held| held.config.name == name)
             .cloned()
             .ok_or_else(|| format!("no server {name:?} waits for a person's trust"))?;
-        if let Some(store) = &self.inner.options.trust.store {
-            store.trust(name, &held.config.identity())?;
-        }
         tracing::info!(server = name, "trusted by hand");
-        self.release(&held);
+        self.release(&held, true);
         Ok(())
     }
 

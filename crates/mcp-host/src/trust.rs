@@ -121,13 +121,14 @@ const RETRY: Duration = Duration::from_secs(2);
 const AFTER_SILENCE: Duration = Duration::from_secs(60);
 
 /// Asks the approvers about `held` until one approves it (then
-/// `release` runs it), or it is done. Between tries it looks for an
+/// `release` runs it, told whether the approval is for always), or it is
+/// done. Between tries it looks for an
 /// approval kept meanwhile (`mcp host trust`, another instance).
 pub(crate) async fn ask(
     held: Arc<Held>,
     consent: crate::consent::ConsentOptions,
     store: Option<Arc<GuardStore>>,
-    release: impl Fn(&Held) + Send + 'static,
+    release: impl Fn(&Held, bool) + Send + 'static,
 ) {
     let request = held.request();
     tracing::warn!(
@@ -141,7 +142,7 @@ pub(crate) async fn ask(
             return;
         }
         if trusted(store.as_deref(), &held.config) {
-            release(&held);
+            release(&held, false);
             return;
         }
         let mut wait = RETRY;
@@ -159,15 +160,8 @@ pub(crate) async fn ask(
                 };
                 match asked {
                     Ok(Ok(approval)) if approval.allowed => {
-                        if approval.scope == Scope::Always
-                            && let Some(store) = &store
-                            && let Err(error) =
-                                store.trust(&held.config.name, &held.config.identity())
-                        {
-                            tracing::warn!(%error, "the approval cannot be kept; it holds until the host stops");
-                        }
                         tracing::info!(server = %held.config.name, approver = approver.name(), "trusted by a person");
-                        release(&held);
+                        release(&held, approval.scope == Scope::Always);
                         return;
                     }
                     Ok(Ok(_)) => {

@@ -54,6 +54,12 @@
 //!   about the task relays it on the runner's channel and answers with
 //!   the runner's answer; `tasks/list` asks every runner. A runner that
 //!   left the bus (it died) ends such a request with an error.
+//! - **The guard's decisions** ([`RedisGuardLog`]): a host's grants for
+//!   always and for a 2026-07-28 caller's session, pins a person approved
+//!   and servers trusted, appended to one stream (`mcp:guard:log`) that
+//!   every instance follows from its start; and the approval rounds
+//!   waiting for a client's retry (`mcp:guard:waiting:TOKEN`), taken once
+//!   by whichever instance the retry reaches.
 //! - **The state key** ([`shared_state_key`]): cursors and 2026-07-28
 //!   `requestState` must be accepted by every instance; without a key
 //!   given to each (`mcp serve --state-key-file`, `MCP_STATE_KEY`), the
@@ -86,6 +92,7 @@
 mod budget;
 mod bus;
 mod event_store;
+mod guard_log;
 mod session_store;
 
 use std::time::Duration;
@@ -95,6 +102,7 @@ use redis::Value;
 pub use budget::RedisBudgets;
 pub use bus::RedisBus;
 pub use event_store::RedisEventStore;
+pub use guard_log::RedisGuardLog;
 pub use redis::Client;
 pub use redis::aio::ConnectionManager;
 pub use session_store::RedisSessionStore;

@@ -25,6 +25,7 @@ use sha2::Digest as _;
 use crate::policy::Kind;
 
 pub mod http;
+pub mod shared;
 mod store;
 
 use mcp_core::sync::MutexExt as _;
@@ -385,14 +386,14 @@ pub(crate) const APPROVAL_STATE: &str = "mcp-host/approval:";
 pub(crate) const APPROVAL_KEY: &str = "mcp-host-approval";
 
 /// How long an approval round waits for the caller's retry.
-const PENDING_TTL: std::time::Duration = std::time::Duration::from_secs(600);
+pub(crate) const PENDING_TTL: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Approval rounds waiting at most; the oldest go first beyond it.
 const MAX_PENDING: usize = 1024;
 
 /// A 2026-07-28 caller's request waiting for the approval its retry
 /// carries.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Pending {
     /// Who asked (the caller's key).
     pub(crate) caller: String,
@@ -400,6 +401,17 @@ pub(crate) struct Pending {
     pub(crate) method: String,
     /// The name or URI asked for.
     pub(crate) asked: String,
+    /// Whether the other instances were given it too (then it is good
+    /// only while they still hold it: one retry, wherever it goes).
+    #[serde(default)]
+    pub(crate) shared: bool,
+}
+
+impl Pending {
+    /// Whether `other` waits for the same request.
+    pub(crate) fn same(&self, other: &Pending) -> bool {
+        (&self.caller, &self.method, &self.asked) == (&other.caller, &other.method, &other.asked)
+    }
 }
 
 /// What the host keeps for 2026-07-28 callers, which have no session:
@@ -422,6 +434,11 @@ impl Waiting {
     /// Keeps `pending` for the caller's retry; the `requestState` naming it.
     pub(crate) fn hold(&self, pending: Pending) -> String {
         self.pending.keep(pending)
+    }
+
+    /// Marks the request `token` names as given to the other instances.
+    pub(crate) fn shared(&self, token: &str) {
+        self.pending.update(token, |pending| pending.shared = true);
     }
 
     /// Whether `token` names a request waiting for its approval now.

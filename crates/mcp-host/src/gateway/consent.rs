@@ -15,6 +15,7 @@ use mcp_schema::{ErrorObject, methods};
 use serde_json::{Map, Value, json};
 
 use super::target::{Definition, Target};
+use crate::consent::shared::{self, GuardEntry};
 use crate::consent::{
     APPROVAL_KEY, APPROVAL_STATE, Approval, ApprovalRequest, GrantKey, Pending, Scope,
     SessionGrants, form, read_answer,
@@ -68,7 +69,7 @@ pub(super) async fn settle(
             ctx,
         )
     };
-    if let Some(answer) = retried(host, &modern_key, method, target, params) {
+    if let Some(answer) = retried(host, &modern_key, method, target, params).await {
         return match answer {
             Ok(approval) => go_on(approval, params),
             Err(error) => Settled::Refused(error, "denied"),
@@ -89,11 +90,18 @@ pub(super) async fn settle(
                 continue;
             }
             if !ctx.revision.is_legacy() {
-                let token = waiting.hold(Pending {
+                let pending = Pending {
                     caller: modern_key,
                     method: method.to_owned(),
                     asked: target.asked.clone(),
-                });
+                    shared: false,
+                };
+                let token = waiting.hold(pending.clone());
+                if let Some(shared) = host.shared_guard()
+                    && shared::put_waiting(shared.as_ref(), &token, &pending).await
+                {
+                    waiting.shared(&token);
+                }
                 return round(&request, token);
             }
             let question = form(&request);
@@ -171,7 +179,7 @@ fn granted(
 /// The answer a 2026-07-28 caller's retry carries for its approval round,
 /// with the round's members taken out of `params`; `None` when the
 /// request is no such retry.
-fn retried(
+async fn retried(
     host: &Host,
     modern_key: &str,
     method: &str,
@@ -189,9 +197,20 @@ fn retried(
         caller: modern_key.to_owned(),
         method: method.to_owned(),
         asked: target.asked.clone(),
+        shared: false,
     };
     let (_, waiting) = host.consent();
-    if waiting.take(&token).as_ref() != Some(&expected) {
+    let mut found = waiting.take(&token);
+    if let Some(shared) = host.shared_guard() {
+        // Taken from the others too: a round they were given is good
+        // once, wherever the retry went first.
+        let elsewhere = shared::take_waiting(shared.as_ref(), &token).await;
+        found = match (found, elsewhere) {
+            (Some(here), None) if here.shared => None,
+            (here, elsewhere) => here.or(elsewhere),
+        };
+    }
+    if !found.is_some_and(|found| found.same(&expected)) {
         return Some(Err(ErrorObject::invalid_params(
             "requestState names no approval this request waits for (it was answered, or \
              waited too long); send the request again without it",
@@ -232,6 +251,11 @@ fn apply(
         return Settled::Refused(error, how);
     }
     let (options, waiting) = host.consent();
+    let share = |entry| {
+        if let Some(shared) = host.shared_guard() {
+            shared::publish(shared, entry);
+        }
+    };
     let for_session = |key: GrantKey| {
         if ctx.revision.is_legacy() {
             ctx.peer
@@ -239,6 +263,11 @@ fn apply(
                 .get_or_insert_with(SessionGrants::default)
                 .grant("", key);
         } else {
+            if let Some(shared) = host.shared_guard() {
+                let holder = modern_key.to_owned();
+                let key = (&key).into();
+                shared::publish(shared, GuardEntry::SessionGrant { holder, key });
+            }
             waiting.grants.grant(modern_key, key);
         }
     };
@@ -248,14 +277,26 @@ fn apply(
         Scope::Always => match &options.store {
             Some(store) => {
                 // What the person saw is the definition from now on.
-                if definition.changed.is_some()
-                    && let Err(error) = store.repin(&key, &definition.text)
-                {
-                    tracing::warn!(%error, "the approved definition cannot be pinned");
+                if definition.changed.is_some() {
+                    match store.repin(&key, &definition.text) {
+                        Ok(()) => share(GuardEntry::Repin {
+                            key: (&key).into(),
+                            text: definition.text.clone(),
+                        }),
+                        Err(error) => {
+                            tracing::warn!(%error, "the approved definition cannot be pinned");
+                        }
+                    }
                 }
-                if let Err(error) = store.grant(caller.name(), &key) {
-                    tracing::warn!(%error, "a grant for always cannot be kept; it holds for the session");
-                    for_session(key);
+                match store.grant(caller.name(), &key) {
+                    Ok(()) => share(GuardEntry::Grant {
+                        caller: caller.name().to_owned(),
+                        key: (&key).into(),
+                    }),
+                    Err(error) => {
+                        tracing::warn!(%error, "a grant for always cannot be kept; it holds for the session");
+                        for_session(key);
+                    }
                 }
             }
             None => for_session(key),
