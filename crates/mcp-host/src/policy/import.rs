@@ -1,8 +1,11 @@
 //! Rules from what users already wrote in other hosts: Claude Code's
-//! `permissions` (`mcp__server__tool`, `mcp__server`), and the per-server
-//! `autoApprove` (Cline) and `alwaysAllow` (Roo Code) lists. Each becomes
-//! a rule named after where it came from; what cannot be carried over is
-//! said.
+//! `permissions` (`mcp__server__tool`, `mcp__server`), and the Cursor
+//! CLI's in the same lists (`Mcp(server:tool)`); Cursor's
+//! `permissions.json` `mcpAllowlist` (`server:tool`, `server:*`); and the
+//! per-server `autoApprove` (Cline) and `alwaysAllow` (Roo Code) lists.
+//! Each becomes a rule named after where it came from; what cannot be
+//! carried over is said. (VS Code keeps the tools a person allowed in its
+//! own state database, not in a file: nothing to import there.)
 
 use serde_json::Value;
 
@@ -23,7 +26,9 @@ pub struct Imported {
 /// The rules in the JSON `text` of file `source`, whichever of the known
 /// forms it has; an error for a file of none of them.
 pub fn import(text: &str, source: &str) -> Result<Imported, String> {
-    let json: Value = serde_json::from_str(text).map_err(|e| format!("{source}: {e}"))?;
+    // Cursor's files are JSON with comments.
+    let json: Value = jsonc_parser::parse_to_serde_value(text, &Default::default())
+        .map_err(|e| format!("{source}: {e}"))?;
     let mut imported = Imported::default();
     let mut known = false;
     if let Some(permissions) = json.get("permissions").and_then(Value::as_object) {
@@ -35,12 +40,28 @@ pub fn import(text: &str, source: &str) -> Result<Imported, String> {
         ] {
             let entries = permissions.get(list).and_then(Value::as_array);
             for entry in entries.into_iter().flatten().filter_map(Value::as_str) {
-                match claude_code_rule(entry, decision, source) {
+                let rule = claude_code_rule(entry, decision, source).or_else(|| {
+                    let inner = entry.strip_prefix("Mcp(")?.strip_suffix(')')?;
+                    cursor_rule(inner, decision, source, entry)
+                });
+                match rule {
                     Some(rule) => imported.rules.push(rule),
                     None => imported
                         .skipped
                         .push(format!("{list} {entry:?}: not an MCP permission")),
                 }
+            }
+        }
+    }
+    if let Some(allowed) = json.get("mcpAllowlist").and_then(Value::as_array) {
+        known = true;
+        imported.wants_ask_default = true;
+        for entry in allowed.iter().filter_map(Value::as_str) {
+            match cursor_rule(entry, Decision::Allow, source, "mcpAllowlist") {
+                Some(rule) => imported.rules.push(rule),
+                None => imported
+                    .skipped
+                    .push(format!("mcpAllowlist {entry:?}: not server:tool")),
             }
         }
     }
@@ -66,8 +87,8 @@ pub fn import(text: &str, source: &str) -> Result<Imported, String> {
     }
     if !known {
         return Err(format!(
-            "{source}: neither Claude Code `permissions` nor `mcpServers` with \
-             `autoApprove` or `alwaysAllow`"
+            "{source}: neither Claude Code (or Cursor CLI) `permissions`, Cursor's \
+             `mcpAllowlist`, nor `mcpServers` with `autoApprove` or `alwaysAllow`"
         ));
     }
     Ok(imported)
@@ -105,6 +126,33 @@ fn claude_code_rule(entry: &str, decision: Decision, source: &str) -> Option<Rul
                 escape(t)
             }
         }),
+        ..RuleSettings::default()
+    })
+}
+
+/// The rule of a Cursor pattern `SERVER:TOOL` (`SERVER:*`, `*:TOOL` and
+/// `*:*` too), written `as_written` in the file; `None` for another form.
+fn cursor_rule(
+    entry: &str,
+    decision: Decision,
+    source: &str,
+    as_written: &str,
+) -> Option<RuleSettings> {
+    let (server, tool) = entry.split_once(':')?;
+    if server.is_empty() || tool.is_empty() {
+        return None;
+    }
+    let glob = |part: &str| (part != "*").then(|| escape(part));
+    let name = if as_written == "mcpAllowlist" {
+        format!("{source}: mcpAllowlist {entry}")
+    } else {
+        format!("{source}: {} {as_written}", decision.as_str())
+    };
+    Some(RuleSettings {
+        decision,
+        name: Some(name),
+        server: glob(server),
+        tool: glob(tool),
         ..RuleSettings::default()
     })
 }
@@ -208,6 +256,46 @@ mod tests {
         let written = as_settings(&imported.rules);
         let read = crate::HostSettings::parse(&written).unwrap();
         assert_eq!(read.policy, imported.rules, "{written}");
+    }
+
+    #[test]
+    fn cursor_allowlists_and_cli_permissions_become_rules() {
+        let text = r#"{
+            // Cursor's permissions.json: JSON with comments.
+            "mcpAllowlist": ["github:*", "linear:list_issues", "*:get_time", "bad"],
+            "terminalAllowlist": ["git"]
+        }"#;
+        let imported = import(text, "~/.cursor/permissions.json").unwrap();
+        assert!(imported.wants_ask_default);
+        assert_eq!(imported.rules.len(), 3);
+        assert_eq!(imported.skipped.len(), 1, "{:?}", imported.skipped);
+        let cursor = policy(&imported, Decision::Ask);
+        assert_eq!(decide(&cursor, "github", "create_issue"), Decision::Allow);
+        assert_eq!(decide(&cursor, "linear", "list_issues"), Decision::Allow);
+        assert_eq!(decide(&cursor, "linear", "delete_issue"), Decision::Ask);
+        assert_eq!(decide(&cursor, "time", "get_time"), Decision::Allow);
+
+        let cli = r#"{"permissions": {
+            "allow": ["Mcp(notion:search)", "Shell(ls)"],
+            "deny": ["Mcp(notion:*)"]
+        }}"#;
+        let imported = import(cli, ".cursor/cli.json").unwrap();
+        assert_eq!(imported.rules.len(), 2);
+        assert_eq!(imported.skipped.len(), 1, "Shell(ls) is not about MCP");
+        let cli = policy(&imported, Decision::Allow);
+        assert_eq!(
+            decide(&cli, "notion", "search"),
+            Decision::Deny,
+            "deny wins"
+        );
+        assert_eq!(decide(&cli, "other", "search"), Decision::Allow);
+        assert!(
+            imported.rules[1]
+                .name
+                .as_deref()
+                .unwrap()
+                .contains("allow Mcp(notion:search)")
+        );
     }
 
     #[test]
