@@ -398,3 +398,73 @@ async fn an_operators_endpoint_approves_over_http() {
     );
     host.shutdown(Duration::from_secs(5)).await;
 }
+
+/// A person who thinks for `think` before allowing once.
+struct Slow(Duration);
+
+impl Approver for Slow {
+    fn name(&self) -> &str {
+        "terminal"
+    }
+
+    fn reachable(&self) -> bool {
+        true
+    }
+
+    fn ask<'a>(
+        &'a self,
+        _request: &'a ApprovalRequest,
+    ) -> mcp_core::BoxFuture<'a, Result<Approval, String>> {
+        Box::pin(async move {
+            tokio::time::sleep(self.0).await;
+            Ok(Approval {
+                allowed: true,
+                scope: Scope::Once,
+                arguments: None,
+            })
+        })
+    }
+}
+
+/// While a person thinks longer than the client's request timeout, a
+/// client that asked for progress hears that its call waits, and does not
+/// time out, in both eras.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_keeps_a_waiting_client_from_timing_out() {
+    let host = host_asking(|options| {
+        options
+            .consent
+            .registered
+            .push(Arc::new(Slow(Duration::from_millis(1200))));
+        options.consent.keepalive = Duration::from_millis(150);
+    })
+    .await;
+    for era in ERAS {
+        let client = gateway_client(
+            &host,
+            Client::builder("consent-tests", "1.0").era(EraChoice::Pinned(era)),
+        )
+        .await;
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let notes = Arc::clone(&heard);
+        let options = mcp_core::RequestOptions::new()
+            .timeout(Duration::from_millis(500))
+            .on_progress(move |progress| {
+                notes.lock().unwrap().push(progress.message.unwrap_or_default());
+            });
+        let result = within(
+            "the call",
+            client.call_tool_with("echo", json!({"text": "patient"}), options),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{era}: {e}"));
+        assert_eq!(result.content[0].as_text(), Some("patient"), "{era}");
+        let heard = heard.lock().unwrap().clone();
+        assert!(heard.len() >= 3, "{era}: {heard:?}");
+        assert!(
+            heard.iter().all(|m| m == "waiting for a person's approval"),
+            "{era}: {heard:?}"
+        );
+    }
+    host.shutdown(Duration::from_secs(5)).await;
+}

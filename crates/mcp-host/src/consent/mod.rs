@@ -181,6 +181,9 @@ pub struct ConsentOptions {
     /// What a request to an item whose definition changed since it was
     /// pinned gets (where definitions are pinned).
     pub on_change: OnChange,
+    /// How often a client that asked for progress hears that its request
+    /// still waits for a person, so that it does not time out.
+    pub keepalive: std::time::Duration,
 }
 
 /// What becomes of an item whose definition changed since it was pinned.
@@ -207,6 +210,7 @@ impl Default for ConsentOptions {
             timeout: std::time::Duration::from_secs(120),
             store: None,
             on_change: OnChange::Ask,
+            keepalive: std::time::Duration::from_secs(10),
         }
     }
 }

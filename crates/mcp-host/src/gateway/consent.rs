@@ -111,7 +111,7 @@ pub(super) async fn settle(
                 // The wait below ends first, and cancels it.
                 mcp_core::RequestOptions::new().timeout(options.timeout + Duration::from_secs(5)),
             );
-            match waited(asking, options.timeout, ctx).await {
+            match waited(asking, (options.timeout, options.keepalive), ctx).await {
                 Some(Ok(answer)) => read_answer(&answer),
                 Some(Err(error)) => Err(error.to_string()),
                 None => return timed_out(target, options.timeout),
@@ -125,7 +125,7 @@ pub(super) async fn settle(
                 why_not.push(format!("no {approver} can be reached"));
                 continue;
             };
-            match waited(registered.ask(&request), options.timeout, ctx).await {
+            match waited(registered.ask(&request), (options.timeout, options.keepalive), ctx).await {
                 Some(answer) => answer,
                 None => return timed_out(target, options.timeout),
             }
@@ -347,16 +347,16 @@ fn round(request: &ApprovalRequest, token: String) -> Settled {
 /// for progress hears every ten seconds that the request waits.
 async fn waited<T>(
     asking: impl std::future::Future<Output = T>,
-    timeout: Duration,
+    (timeout, every): (Duration, Duration),
     ctx: &RequestContext,
 ) -> Option<T> {
     let keepalive = async {
-        let mut ticks = tokio::time::interval(Duration::from_secs(10));
+        let mut ticks = tokio::time::interval(every);
         ticks.tick().await;
         let mut waited = 0.0;
         loop {
             ticks.tick().await;
-            waited += 10.0;
+            waited += every.as_secs_f64();
             ctx.progress
                 .report(waited, None, Some("waiting for a person's approval"))
                 .await;
