@@ -286,3 +286,60 @@ async fn a_servers_question_to_a_client_is_recorded() {
     );
     assert_eq!(asked, vec![one.clone(), one], "one per era");
 }
+
+/// A 2026-07-28 server's question in a round of a legacy client's call
+/// (the host asks the client by a request of its session) is a row of its
+/// own, as a legacy server's request would be.
+#[tokio::test]
+async fn a_modern_servers_question_answered_by_a_legacy_client_is_a_row() {
+    let scratch = Scratch::new("audit-rounds");
+    let path = scratch.file("audit.db");
+    let url = on_http(mcp_servers::everything::server()).await;
+    let mut options = HostOptions::default();
+    options.audit = Some(AuditLog::open(AuditSettings::new(&path)).unwrap());
+    let host = Host::start(
+        HostConfig {
+            servers: vec![
+                ServerConfig::remote("everything", &url)
+                    .namespace("")
+                    .era("modern")
+                    .unwrap(),
+            ],
+            problems: Vec::new(),
+        },
+        options,
+    );
+    host.wait_started(Duration::from_secs(20)).await;
+    let client = gateway_client(
+        &host,
+        Client::builder("audit-tests", "2.5")
+            .era(LEGACY)
+            .on_elicitation(|_| async {
+                let mut content = std::collections::BTreeMap::new();
+                content.insert("confirm".to_owned(), mcp_schema::ElicitValue::Bool(true));
+                Ok(mcp_schema::ElicitResult::accept(content))
+            }),
+    )
+    .await;
+    let deleted = within(
+        "confirm_delete",
+        client.call_tool("confirm_delete", json!({"filename": "a.txt"})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(deleted.content[0].as_text(), Some("Deleted a.txt"));
+    host.shutdown(Duration::from_secs(5)).await;
+    let rows = records(&path);
+    let asked = rows
+        .iter()
+        .find(|r| r["method"] == "elicitation/create")
+        .unwrap_or_else(|| panic!("no row of the question: {rows:?}"));
+    assert_eq!(asked["server"], "everything");
+    assert_eq!(asked["client"], "audit-tests 2.5");
+    assert_eq!(asked["revision"], "2025-11-25");
+    assert_eq!(asked["outcome"], "ok");
+    assert!(
+        rows.iter()
+            .any(|r| r["method"] == "tools/call" && r["target"] == "confirm_delete")
+    );
+}

@@ -450,7 +450,10 @@ async fn progress_keeps_a_waiting_client_from_timing_out() {
         let options = mcp_core::RequestOptions::new()
             .timeout(Duration::from_millis(500))
             .on_progress(move |progress| {
-                notes.lock().unwrap().push(progress.message.unwrap_or_default());
+                notes
+                    .lock()
+                    .unwrap()
+                    .push(progress.message.unwrap_or_default());
             });
         let result = within(
             "the call",

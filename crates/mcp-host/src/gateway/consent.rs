@@ -125,7 +125,13 @@ pub(super) async fn settle(
                 why_not.push(format!("no {approver} can be reached"));
                 continue;
             };
-            match waited(registered.ask(&request), (options.timeout, options.keepalive), ctx).await {
+            match waited(
+                registered.ask(&request),
+                (options.timeout, options.keepalive),
+                ctx,
+            )
+            .await
+            {
                 Some(answer) => answer,
                 None => return timed_out(target, options.timeout),
             }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use mcp_core::{HandlerResult, Peer, RequestContext, RequestError, RequestOptions};
+use mcp_core::{HandlerResult, RequestContext, RequestError, RequestOptions};
 use mcp_schema::jsonrpc;
 use mcp_schema::text_search::TextSearch;
 use mcp_schema::{ErrorObject, error_codes};
@@ -248,7 +248,7 @@ pub(super) async fn forward_declaring(
         let mut answers = if for_client.is_empty() {
             Map::new()
         } else {
-            answer_for_legacy_client(&ctx.peer, for_client).await?
+            answer_for_legacy_client(upstream, ctx, for_client).await?
         };
         for (key, question) in for_host {
             let method = question.get("method").and_then(Value::as_str).unwrap_or("");
@@ -416,9 +416,11 @@ async fn send(
 /// Asks a legacy client each question of an `input_required` round, as
 /// the requests that revision has; the answers keyed like the questions.
 pub(super) async fn answer_for_legacy_client(
-    peer: &Peer,
+    upstream: &Upstream,
+    ctx: &RequestContext,
     questions: Map<String, Value>,
 ) -> Result<Map<String, Value>, ErrorObject> {
+    let peer = &ctx.peer;
     let asked = questions.into_iter().map(|(key, question)| async move {
         let method = question
             .get("method")
@@ -430,14 +432,17 @@ pub(super) async fn answer_for_legacy_client(
             .map(jsonrpc::to_raw)
             .transpose()
             .map_err(ErrorObject::internal)?;
+        let started = std::time::Instant::now();
         let answer = peer
             .request_raw(&method, params, RequestOptions::new())
             .await
             .map_err(|e| match e {
                 RequestError::Rpc(error) => error,
                 other => ErrorObject::internal(format!("{method} to the client: {other}")),
-            })?;
-        let answer: Value = serde_json::from_str(answer.get()).map_err(ErrorObject::internal)?;
+            });
+        // A row of its own, as a legacy server's request would have.
+        upstream.audit_round_question(&method, started, (peer, &ctx.negotiated), &answer);
+        let answer: Value = serde_json::from_str(answer?.get()).map_err(ErrorObject::internal)?;
         Ok::<_, ErrorObject>((key, answer))
     });
     futures::future::try_join_all(asked)

@@ -193,7 +193,7 @@ async fn task_result(
                         .unwrap_or_default(),
                     None => Map::new(),
                 };
-                let answers = answer_for_legacy_client(&ctx.peer, questions).await?;
+                let answers = answer_for_legacy_client(upstream, ctx, questions).await?;
                 let mut update = naming(id);
                 update.insert("inputResponses".into(), Value::Object(answers));
                 let update = Params::from_map(update)?;

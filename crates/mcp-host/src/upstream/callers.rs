@@ -157,6 +157,19 @@ impl Upstream {
         )
     }
 
+    /// Records a question of a 2026-07-28 round this server put in the
+    /// call of `peer`'s client, which that (legacy) client answered.
+    pub(crate) fn audit_round_question<R>(
+        &self,
+        method: &str,
+        started: std::time::Instant,
+        (peer, negotiated): (&Peer, &Arc<Negotiated>),
+        answer: &Result<R, ErrorObject>,
+    ) {
+        let whose = Whose::One(peer.clone(), Asked::Request, Arc::clone(negotiated));
+        self.audit_asked(method, started, &whose, answer, None);
+    }
+
     /// Records a request the server made: whose call it was (where
     /// known), how it ended, and what the host's model did with it.
     pub(super) fn audit_asked<R>(
