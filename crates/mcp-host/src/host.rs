@@ -243,6 +243,7 @@ async fn forget_idle_budgets(host: WeakHost) {
 /// entry after a second.
 async fn follow_shared_guard(host: WeakHost, mut entries: crate::consent::shared::Entries) {
     use futures::StreamExt as _;
+    let mut pinned = crate::consent::shared::PinnedFromLog::default();
     loop {
         let Some(next) = entries.next().await else {
             return;
@@ -251,11 +252,15 @@ async fn follow_shared_guard(host: WeakHost, mut entries: crate::consent::shared
         match next {
             Ok(text) => {
                 let (consent, waiting) = live.consent();
+                let pins = live.inner.options.supervisor.pins.as_deref();
                 crate::consent::shared::apply(
                     &text,
-                    consent.store.as_deref(),
-                    live.inner.options.trust.store.as_deref(),
+                    (
+                        consent.store.as_deref().or(pins),
+                        live.inner.options.trust.store.as_deref(),
+                    ),
                     waiting,
+                    &mut pinned,
                 );
             }
             Err(error) => {
@@ -265,6 +270,7 @@ async fn follow_shared_guard(host: WeakHost, mut entries: crate::consent::shared
                 };
                 drop(live);
                 tokio::time::sleep(Duration::from_secs(1)).await;
+                pinned.clear();
                 entries = shared.follow();
             }
         }
@@ -348,6 +354,21 @@ impl Host {
         };
         for problem in &config.problems {
             tracing::error!("{problem}; that server is not started");
+        }
+        // Pins made as the servers are first listed are the others' too.
+        if let (Some(shared), Some(pins)) = (
+            &host.inner.options.shared_guard,
+            &host.inner.options.supervisor.pins,
+        ) {
+            let shared = Arc::clone(shared);
+            pins.when_pinned(move |server, key, text| {
+                let entry = crate::consent::shared::GuardEntry::Pin {
+                    server: server.to_owned(),
+                    key: key.into(),
+                    text: text.to_owned(),
+                };
+                crate::consent::shared::publish(&shared, entry);
+            });
         }
         for server in config.enabled() {
             host.admit(server.clone(), from_workspace(server));

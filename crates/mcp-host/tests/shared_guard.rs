@@ -84,7 +84,9 @@ async fn host(url: &str, store: &std::path::Path, shared: &Arc<Memory>) -> Host 
         store.display().to_string()
     );
     let mut options = HostSettings::parse(&settings).unwrap().options().unwrap();
-    options.consent.store = Some(Arc::new(GuardStore::open(store).unwrap()));
+    let store = Arc::new(GuardStore::open(store).unwrap());
+    options.consent.store = Some(Arc::clone(&store));
+    options.supervisor.pins = Some(store);
     options.shared_guard = Some(Arc::clone(shared) as Arc<dyn SharedGuard>);
     let host = Host::start(
         HostConfig {
@@ -99,7 +101,7 @@ async fn host(url: &str, store: &std::path::Path, shared: &Arc<Memory>) -> Host 
 
 /// Two hosts of one `everything`, sharing their guard, each with a store
 /// of its own in `scratch`.
-async fn two_hosts(scratch: &Scratch) -> (Host, Host) {
+async fn two_hosts(scratch: &Scratch) -> (Host, Host, Arc<Memory>) {
     let url = on_http(mcp_servers::everything::server()).await;
     let shared = Arc::new(Memory {
         log: Mutex::default(),
@@ -108,7 +110,7 @@ async fn two_hosts(scratch: &Scratch) -> (Host, Host) {
     });
     let one = host(&url, &scratch.file("one.db"), &shared).await;
     let other = host(&url, &scratch.file("other.db"), &shared).await;
-    (one, other)
+    (one, other, shared)
 }
 
 /// A client of `era` whose person answers every question with `decision`
@@ -152,7 +154,7 @@ async fn eventually(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_decision_made_on_one_host_holds_on_the_other() {
     let scratch = Scratch::new("shared-guard");
-    let (one, other) = two_hosts(&scratch).await;
+    let (one, other, shared) = two_hosts(&scratch).await;
 
     // For always, by a legacy client on one: a client on the other that
     // cannot be asked is let through.
@@ -164,6 +166,13 @@ async fn a_decision_made_on_one_host_holds_on_the_other() {
     })
     .await;
     assert_eq!(done, "second");
+    // The definitions each pinned as first seen are in the shared log.
+    let log = shared.log.lock().unwrap().clone();
+    assert!(
+        log.iter()
+            .any(|e| e.contains("\"entry\":\"pin\"") && e.contains("\"echo\"")),
+        "{log:?}"
+    );
     one.shutdown(Duration::from_secs(5)).await;
     other.shutdown(Duration::from_secs(5)).await;
 }
@@ -171,7 +180,7 @@ async fn a_decision_made_on_one_host_holds_on_the_other() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_modern_session_grant_and_an_approval_round_cross_hosts() {
     let scratch = Scratch::new("shared-guard-modern");
-    let (one, other) = two_hosts(&scratch).await;
+    let (one, other, _) = two_hosts(&scratch).await;
     let modern = ProtocolVersion::V2026_07_28;
 
     // The round comes from one; its retry, with the answer, goes to the

@@ -54,6 +54,13 @@ pub enum GuardEntry {
     SessionGrant { holder: String, key: SharedKey },
     /// A person approved the definition `text` of `key`'s item: pinned.
     Repin { key: SharedKey, text: String },
+    /// An instance pinned the definition `text` of `key`'s item of server
+    /// `server` as first seen.
+    Pin {
+        server: String,
+        key: SharedKey,
+        text: String,
+    },
     /// A person trusted server `server` run as `identity`.
     Trust { server: String, identity: String },
 }
@@ -137,15 +144,20 @@ pub(crate) async fn take_waiting(shared: &dyn SharedGuard, token: &str) -> Optio
     }
 }
 
+/// The items whose first shared pin was applied, of one follow of the
+/// log from its first entry: a later pin of one is kept only where this
+/// instance has none.
+pub(crate) type PinnedFromLog = std::collections::HashSet<(String, &'static str, String)>;
+
 /// Applies an entry another instance (or this one) published: kept as
 /// if made here. `store` keeps grants and pins, `trust` servers trusted
 /// (where each is kept), `waiting` the 2026-07-28 callers' session
-/// grants.
+/// grants; the first pin of an item in the log is its pin everywhere.
 pub(crate) fn apply(
     text: &str,
-    store: Option<&super::GuardStore>,
-    trust: Option<&super::GuardStore>,
+    (store, trust): (Option<&super::GuardStore>, Option<&super::GuardStore>),
     waiting: &super::Waiting,
+    pinned: &mut PinnedFromLog,
 ) {
     let entry: GuardEntry = match serde_json::from_str(text) {
         Ok(entry) => entry,
@@ -164,6 +176,14 @@ pub(crate) fn apply(
         }
         GuardEntry::Repin { key, text } => match (store, key.key()) {
             (Some(store), Some(key)) => store.repin(&key, text),
+            _ => Ok(()),
+        },
+        GuardEntry::Pin { server, key, text } => match (store, key.key()) {
+            (Some(store), Some(key)) => {
+                let item = (key.server_identity.clone(), key.kind, key.name.clone());
+                let first = pinned.insert(item);
+                store.pin_shared(server, &key, text, first)
+            }
             _ => Ok(()),
         },
         GuardEntry::Trust { server, identity } => match trust {

@@ -51,10 +51,15 @@ pub enum Pinned {
     Changed(String),
 }
 
+/// Told of each definition pinned as first seen: its server's name, its
+/// key and its text.
+type OnPinned = Box<dyn Fn(&str, &GrantKey, &str) + Send + Sync>;
+
 /// Where grants for always and pins are kept.
 pub struct GuardStore {
     path: PathBuf,
     connection: Mutex<Connection>,
+    on_pinned: std::sync::OnceLock<OnPinned>,
 }
 
 impl std::fmt::Debug for GuardStore {
@@ -81,7 +86,56 @@ impl GuardStore {
         Ok(GuardStore {
             path: path.to_owned(),
             connection: Mutex::new(connection),
+            on_pinned: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Tells `hook` of each definition pinned as first seen from now on
+    /// (to share it with other instances). Set once; later calls are
+    /// ignored.
+    pub fn when_pinned(&self, hook: impl Fn(&str, &GrantKey, &str) + Send + Sync + 'static) {
+        let _ = self.on_pinned.set(Box::new(hook));
+    }
+
+    /// Keeps the pin another instance made of `key`'s definition (`text`)
+    /// as first seen, where `first` (the first such pin the instances
+    /// share of it): that one is the pin, whatever this instance saw
+    /// first; where not, only if this instance has none.
+    pub fn pin_shared(
+        &self,
+        server: &str,
+        key: &GrantKey,
+        text: &str,
+        first: bool,
+    ) -> Result<(), String> {
+        let connection = self.connection.locked();
+        let now = crate::audit::now_ms();
+        let kept = if first {
+            connection.execute(
+                "INSERT INTO pins (server_identity, server, kind, name, pinned, pinned_text, \
+                 seen, seen_text, pinned_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?5, ?6, ?7) \
+                 ON CONFLICT (server_identity, kind, name) DO UPDATE SET \
+                 pinned = excluded.pinned, pinned_text = excluded.pinned_text, \
+                 pinned_ms = excluded.pinned_ms",
+                params![
+                    key.server_identity,
+                    server,
+                    key.kind,
+                    key.name,
+                    key.definition,
+                    text,
+                    now
+                ],
+            )
+        } else {
+            connection.execute(
+                "INSERT OR IGNORE INTO pins (server_identity, server, kind, name, pinned, \
+                 pinned_text, seen, seen_text, pinned_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?5, ?6, ?7)",
+                params![key.server_identity, server, key.kind, key.name, key.definition, text, now],
+            )
+        };
+        kept.map(drop)
+            .map_err(|e| format!("{}: {e}", self.path.display()))
     }
 
     /// The file.
@@ -197,6 +251,9 @@ impl GuardStore {
                             crate::audit::now_ms()
                         ],
                     )?;
+                    if let Some(hook) = self.on_pinned.get() {
+                        hook(server, key, text);
+                    }
                     Ok(Pinned::Same)
                 }
                 Some((pinned, _)) if pinned == key.definition => Ok(Pinned::Same),

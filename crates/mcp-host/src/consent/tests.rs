@@ -103,3 +103,34 @@ fn grants_for_always_outlive_the_store_and_bind_caller_and_definition() {
     assert!(!store.granted("alice", &changed), "a changed definition");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_first_shared_pin_of_an_item_is_its_pin_everywhere() {
+    let dir = std::env::temp_dir().join(format!("mcp-pin-shared-{}", std::process::id()));
+    let store = GuardStore::open(&dir.join("guard.db")).unwrap();
+    let key = |definition: &str| GrantKey {
+        server_identity: "npx server".into(),
+        kind: "tool",
+        name: "t".into(),
+        definition: definition.into(),
+    };
+    // This instance saw "new" first (it started before the log was read).
+    assert_eq!(store.check_pin("s", &key("new"), "new text"), Pinned::Same);
+    // The log's first pin is "old": it is the pin, and "new" a change.
+    store
+        .pin_shared("s", &key("old"), "old text", true)
+        .unwrap();
+    assert_eq!(
+        store.check_pin("s", &key("new"), "new text"),
+        Pinned::Changed("old text".into())
+    );
+    // A later pin in the log does not move it.
+    store
+        .pin_shared("s", &key("new"), "new text", false)
+        .unwrap();
+    assert_eq!(
+        store.check_pin("s", &key("new"), "new text"),
+        Pinned::Changed("old text".into())
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
