@@ -253,7 +253,7 @@ async fn follow_shared_guard(host: WeakHost, mut entries: crate::consent::shared
             Ok(text) => {
                 let (consent, waiting) = live.consent();
                 let pins = live.inner.options.supervisor.pins.as_deref();
-                crate::consent::shared::apply(
+                let recheck = crate::consent::shared::apply(
                     &text,
                     (
                         consent.store.as_deref().or(pins),
@@ -262,6 +262,11 @@ async fn follow_shared_guard(host: WeakHost, mut entries: crate::consent::shared
                     waiting,
                     &mut pinned,
                 );
+                let upstreams = live.upstreams();
+                let server = recheck.and_then(|name| upstreams.iter().find(|u| u.name() == name));
+                if let Some(upstream) = server {
+                    upstream.recheck_pins();
+                }
             }
             Err(error) => {
                 tracing::warn!(%error, "the shared guard decisions cannot be read; trying again");

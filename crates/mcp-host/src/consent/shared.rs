@@ -153,16 +153,22 @@ pub(crate) type PinnedFromLog = std::collections::HashSet<(String, &'static str,
 /// if made here. `store` keeps grants and pins, `trust` servers trusted
 /// (where each is kept), `waiting` the 2026-07-28 callers' session
 /// grants; the first pin of an item in the log is its pin everywhere.
+/// The server whose lists must be checked against their pins again,
+/// where a pin of this instance's was replaced.
 pub(crate) fn apply(
     text: &str,
     (store, trust): (Option<&super::GuardStore>, Option<&super::GuardStore>),
     waiting: &super::Waiting,
     pinned: &mut PinnedFromLog,
-) {
+) -> Option<String> {
     let entry: GuardEntry = match serde_json::from_str(text) {
         Ok(entry) => entry,
-        Err(error) => return tracing::debug!(%error, "a shared guard entry this host cannot read"),
+        Err(error) => {
+            tracing::debug!(%error, "a shared guard entry this host cannot read");
+            return None;
+        }
     };
+    let mut recheck = None;
     let kept = match &entry {
         GuardEntry::Grant { caller, key } => match (store, key.key()) {
             (Some(store), Some(key)) => store.grant(caller, &key),
@@ -182,7 +188,11 @@ pub(crate) fn apply(
             (Some(store), Some(key)) => {
                 let item = (key.server_identity.clone(), key.kind, key.name.clone());
                 let first = pinned.insert(item);
-                store.pin_shared(server, &key, text, first)
+                store.pin_shared(server, &key, text, first).map(|moved| {
+                    if moved {
+                        recheck = Some(server.clone());
+                    }
+                })
             }
             _ => Ok(()),
         },
@@ -194,4 +204,5 @@ pub(crate) fn apply(
     if let Err(error) = kept {
         tracing::warn!(%error, "a shared guard decision cannot be kept here");
     }
+    recheck
 }

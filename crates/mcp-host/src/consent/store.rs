@@ -100,15 +100,24 @@ impl GuardStore {
     /// Keeps the pin another instance made of `key`'s definition (`text`)
     /// as first seen, where `first` (the first such pin the instances
     /// share of it): that one is the pin, whatever this instance saw
-    /// first; where not, only if this instance has none.
+    /// first; where not, only if this instance has none. Whether this
+    /// instance's own pin was another (its lists must be checked again).
     pub fn pin_shared(
         &self,
         server: &str,
         key: &GrantKey,
         text: &str,
         first: bool,
-    ) -> Result<(), String> {
+    ) -> Result<bool, String> {
         let connection = self.connection.locked();
+        let own: Option<String> = connection
+            .query_row(
+                "SELECT pinned FROM pins WHERE server_identity = ?1 AND kind = ?2 AND name = ?3",
+                params![key.server_identity, key.kind, key.name],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(|e| format!("{}: {e}", self.path.display()))?;
         let now = crate::audit::now_ms();
         let kept = if first {
             connection.execute(
@@ -134,8 +143,8 @@ impl GuardStore {
                 params![key.server_identity, server, key.kind, key.name, key.definition, text, now],
             )
         };
-        kept.map(drop)
-            .map_err(|e| format!("{}: {e}", self.path.display()))
+        kept.map_err(|e| format!("{}: {e}", self.path.display()))?;
+        Ok(first && own.is_some_and(|own| own != key.definition))
     }
 
     /// The file.

@@ -930,6 +930,14 @@ impl Upstream {
         listing
     }
 
+    /// Checks what it lists against the pins again (another instance's
+    /// pin replaced one of this one's).
+    pub(crate) fn recheck_pins(&self) {
+        let listing = Listing::clone(&self.listing());
+        let listing = self.pinned(listing);
+        self.update(|live| live.listing = Arc::new(listing));
+    }
+
     /// Logs each item whose definition holds text aimed at the model.
     fn warn_flagged(&self) {
         for flagged in &self.listing().flagged {
