@@ -199,9 +199,9 @@ pub(crate) struct Inner {
     reload_error: Mutex<Option<String>>,
     /// The servers' names in the order of the config, for showing.
     order: Mutex<Vec<String>>,
-    pub(crate) downstream: Downstream,
-    pub(crate) tasks: crate::tasks::TaskRoutes,
-    pub(crate) held: crate::rounds::HeldCalls,
+    downstream: Downstream,
+    tasks: crate::tasks::TaskRoutes,
+    held: crate::rounds::HeldCalls,
     consent: crate::consent::Waiting,
     signals: mpsc::Sender<(usize, Signal)>,
     events: broadcast::Sender<HostEvent>,
@@ -217,11 +217,11 @@ pub(crate) struct Inner {
     /// Told of each resource update an upstream raises, where set.
     update_hook: std::sync::OnceLock<UpdateHook>,
     /// Told of each resource a listen stream asks for, where set.
-    pub(crate) subscription_hook: std::sync::OnceLock<UpdateHook>,
+    subscription_hook: std::sync::OnceLock<UpdateHook>,
     /// What the gateway counted of the requests no server answered.
-    pub(crate) requests: crate::metrics::RequestStats,
+    requests: crate::metrics::RequestStats,
     /// Calls held while a person is asked.
-    pub(crate) asking: std::sync::atomic::AtomicUsize,
+    asking: std::sync::atomic::AtomicUsize,
     /// Servers held until a person trusts them.
     untrusted: Mutex<Vec<Arc<crate::trust::Held>>>,
 }
@@ -387,6 +387,49 @@ impl Host {
             tokio::spawn(follow_shared_guard(host.downgrade(), shared.follow()));
         }
         host
+    }
+
+    /// The calls held between a 2026-07-28 client's rounds of input.
+    pub(crate) fn held_calls(&self) -> &crate::rounds::HeldCalls {
+        &self.inner.held
+    }
+
+    /// Which upstream runs each task, and whose it is.
+    pub(crate) fn task_routes(&self) -> &crate::tasks::TaskRoutes {
+        &self.inner.tasks
+    }
+
+    /// The downstream sessions and listen streams.
+    pub(crate) fn downstream(&self) -> &Downstream {
+        &self.inner.downstream
+    }
+
+    /// Tells the subscription hook, where one is set, that a listen
+    /// stream asked for `uri`'s updates.
+    pub(crate) fn tell_subscribed(&self, uri: &str) {
+        if let Some(hook) = self.inner.subscription_hook.get() {
+            hook(uri);
+        }
+    }
+
+    /// Counts a request no server answered.
+    pub(crate) fn count_own(&self, counted: crate::metrics::Counted<'_>) {
+        self.inner.requests.count(counted);
+    }
+
+    /// Counts a call among those held while a person is asked, until the
+    /// guard it returns is dropped.
+    pub(crate) fn asking(&self) -> impl Drop + '_ {
+        /// Uncounts the call when dropped.
+        struct Asking<'a>(&'a std::sync::atomic::AtomicUsize);
+        impl Drop for Asking<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        let asking = &self.inner.asking;
+        asking.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Asking(asking)
     }
 
     /// Where the guard's decisions are shared, if they are.

@@ -74,7 +74,7 @@ impl Drop for Measured {
         };
         match &self.owner {
             Owner::Server(upstream) => upstream.stats.count(counted),
-            Owner::Host(host) => host.inner.requests.count(counted),
+            Owner::Host(host) => host.count_own(counted),
         }
     }
 }

@@ -209,7 +209,7 @@ impl Gateway {
         if let (Some(verdict), Some(Ok(target)), Ok(request)) = (&verdict, &target, &mut params)
             && verdict.decision == Decision::Ask
         {
-            let _asking = Asking::of(&self.host);
+            let _asking = self.host.asking();
             match consent::settle(&self.host, verdict, target, &method, request, &ctx).await {
                 Settled::Go(how) => {
                     answered = Some(how);
@@ -326,7 +326,7 @@ impl Gateway {
                 let upstream = to.upstream;
                 let result = self.call_tool(to, params, &ctx).await?;
                 let client = TaskScope::of(&ctx);
-                self.host.inner.tasks.record(&result, upstream, &client);
+                self.host.task_routes().record(&result, upstream, &client);
                 Ok(self.links_as_shown(result, upstream))
             }
             methods::PROMPTS_GET => {
@@ -398,7 +398,7 @@ impl Gateway {
     ) -> HandlerResult {
         to.rename(&mut params, key)?;
         let upstream = self.host.upstream_for(to.upstream, ctx).await?;
-        forward(&upstream, method, params, ctx, &self.host.inner.held).await
+        forward(&upstream, method, params, ctx, self.host.held_calls()).await
     }
 
     /// `tools/call`, passed on as it is, or bridged between the eras'
@@ -412,7 +412,7 @@ impl Gateway {
         ctx: &RequestContext,
     ) -> HandlerResult {
         let upstream = self.host.upstream_for(to.upstream, ctx).await?;
-        let held = &self.host.inner.held;
+        let held = self.host.held_calls();
         let as_task = params.raw("task").is_some() && task_bridge::bridges(ctx, &upstream);
         let as_legacy_task = !as_task
             && task_bridge::bridges_to_legacy(ctx, &upstream)
@@ -467,7 +467,7 @@ impl Gateway {
                     method,
                     upstream_params,
                     ctx,
-                    &self.host.inner.held,
+                    self.host.held_calls(),
                 )
                 .await?;
             }
@@ -541,7 +541,7 @@ impl Gateway {
             methods::COMPLETION_COMPLETE,
             Params::from_map(params)?,
             ctx,
-            &self.host.inner.held,
+            self.host.held_calls(),
         )
         .await
     }
@@ -578,21 +578,18 @@ impl Gateway {
             .str("taskId")
             .ok_or_else(|| ErrorObject::invalid_params("\"taskId\" must be a string"))?;
         let id = id.as_ref();
-        let owner = self
-            .host
-            .inner
-            .tasks
+        let owner = (self.host.task_routes())
             .route(id, &TaskScope::of(ctx))
             .ok_or_else(|| ErrorObject::invalid_params(format!("unknown task: {id}")))?;
         let upstream = self.host.upstream_for(owner, ctx).await?;
-        let held = &self.host.inner.held;
+        let held = self.host.held_calls();
         if task_bridge::bridges(ctx, &upstream) {
             return task_bridge::task_request(&upstream, method, params, ctx, held).await;
         }
         if task_bridge::bridges_to_legacy(ctx, &upstream) {
             return task_bridge::legacy_task_request(&upstream, method, params, ctx, held).await;
         }
-        forward(&upstream, method, params, ctx, &self.host.inner.held).await
+        forward(&upstream, method, params, ctx, self.host.held_calls()).await
     }
 
     /// `tasks/list`: the tasks this client started, as every upstream
@@ -607,8 +604,8 @@ impl Gateway {
                 continue;
             };
             if task_bridge::bridges(ctx, &upstream) {
-                let ids = self.host.inner.tasks.of(&asker, upstream.index());
-                let held = &self.host.inner.held;
+                let ids = self.host.task_routes().of(&asker, upstream.index());
+                let held = self.host.held_calls();
                 tasks.extend(task_bridge::list(&upstream, ids, ctx, held).await);
                 continue;
             }
@@ -625,13 +622,13 @@ impl Gateway {
                 methods::TASKS_LIST,
                 Params::default(),
                 ctx,
-                &self.host.inner.held,
+                self.host.held_calls(),
             )
             .await?;
             let mut page: Map<String, Value> =
                 serde_json::from_str(raw.get()).map_err(ErrorObject::internal)?;
             if let Some(Value::Array(items)) = page.remove("tasks") {
-                let routes = &self.host.inner.tasks;
+                let routes = self.host.task_routes();
                 tasks.extend(items.into_iter().filter(|item| {
                     item.get("taskId")
                         .and_then(Value::as_str)
@@ -675,16 +672,11 @@ impl Gateway {
             .cloned()
             .collect();
         let _registered =
-            self.host
-                .inner
-                .downstream
-                .listen(&ctx.peer, &ctx.id, filter, self.view.clone());
+            (self.host.downstream()).listen(&ctx.peer, &ctx.id, filter, self.view.clone());
         // The servers of the resources asked for send their updates.
         for uri in &uris {
             self.host.subscribe_upstream(uri).await;
-            if let Some(hook) = self.host.inner.subscription_hook.get() {
-                hook(uri);
-            }
+            self.host.tell_subscribed(uri);
         }
         std::future::pending::<()>().await;
         unreachable!("a pending future never completes")
@@ -715,27 +707,6 @@ impl Gateway {
             target.asked,
             view.name
         )))
-    }
-}
-
-/// Counts a call among those held while a person is asked, while it is.
-struct Asking<'a>(&'a Host);
-
-impl<'a> Asking<'a> {
-    fn of(host: &'a Host) -> Asking<'a> {
-        host.inner
-            .asking
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Asking(host)
-    }
-}
-
-impl Drop for Asking<'_> {
-    fn drop(&mut self) {
-        self.0
-            .inner
-            .asking
-            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -878,8 +849,7 @@ impl Service for Gateway {
 
     fn session_ready(&self, peer: &Peer) {
         self.host
-            .inner
-            .downstream
+            .downstream()
             .session_ready(peer, self.view.clone());
     }
 
@@ -891,6 +861,6 @@ impl Service for Gateway {
         if peer.negotiated().is_none() {
             return;
         }
-        self.host.inner.downstream.session_closed(peer);
+        self.host.downstream().session_closed(peer);
     }
 }
