@@ -6,7 +6,8 @@
 //! reaches a subscriber whose stream is open on another, also through a
 //! host started after the subscription was made (legacy or 2026-07-28).
 //! A task started through one host is followed, awaited and listed
-//! through the other.
+//! through the other. A person's grant for the session, made through one
+//! host, holds for the same session on the other.
 
 #![cfg(unix)]
 
@@ -346,4 +347,98 @@ async fn a_task_started_through_one_host_is_followed_through_another() {
         .filter_map(|t| t["taskId"].as_str())
         .collect();
     assert_eq!(ids, [task.as_str()], "{listed}");
+}
+
+/// `mcp host --redis` with a policy that asks before `echo`, the client
+/// the only approver, and a guard store of its own in `config`'s folder.
+async fn asking_host(
+    config: &ConfigDir,
+    redis: &str,
+    store: &str,
+) -> (tokio::process::Child, String) {
+    let settings = config.0.join(format!("{store}.toml"));
+    std::fs::write(
+        &settings,
+        format!(
+            "[guard]\napprovers = [\"client\"]\nstore = \"{store}.db\"\n\
+             [[policy]]\ndecision = \"ask\"\ntool = \"echo\"\n"
+        ),
+    )
+    .unwrap();
+    support::spawn_endpoint(
+        tokio::process::Command::new(MCP)
+            .args(["host", "--config"])
+            .arg(config.file())
+            .arg("--settings")
+            .arg(&settings)
+            .args(["--http", "127.0.0.1:0", "--redis", redis]),
+    )
+    .await
+}
+
+/// Calls `echo` on the session through `url`; answers an approval form
+/// with `decision` (posted to `url`): the call's final answer, and
+/// whether a form was asked.
+async fn echo_answering(url: &str, session: &str, id: u64, decision: &str) -> (Value, bool) {
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "echo", "arguments": {"text": "hi"}}});
+    let response = post(url, Some(session), call).await;
+    assert_eq!(response.status(), 200);
+    let streamed = response
+        .headers()
+        .get("content-type")
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if !streamed {
+        let answer: Value = within("a JSON answer", response.json()).await.expect("JSON");
+        return (answer, false);
+    }
+    let mut events = Events::new(response);
+    let mut asked = false;
+    loop {
+        let message = within("the call's stream", events.next())
+            .await
+            .expect("the call's answer");
+        if message["method"] == "elicitation/create" {
+            asked = true;
+            let answer = json!({"jsonrpc": "2.0", "id": message["id"], "result": {
+                "action": "accept", "content": {"decision": decision}}});
+            assert_eq!(post(url, Some(session), answer).await.status(), 202);
+        } else if message["id"] == id {
+            return (message, asked);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_grant_for_the_session_made_through_one_host_holds_on_another() {
+    let Some(redis) = Redis::start_or_skip() else {
+        return;
+    };
+    let config = ConfigDir::everything("host-redis-grants");
+    let (_a, a) = asking_host(&config, &redis.url, "a").await;
+    let (_b, b) = asking_host(&config, &redis.url, "b").await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": LEGACY, "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "cli-test", "version": "1"}}});
+    let response = post(&a, None, initialize).await;
+    let session = response.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(&a, Some(&session), initialized).await.status(), 202);
+
+    let (done, asked) = echo_answering(&a, &session, 2, "allow-session").await;
+    assert!(asked, "the person is asked first: {done}");
+    assert_eq!(done["result"]["content"][0]["text"], "hi", "{done}");
+    // Through the other host, once the grant reached it: not asked.
+    for id in 3..40 {
+        let (done, asked) = echo_answering(&b, &session, id, "deny").await;
+        if !asked {
+            assert_eq!(done["result"]["content"][0]["text"], "hi", "{done}");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the grant for the session never reached the other host");
 }

@@ -363,6 +363,12 @@ pub struct GrantKey {
     pub definition: String,
 }
 
+/// Who holds the grants for the session of a legacy session named `name`
+/// (its HTTP session id) in the host's table.
+pub(crate) fn session_holder(name: &str) -> String {
+    format!("session\u{1f}{name}")
+}
+
 /// Grants for the rest of a session: in a legacy session's extensions,
 /// and in the host for 2026-07-28 callers.
 #[derive(Default)]
@@ -379,6 +385,11 @@ impl SessionGrants {
     pub(crate) fn grant(&self, caller: &str, key: GrantKey) {
         let mut grants = self.0.locked();
         grants.insert((caller.to_owned(), key));
+    }
+
+    /// Forgets every grant of `caller` (its session ended).
+    pub(crate) fn forget(&self, caller: &str) {
+        self.0.locked().retain(|(holder, _)| holder != caller);
     }
 }
 

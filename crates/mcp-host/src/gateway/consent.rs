@@ -157,6 +157,18 @@ pub(super) async fn settle(
     )
 }
 
+/// Who holds a grant for the session in the host's shared table: a
+/// 2026-07-28 caller (`modern_key`), or a legacy session that has a name
+/// the same on every instance (an HTTP session's id); `None` for a
+/// session whose grants stay in it (stdio).
+pub(super) fn grant_holder(ctx: &RequestContext, modern_key: &str) -> Option<String> {
+    if !ctx.revision.is_legacy() {
+        return Some(modern_key.to_owned());
+    }
+    let name = ctx.peer.extensions().get::<mcp_core::SessionName>()?;
+    Some(crate::consent::session_holder(&name.0))
+}
+
 /// Whether an earlier grant covers the request: this session's, or one
 /// for always.
 fn granted(
@@ -167,13 +179,13 @@ fn granted(
     ctx: &RequestContext,
 ) -> bool {
     let (options, waiting) = host.consent();
-    let session = if ctx.revision.is_legacy() {
-        ctx.peer
+    let session = match grant_holder(ctx, modern_key) {
+        Some(holder) => waiting.grants.has(&holder, key),
+        None => ctx
+            .peer
             .extensions()
             .get::<SessionGrants>()
-            .is_some_and(|grants| grants.has("", key))
-    } else {
-        waiting.grants.has(modern_key, key)
+            .is_some_and(|grants| grants.has("", key)),
     };
     session
         || options
@@ -262,19 +274,19 @@ fn apply(
             shared::publish(shared, entry);
         }
     };
-    let for_session = |key: GrantKey| {
-        if ctx.revision.is_legacy() {
+    let for_session = |key: GrantKey| match grant_holder(ctx, modern_key) {
+        Some(holder) => {
+            if let Some(shared) = host.shared_guard() {
+                let (holder, key) = (holder.clone(), (&key).into());
+                shared::publish(shared, GuardEntry::SessionGrant { holder, key });
+            }
+            waiting.grants.grant(&holder, key);
+        }
+        None => {
             ctx.peer
                 .extensions()
                 .get_or_insert_with(SessionGrants::default)
                 .grant("", key);
-        } else {
-            if let Some(shared) = host.shared_guard() {
-                let holder = modern_key.to_owned();
-                let key = (&key).into();
-                shared::publish(shared, GuardEntry::SessionGrant { holder, key });
-            }
-            waiting.grants.grant(modern_key, key);
         }
     };
     match approval.scope {

@@ -862,5 +862,14 @@ impl Service for Gateway {
             return;
         }
         self.host.downstream().session_closed(peer);
+        // Its grants for the session end with it (not with a copy that
+        // goes on on another instance).
+        let extensions = peer.extensions();
+        if extensions.get::<mcp_core::ContinuesElsewhere>().is_none()
+            && let Some(name) = extensions.get::<mcp_core::SessionName>()
+        {
+            let holder = crate::consent::session_holder(&name.0);
+            self.host.consent().1.grants.forget(&holder);
+        }
     }
 }
