@@ -19,7 +19,10 @@
 //! URL or headers is each connection's caller key: letters, digits, `-`
 //! and `_` only, unique per caller (`shared` on the shared connection).
 //! `"env": {"MEMORY_FILE_PATH": "/var/lib/mcp/memory-${caller}.json"}`
-//! gives each user a memory of their own.
+//! gives each user a memory of their own. A caller's connection to a
+//! remote server carries the entry's own headers (with `${caller}` filled
+//! in), never the credentials the host signed in with for the shared
+//! connection: those are the operator's.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -637,7 +637,12 @@ impl Upstream {
         let opened = connect::open(
             &transport,
             self.options.connect_timeout,
-            self.options.authorizer.as_ref(),
+            // A caller's own connection never signs in with the host's
+            // credentials: those are another person's (the operator's).
+            self.options
+                .authorizer
+                .as_ref()
+                .filter(|_| self.caller.is_none()),
             self.options.max_message_bytes,
         )
         .await?;
