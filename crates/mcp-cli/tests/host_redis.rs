@@ -389,7 +389,9 @@ async fn echo_answering(url: &str, session: &str, id: u64, decision: &str) -> (V
         .get("content-type")
         .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
     if !streamed {
-        let answer: Value = within("a JSON answer", response.json()).await.expect("JSON");
+        let answer: Value = within("a JSON answer", response.json())
+            .await
+            .expect("JSON");
         return (answer, false);
     }
     let mut events = Events::new(response);

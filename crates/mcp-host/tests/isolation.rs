@@ -71,12 +71,7 @@ async fn graph(client: &Client) -> String {
 }
 
 fn callers(host: &Host) -> usize {
-    host.status()
-        .servers
-        .iter()
-        .find(|s| s.name == "memory")
-        .map(|s| s.callers)
-        .unwrap_or_default()
+    host.status().servers.iter().map(|s| s.callers).sum()
 }
 
 fn files(dir: &Path) -> Vec<String> {
@@ -159,5 +154,82 @@ async fn at_most_max_callers_are_open_and_idle_ones_close() {
     // And made again at the next call, on the same memory.
     assert!(graph(&second).await.contains("\"b\""));
     assert_eq!(callers(&host), 1);
+    host.shutdown(Duration::from_secs(5)).await;
+}
+
+/// Signs every request in as the operator, and counts the connections it
+/// was made for.
+struct Operator;
+
+impl mcp_http::client::Authorizer for Operator {
+    fn credentials<'a>(
+        &'a self,
+        _method: &'a http::Method,
+        _url: &'a str,
+    ) -> mcp_http::client::AuthFuture<'a, Vec<(http::HeaderName, http::HeaderValue)>> {
+        Box::pin(async {
+            vec![(
+                http::header::AUTHORIZATION,
+                http::HeaderValue::from_static("Bearer operator"),
+            )]
+        })
+    }
+
+    fn challenged(
+        &self,
+        _challenge: mcp_http::client::Challenge,
+    ) -> mcp_http::client::AuthFuture<'_, bool> {
+        Box::pin(async { false })
+    }
+}
+
+/// A caller's own connection to a remote server never carries the
+/// credentials the host signed in with: the operator's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callers_connection_never_signs_in_as_the_operator() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let url = support::on_http(mcp_servers::everything::server()).await;
+    let made = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&made);
+    let mut options = HostOptions::default();
+    options.supervisor.authorizer = Some(mcp_host::upstream::AuthorizerFactory(
+        std::sync::Arc::new(move |_url: String| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async {
+                Ok(std::sync::Arc::new(Operator)
+                    as std::sync::Arc<dyn mcp_http::client::Authorizer>)
+            })
+        }),
+    ));
+    let host = Host::start(
+        HostConfig {
+            servers: vec![
+                ServerConfig::remote("remote", &url)
+                    .namespace("")
+                    .isolation(Isolation::PerCaller),
+            ],
+            problems: Vec::new(),
+        },
+        options,
+    );
+    host.wait_started(Duration::from_secs(20)).await;
+    assert_eq!(
+        made.load(Ordering::SeqCst),
+        1,
+        "the shared connection signs in"
+    );
+    for _ in 0..2 {
+        let caller = client(&host, ProtocolVersion::V2025_11_25).await;
+        let echoed = within("echo", caller.call_tool("echo", json!({"text": "own"})))
+            .await
+            .unwrap();
+        assert_eq!(echoed.content[0].as_text(), Some("own"));
+    }
+    assert_eq!(callers(&host), 2);
+    assert_eq!(
+        made.load(Ordering::SeqCst),
+        1,
+        "no caller's connection signs in as the operator"
+    );
     host.shutdown(Duration::from_secs(5)).await;
 }
