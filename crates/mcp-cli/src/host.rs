@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
 use mcp_host::config::{GivenInputs, HostConfig, ServerConfig, Variables};
+use mcp_host::policy::{Decision, RuleSettings};
 use mcp_host::sampler::{Approve, SamplingMode};
 use mcp_host::{AuditLog, AuditSettings, AuthorizerFactory, Gateway, Host, UpstreamState};
 use serde_json::Value;
@@ -101,6 +102,11 @@ pub struct HostArgs {
     /// the settings file says more (arguments, how many records to keep).
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
+    /// The policy's rules from this file (`[[policy]]` tables, and
+    /// `default = "allow" | "ask" | "deny"`) instead of the settings
+    /// file's; reloaded when it changes.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
     /// Run the servers a change of the config files adds (or whose command
     /// line it changes) without asking a person first: the files are the
     /// operator's own (also `[guard] trust_config = true`).
@@ -115,7 +121,10 @@ const DEFAULT_ADDR: &str = "127.0.0.1:8080";
 
 /// Runs `mcp host`.
 pub async fn run(args: &HostArgs) -> Result<()> {
-    let settings = crate::host_guard::settings_of(args.files.settings.as_deref())?;
+    let mut settings = crate::host_guard::settings_of(args.files.settings.as_deref())?;
+    if let Some(file) = &args.policy {
+        settings.with_policy_file(mcp_host::settings::PolicyFile::load(file)?);
+    }
     let mut options = settings.options().map_err(anyhow::Error::msg)?;
     with_sign_in(&mut options);
     // Flags win over the settings file.
@@ -258,11 +267,11 @@ pub async fn run(args: &HostArgs) -> Result<()> {
     let host = Host::start(config, options);
     let reporting = tokio::spawn(report_states(host.clone(), start_timeout));
     let reloading = tokio::spawn(watch_config(host.clone(), args.files.clone(), vars));
-    let rerooting = args
-        .files
-        .settings
-        .clone()
-        .map(|file| tokio::spawn(watch_roots(host.clone(), file)));
+    let rerooting = tokio::spawn(watch_settings(
+        host.clone(),
+        (args.files.settings.clone(), args.policy.clone()),
+        (settings.policy.clone(), settings.guard.default),
+    ));
     let admin = admin
         .map(|admin| admin.serve(&host, &allow, console_approver))
         .transpose()?;
@@ -370,9 +379,7 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         }
     };
     reloading.abort();
-    if let Some(rerooting) = rerooting {
-        rerooting.abort();
-    }
+    rerooting.abort();
     reporting.abort();
     if let Some(admin) = admin {
         admin.abort();
@@ -699,17 +706,38 @@ fn roots_line(roots: &[mcp_schema::Root]) -> String {
     uris.join(", ")
 }
 
-/// Watches the settings file (once a second, and on SIGHUP) for a change
-/// of `[roots]`, and offers the servers the new roots; the other
-/// settings take effect when the host starts again.
-async fn watch_roots(host: Host, file: PathBuf) {
-    let mut watch = crate::file_watch::FileWatch::new(vec![file.clone()]);
+/// Watches the settings file and the policy file (once a second, and on
+/// SIGHUP): a change of `[roots]` is offered to the servers, and a change
+/// of the policy (`[[policy]]` and `[guard] default`, or the policy
+/// file's) is put in force without dropping a session; a file that cannot
+/// be used keeps what runs. The other settings take effect when the host
+/// starts again.
+async fn watch_settings(
+    host: Host,
+    (settings, policy): (Option<PathBuf>, Option<PathBuf>),
+    mut running: (Vec<RuleSettings>, Decision),
+) {
+    let files: Vec<PathBuf> = settings.iter().chain(policy.iter()).cloned().collect();
+    if files.is_empty() {
+        return;
+    }
+    let mut watch = crate::file_watch::FileWatch::new(files);
     loop {
         watch.changed().await;
-        let roots = mcp_host::HostSettings::load(&file)
-            .map_err(|e| e.to_string())
-            .and_then(|settings| settings.roots.roots());
-        match roots {
+        let read = crate::host_guard::settings_of(settings.as_deref()).and_then(|mut read| {
+            if let Some(file) = &policy {
+                read.with_policy_file(mcp_host::settings::PolicyFile::load(file)?);
+            }
+            Ok(read)
+        });
+        let read = match read {
+            Ok(read) => read,
+            Err(why) => {
+                print_err(&format!("the settings were not reloaded: {why:#}"));
+                continue;
+            }
+        };
+        match read.roots.roots() {
             Ok(roots) => {
                 let line = roots_line(&roots);
                 if host.set_roots(roots).await {
@@ -719,7 +747,23 @@ async fn watch_roots(host: Host, file: PathBuf) {
                     ));
                 }
             }
-            Err(why) => print_err(&format!("the settings were not reloaded: {why}")),
+            Err(why) => print_err(&format!("the roots were not reloaded: {why}")),
+        }
+        let wanted = (read.policy.clone(), read.guard.default);
+        if wanted == running {
+            continue;
+        }
+        match read.policy() {
+            Ok(policy) => {
+                print_err(&format!(
+                    "policy reloaded: {} rules; where none matches: {}",
+                    policy.rules().len(),
+                    policy.default_decision()
+                ));
+                host.set_policy(Arc::new(policy));
+                running = wanted;
+            }
+            Err(why) => print_err(&format!("the policy was not reloaded: {why}")),
         }
     }
 }

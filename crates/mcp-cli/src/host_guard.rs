@@ -109,13 +109,19 @@ pub struct ExplainArgs {
     /// The host's settings file, whose `[[policy]]` rules decide.
     #[arg(long, value_name = "FILE")]
     pub settings: Option<PathBuf>,
+    /// A policy file whose rules decide instead (as `mcp host --policy`).
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
 }
 
 /// Runs `mcp host explain`: how the policy decides a request, and why
 /// each rule matches it or not.
 pub fn explain(args: &ExplainArgs) -> Result<()> {
     use mcp_host::policy::{Asked, Caller, Hints, Kind};
-    let settings = settings_of(args.settings.as_deref())?;
+    let mut settings = settings_of(args.settings.as_deref())?;
+    if let Some(file) = &args.policy {
+        settings.with_policy_file(mcp_host::settings::PolicyFile::load(file)?);
+    }
     let options = settings.options().map_err(anyhow::Error::msg)?;
     let caller = Caller {
         subject: args.caller.clone(),

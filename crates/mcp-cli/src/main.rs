@@ -78,7 +78,7 @@ enum Command {
         #[command(subcommand)]
         action: Option<HostAction>,
         #[command(flatten)]
-        args: host::HostArgs,
+        args: Box<host::HostArgs>,
     },
     /// Converse with a model that uses every tool of the host's servers
     /// (your config files', or the built-in ones): each tool call asked

@@ -405,6 +405,68 @@ async fn a_server_an_edit_adds_waits_until_a_person_trusts_it() {
     assert!(status["untrusted"].is_null(), "{status}");
 }
 
+/// `--policy FILE`: its rules decide, and an edit of the file is put in
+/// force without dropping the session, which hears that its list changed.
+#[tokio::test]
+async fn an_edited_policy_file_takes_effect_without_dropping_the_session() {
+    let dir = ConfigDir::new("policy-reload");
+    let config = dir.write(&json!({"mcpServers": {"e": everything()}}));
+    let policy = dir.0.join("policy.toml");
+    let write = |decision: &str| {
+        let part = dir.0.join("policy.toml.part");
+        let rule = format!(
+            "[[policy]]\ndecision = \"{decision}\"\ntool = \"echo\"\nname = \"echo rule\"\n"
+        );
+        std::fs::write(&part, rule).unwrap();
+        std::fs::rename(&part, &policy).unwrap();
+    };
+    write("deny");
+    let mut command = tokio::process::Command::new(MCP);
+    command
+        .args(["host", "--trust-config", "--policy"])
+        .arg(&policy)
+        .arg("--config")
+        .arg(&config);
+    let host = RunningHost::start_command(command).await;
+    let changes = Arc::new(AtomicUsize::new(0));
+    let client = host
+        .client(
+            EraChoice::Pinned(mcp_schema::ProtocolVersion::V2025_11_25),
+            Some(Arc::clone(&changes)),
+        )
+        .await;
+    assert!(!tool_names(&client).await.contains(&"e__echo".to_owned()));
+    let refused = client
+        .call_tool("e__echo", json!({"text": "x"}))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("echo rule"), "{refused}");
+
+    write("allow");
+    within("the session to hear of it", async {
+        while changes.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(tool_names(&client).await.contains(&"e__echo".to_owned()));
+    let echoed = client
+        .call_tool("e__echo", json!({"text": "now"}))
+        .await
+        .unwrap();
+    assert_eq!(echoed.content[0].as_text(), Some("now"));
+
+    // A file that cannot be used keeps the policy in force.
+    std::fs::write(&policy, "[[policy]]\ndecision = \"deny\"\ntool = \"[\"\n").unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let echoed = client
+        .call_tool("e__echo", json!({"text": "still"}))
+        .await
+        .unwrap();
+    assert_eq!(echoed.content[0].as_text(), Some("still"));
+}
+
 #[tokio::test]
 async fn shutdown_lets_a_call_in_flight_finish_then_stops_the_servers() {
     let dir = ConfigDir::new("shutdown");

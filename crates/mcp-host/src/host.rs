@@ -224,6 +224,8 @@ pub(crate) struct Inner {
     asking: std::sync::atomic::AtomicUsize,
     /// Servers held until a person trusts them.
     untrusted: Mutex<Vec<Arc<crate::trust::Held>>>,
+    /// The policy in force (replaced when its file changes).
+    policy: arc_swap::ArcSwap<crate::policy::Policy>,
 }
 
 /// Every minute while the host runs, the rate limits forget the budgets
@@ -327,6 +329,7 @@ impl Host {
         };
         let (signals, receiver) = mpsc::channel(SIGNAL_QUEUE);
         let (events, _) = broadcast::channel(256);
+        let options_policy = Arc::clone(&options.policy);
         let host = Host {
             inner: Arc::new(Inner {
                 upstreams: RwLock::default(),
@@ -355,6 +358,7 @@ impl Host {
                 requests: crate::metrics::RequestStats::default(),
                 asking: std::sync::atomic::AtomicUsize::new(0),
                 untrusted: Mutex::default(),
+                policy: arc_swap::ArcSwap::new(Arc::clone(&options_policy)),
             }),
         };
         for problem in &config.problems {
@@ -694,8 +698,24 @@ impl Host {
     }
 
     /// The policy requests are decided by.
-    pub(crate) fn policy(&self) -> &crate::policy::Policy {
-        &self.inner.options.policy
+    pub(crate) fn policy(&self) -> arc_swap::Guard<Arc<crate::policy::Policy>> {
+        self.inner.policy.load()
+    }
+
+    /// The policy in force, to keep.
+    pub(crate) fn policy_now(&self) -> Arc<crate::policy::Policy> {
+        self.inner.policy.load_full()
+    }
+
+    /// Puts `policy` in force for every request from now on (its file
+    /// changed): no session is dropped, and every client is told its
+    /// lists changed, as what each may see may have.
+    pub fn set_policy(&self, policy: Arc<crate::policy::Policy>) {
+        self.inner.policy.store(policy);
+        for kind in [ListKind::Tools, ListKind::Resources, ListKind::Prompts] {
+            self.inner.downstream.list_changed(kind, &|_| true);
+        }
+        tracing::info!("the policy was replaced");
     }
 
     /// The guard hooks.

@@ -429,8 +429,30 @@ impl HostSettings {
             }
         }
         // Checked once the paths are the file's.
-        settings.options().map_err(error)?;
+        settings
+            .options()
+            .map_err(|e| error(with_rule_line(&text, e)))?;
         Ok(settings)
+    }
+
+    /// Puts the rules (and the default, where it says one) of a policy
+    /// file in place of these settings' own.
+    pub fn with_policy_file(&mut self, file: PolicyFile) {
+        self.policy = file.policy;
+        if let Some(default) = file.default {
+            self.guard.default = default;
+        }
+    }
+
+    /// The policy these settings describe, checked.
+    pub fn policy(&self) -> Result<Policy, String> {
+        let rules = self
+            .policy
+            .iter()
+            .enumerate()
+            .map(|(n, rule)| Rule::compile(rule, n + 1))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Policy::new(rules, self.guard.default))
     }
 
     /// How the audit log is kept, if these settings keep one.
@@ -599,12 +621,7 @@ impl HostSettings {
                 return Err("audit.backlog must be at least 1".into());
             }
         }
-        let rules = self
-            .policy
-            .iter()
-            .enumerate()
-            .map(|(n, rule)| Rule::compile(rule, n + 1))
-            .collect::<Result<Vec<_>, _>>()?;
+        let policy = self.policy()?;
         let mut consent = ConsentOptions::default();
         if let Some(order) = &self.guard.approvers {
             if let Some(unknown) = order
@@ -649,7 +666,7 @@ impl HostSettings {
             sampling,
             roots,
             traces: self.traces.otlp.is_some(),
-            policy: Arc::new(Policy::new(rules, self.guard.default)),
+            policy: Arc::new(policy),
             consent,
             secrets: self.guard.secrets.unwrap_or_default(),
             metrics: self.admin.metrics.unwrap_or(self.admin.http.is_some()),
@@ -682,6 +699,60 @@ impl HostSettings {
         options.timeout = Some(timeout);
         crate::sampler::Sampler::new(options.clone())?;
         Ok(options)
+    }
+}
+
+/// A policy file of its own (`mcp host --policy FILE`): `[[policy]]`
+/// rules as the settings file writes them, and `default` (as `[guard]
+/// default`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct PolicyFile {
+    /// The decision where no rule matches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<Decision>,
+    /// The rules, in order.
+    #[serde(default)]
+    pub policy: Vec<RuleSettings>,
+}
+
+impl PolicyFile {
+    /// Reads and checks a policy file; an error names the file, and the
+    /// line of a rule that cannot be used.
+    pub fn load(path: &Path) -> Result<PolicyFile, SettingsError> {
+        let error = |message: String| SettingsError {
+            path: path.display().to_string(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
+        let file: PolicyFile = toml::from_str(&text).map_err(|e| error(e.to_string()))?;
+        for (n, rule) in file.policy.iter().enumerate() {
+            Rule::compile(rule, n + 1).map_err(|e| error(with_rule_line(&text, e)))?;
+        }
+        Ok(file)
+    }
+}
+
+/// `error`, about rule `[[policy]] #N` of the TOML `text`, with the line
+/// where that rule begins.
+fn with_rule_line(text: &str, error: String) -> String {
+    let Some(rest) = error.strip_prefix("[[policy]] #") else {
+        return error;
+    };
+    let digits = rest.chars().take_while(char::is_ascii_digit).count();
+    let Ok(number) = rest[..digits].parse::<usize>() else {
+        return error;
+    };
+    let line = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| line.trim_start().starts_with("[[policy]]"))
+        .nth(number.saturating_sub(1))
+        .map(|(at, _)| at + 1);
+    match line {
+        Some(line) => format!("[[policy]] #{number} (line {line}){}", &rest[digits..]),
+        None => error,
     }
 }
 
@@ -801,6 +872,33 @@ mod tests {
         );
         assert_eq!(audit.max_age, Some(Duration::from_secs(43_200)));
         assert_eq!(HostSettings::default().audit(), None);
+    }
+
+    #[test]
+    fn a_bad_rule_is_named_with_its_line() {
+        let text = "[guard]\ndefault = \"ask\"\n\n[[policy]]\ndecision = \"deny\"\ntool = \"a\"\n\n\
+                    [[policy]]\ndecision = \"allow\"\ntool = \"[\"\n";
+        let dir = std::env::temp_dir().join(format!("mcp-rule-line-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("host.toml");
+        std::fs::write(&file, text).unwrap();
+        let error = HostSettings::load(&file).unwrap_err().to_string();
+        assert!(error.contains("[[policy]] #2 (line 8): tool"), "{error}");
+        let policy = dir.join("policy.toml");
+        std::fs::write(&policy, text.replace("[guard]\n", "")).unwrap();
+        let error = PolicyFile::load(&policy).unwrap_err().to_string();
+        assert!(error.contains("[[policy]] #2 (line 7)"), "{error}");
+        std::fs::write(
+            &policy,
+            "default = \"deny\"\n[[policy]]\ndecision = \"allow\"\ntool = \"t\"\n",
+        )
+        .unwrap();
+        let mut settings = HostSettings::default();
+        settings.with_policy_file(PolicyFile::load(&policy).unwrap());
+        let policy_now = settings.policy().unwrap();
+        assert_eq!(policy_now.rules().len(), 1);
+        assert_eq!(policy_now.default_decision(), Decision::Deny);
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub(super) fn decide(
         return None;
     }
     let caller = Caller::through(ctx, view);
-    let mut verdict = decide_for(host, policy, target, params, &caller);
+    let mut verdict = decide_for(host, &policy, target, params, &caller);
     if changed && verdict.decision != Decision::Deny {
         let decision = match host.consent().0.on_change {
             OnChange::Ask => Decision::Ask,
@@ -88,7 +88,7 @@ pub(super) fn recheck_edited(
     if !policy.reads_arguments() {
         return Ok(());
     }
-    let verdict = decide_for(host, policy, target, params, &Caller::through(ctx, view));
+    let verdict = decide_for(host, &policy, target, params, &Caller::through(ctx, view));
     enforce(&verdict, target)
 }
 
@@ -116,7 +116,7 @@ pub(super) fn enforce(verdict: &Verdict, target: &Target) -> Result<(), ErrorObj
 
 /// What one caller may see of the lists.
 pub(super) struct Visible<'a> {
-    policy: &'a Policy,
+    policy: std::sync::Arc<Policy>,
     catalog: &'a Catalog,
     caller: Caller,
     /// The upstreams' config names, by index.
@@ -157,7 +157,7 @@ impl<'a> Visible<'a> {
             })
             .collect();
         Visible {
-            policy: host.policy(),
+            policy: host.policy_now(),
             catalog,
             caller,
             servers: host.upstream_names(),
