@@ -86,6 +86,10 @@ pub struct ExplainArgs {
     /// A scope the caller's token holds (repeatable).
     #[arg(long = "scope", value_name = "SCOPE")]
     pub scopes: Vec<String>,
+    /// A claim of the caller's token, NAME=VALUE (repeatable; a VALUE
+    /// given twice makes a list).
+    #[arg(long = "claim", value_name = "NAME=VALUE")]
+    pub claims: Vec<String>,
     /// The OAuth client the token was issued to.
     #[arg(long, value_name = "ID")]
     pub client_id: Option<String>,
@@ -123,13 +127,31 @@ pub fn explain(args: &ExplainArgs) -> Result<()> {
         settings.with_policy_file(mcp_host::settings::PolicyFile::load(file)?);
     }
     let options = settings.options().map_err(anyhow::Error::msg)?;
-    let caller = Caller {
+    let mut caller = Caller {
         subject: args.caller.clone(),
         client_id: args.client_id.clone(),
         scopes: args.scopes.clone(),
         client_name: args.client.clone(),
         view: args.view.clone(),
+        claims: None,
     };
+    if !args.claims.is_empty() {
+        let mut token = mcp_auth::Principal::new(args.scopes.clone());
+        for given in &args.claims {
+            let (name, value) = given
+                .split_once('=')
+                .with_context(|| format!("--claim {given:?}: NAME=VALUE"))?;
+            let value = Value::String(value.to_owned());
+            match token.claims.get_mut(name) {
+                Some(Value::Array(values)) => values.push(value),
+                Some(first) => *first = Value::Array(vec![first.clone(), value]),
+                None => {
+                    token.claims.insert(name.to_owned(), value);
+                }
+            }
+        }
+        caller.claims = Some(std::sync::Arc::new(token));
+    }
     let kind = match (args.prompt, args.resource) {
         (true, _) => Kind::Prompt,
         (_, true) => Kind::Resource,

@@ -4,7 +4,7 @@
 use mcp_core::RequestContext;
 
 /// The caller a request is decided for.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Caller {
     /// The token's subject (`sub`); `None`: anonymous.
     pub subject: Option<String>,
@@ -18,6 +18,8 @@ pub struct Caller {
     /// The view of the catalog the request came through (`[views.NAME]`);
     /// none for the whole catalog.
     pub view: Option<String>,
+    /// The token's claims, for rules that read them (`claim.NAME`).
+    pub claims: Option<std::sync::Arc<mcp_auth::Principal>>,
 }
 
 impl Caller {
@@ -31,6 +33,7 @@ impl Caller {
                 scopes: principal.scopes.clone(),
                 client_name,
                 view: None,
+                claims: Some(principal),
             },
             None => Caller {
                 client_name,
@@ -44,6 +47,24 @@ impl Caller {
         Caller {
             view: view.map(str::to_owned),
             ..Caller::of(ctx)
+        }
+    }
+
+    /// The values of the token's claim `name` as text: a string, each
+    /// string of an array, a number or a boolean written out; none where
+    /// the token has no such claim.
+    pub fn claim(&self, name: &str) -> Vec<String> {
+        let value = self.claims.as_ref().and_then(|p| p.claims.get(name));
+        let text = |value: &serde_json::Value| match value {
+            serde_json::Value::String(text) => Some(text.clone()),
+            serde_json::Value::Number(n) => Some(n.to_string()),
+            serde_json::Value::Bool(b) => Some(b.to_string()),
+            _ => None,
+        };
+        match value {
+            Some(serde_json::Value::Array(items)) => items.iter().filter_map(text).collect(),
+            Some(value) => text(value).into_iter().collect(),
+            None => Vec::new(),
         }
     }
 

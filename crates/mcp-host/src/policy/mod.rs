@@ -16,6 +16,7 @@
 //! caller = "bob"           # the OAuth subject ("anonymous" without OAuth); glob
 //! scope = "admin"          # the caller's token holds this scope
 //! client_id = "cli-*"      # the OAuth client; glob
+//! claim.groups = "admins"  # a claim of the token; glob (over each value of a list)
 //! client = "Claude*"       # the client's own name (clientInfo): a hint, no security boundary
 //! destructive = true       # the tool's annotations (also read_only, idempotent, open_world),
 //!                          # believed from servers marked "trusted": true in the config only

@@ -40,6 +40,10 @@ pub struct RuleSettings {
     /// The OAuth client the caller's token was issued to (glob).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
+    /// Claims of the caller's token, by name (each a glob over the claim's
+    /// value, or over any one of its values where it is a list).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub claim: BTreeMap<String, String>,
     /// The client's own name, `clientInfo.name` (glob): self-reported.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
@@ -80,6 +84,7 @@ pub struct Rule {
     caller: Option<Pattern>,
     scope: Option<String>,
     client_id: Option<Pattern>,
+    claims: Vec<(String, Pattern)>,
     client: Option<Pattern>,
     view: Option<Pattern>,
     /// What the tool's annotations must say, where the rule says.
@@ -148,6 +153,15 @@ impl Rule {
             caller: glob("caller", &settings.caller)?,
             scope: settings.scope.clone(),
             client_id: glob("client_id", &settings.client_id)?,
+            claims: settings
+                .claim
+                .iter()
+                .map(|(name, p)| {
+                    let compiled = Pattern::new(p)
+                        .map_err(|e| format!("[[policy]] #{number}: claim.{name} = {p:?}: {e}"))?;
+                    Ok((name.clone(), compiled))
+                })
+                .collect::<Result<_, String>>()?,
             client: glob("client", &settings.client)?,
             view: glob("view", &settings.view)?,
             hints: Hints {
@@ -208,6 +222,16 @@ impl Rule {
                 shown(caller.client_id.as_deref()),
                 pattern(&self.client_id)
             ),
+            Key::Claim => (self.claims.iter())
+                .find(|(name, pattern)| !caller.claim(name).iter().any(|v| pattern.is_match(v)))
+                .map(|(name, pattern)| {
+                    format!(
+                        "claim {name:?} ({:?}) is not {:?}",
+                        caller.claim(name),
+                        pattern.text
+                    )
+                })
+                .unwrap_or_default(),
             Key::Client => format!(
                 "client {} is not {:?}",
                 shown(caller.client_name.as_deref()),
@@ -266,6 +290,15 @@ impl Rule {
         if !optional(&self.client_id, caller.client_id.as_deref()) {
             return Some(Key::ClientId);
         }
+        let claims = self.claims.iter().all(|(name, pattern)| {
+            caller
+                .claim(name)
+                .iter()
+                .any(|value| pattern.is_match(value))
+        });
+        if !claims {
+            return Some(Key::Claim);
+        }
         if !optional(&self.client, caller.client_name.as_deref()) {
             return Some(Key::Client);
         }
@@ -315,6 +348,7 @@ enum Key {
     Caller,
     Scope,
     ClientId,
+    Claim,
     Client,
     Hints,
     Arguments,

@@ -18,6 +18,7 @@ fn bob() -> Caller {
         scopes: vec!["read".into(), "admin".into()],
         client_name: Some("Claude Desktop".into()),
         view: None,
+        claims: None,
     }
 }
 
@@ -393,4 +394,59 @@ fn arguments_decide_calls_and_lists_hide_only_what_every_call_is_denied() {
         error.contains("#3: a resource is read without arguments"),
         "{error}"
     );
+}
+
+#[test]
+fn a_rule_reads_the_tokens_claims() {
+    let mut token = mcp_auth::Principal::new(vec![]);
+    token.subject = Some("ann".into());
+    token.claims = serde_json::json!({"dept": "eng", "groups": ["ops", "admins"], "level": 3})
+        .as_object()
+        .cloned()
+        .unwrap();
+    let ann = Caller {
+        subject: Some("ann".into()),
+        claims: Some(std::sync::Arc::new(token)),
+        ..Caller::default()
+    };
+    let anonymous = Caller::default();
+    let claims = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    };
+    let rule = |pairs: &[(&str, &str)]| {
+        Rule::compile(
+            &RuleSettings {
+                claim: claims(pairs),
+                ..settings(Decision::Allow)
+            },
+            1,
+        )
+        .unwrap()
+    };
+    let call = |caller| asked(caller, "s", Kind::Tool, "t");
+    assert!(rule(&[("dept", "eng")]).matches(&call(&ann)));
+    assert!(
+        rule(&[("groups", "admin*")]).matches(&call(&ann)),
+        "any value of a list"
+    );
+    assert!(rule(&[("level", "3"), ("dept", "e*")]).matches(&call(&ann)));
+    assert!(!rule(&[("dept", "sales")]).matches(&call(&ann)));
+    assert!(
+        !rule(&[("dept", "*")]).matches(&call(&anonymous)),
+        "no token, no claim"
+    );
+    let why = rule(&[("dept", "sales")]).why_not(&call(&ann)).unwrap();
+    assert_eq!(why, "claim \"dept\" ([\"eng\"]) is not \"sales\"");
+    let error = Rule::compile(
+        &RuleSettings {
+            claim: claims(&[("dept", "[")]),
+            ..settings(Decision::Deny)
+        },
+        4,
+    )
+    .unwrap_err();
+    assert!(error.contains("#4: claim.dept"), "{error}");
 }
