@@ -173,10 +173,11 @@ enum HostAction {
     Approve(host_guard::ApproveArgs),
     /// Says how the policy of a settings file decides a request: the
     /// decision, the rule, and why each other rule does not match.
-    Explain(host_guard::ExplainArgs),
+    Explain(Box<host_guard::ExplainArgs>),
     /// Prints the `[[policy]]` rules that other hosts' permission lists
-    /// make (Claude Code `permissions`, Cline `autoApprove`, Roo Code
-    /// `alwaysAllow`), for a settings file.
+    /// make (Claude Code and the Cursor CLI `permissions`, Cursor
+    /// `mcpAllowlist`, Cline `autoApprove`, Roo Code `alwaysAllow`), for a
+    /// settings file.
     ImportPermissions(host_guard::ImportArgs),
 }
 
