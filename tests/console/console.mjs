@@ -8,6 +8,7 @@
 // resource from a template, approves a held call (the memory server then
 // holds what it created) and denies another (it does not), finds both in
 // the audit, restarts a server and watches its restarts go up live,
+// disables a server and enables it again,
 // cancels a slow tool (the audit says cancelled), and sees the console
 // refuse a change with a wrong Origin, one without the session cookie and
 // one without the CSRF token. Screenshots of the main views go to $SHOTS.
@@ -209,6 +210,15 @@ async function main() {
   await everything.getByRole("button", { name: "Restart everything" }).click();
   await until("the restart shown without a reload", async () => Number(await everything.locator("td.number").innerText()) > before);
   await everything.locator('[data-state="ready"]').waitFor();
+
+  step("disable a server, see it leave, and enable it again");
+  await page.locator('tr[data-server="odd"]').getByRole("button", { name: "Disable odd" }).click();
+  const disabled = page.locator('li[data-disabled="odd"]');
+  await disabled.waitFor();
+  assert.equal(await page.locator('tr[data-server="odd"]').count(), 0);
+  await disabled.getByRole("button", { name: "Enable odd" }).click();
+  await page.locator('tr[data-server="odd"] [data-state="ready"]').waitFor();
+  assert.equal(await page.locator('li[data-disabled="odd"]').count(), 0);
 
   step("cancel a slow tool");
   await page.goto(`${admin}/console/tool?name=everything__test_tool_slow`);

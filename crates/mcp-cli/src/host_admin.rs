@@ -1,7 +1,9 @@
 //! `mcp host`'s routes for operators: `/status` (JSON, for people and
 //! scripts), `/healthz` (for load balancers), `/metrics` (Prometheus),
 //! `POST /servers/NAME/restart` (`mcp host restart NAME`),
-//! `POST /servers/NAME/trust` (`mcp host trust NAME`) and
+//! `POST /servers/NAME/trust` (`mcp host trust NAME`),
+//! `POST /servers/NAME/disable` and `.../enable` (`mcp host disable|enable
+//! NAME`) and
 //! the web console (`/console`, see [`mcp_console`]), served on the admin
 //! listener (`[admin] http`, `--admin`), an address of
 //! its own that exists whether the host serves its clients over HTTP or
@@ -202,6 +204,8 @@ impl Admin {
             .merge(metrics(host))
             .merge(server_action(host, "restart", Host::restart))
             .merge(server_action(host, "trust", Host::trust))
+            .merge(server_action(host, "disable", Host::disable))
+            .merge(server_action(host, "enable", Host::enable))
             .layer(axum::middleware::from_fn_with_state(token, require_token));
         let gateway = mcp_host::Gateway::new(host.clone(), "mcp-host", env!("CARGO_PKG_VERSION"));
         let console = mcp_console::Console::new(host.clone(), gateway, &self.token, approver);

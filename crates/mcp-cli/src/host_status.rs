@@ -39,7 +39,7 @@ pub struct StatusArgs {
     pub token: Option<String>,
 }
 
-/// The flags of `mcp host restart` and `mcp host trust`.
+/// The flags of `mcp host restart`, `trust`, `disable` and `enable`.
 #[derive(clap::Args, Debug)]
 pub struct RestartArgs {
     /// The server's name in the host's config.
@@ -95,6 +95,17 @@ pub async fn restart(args: &RestartArgs) -> Result<()> {
 /// command line is trusted (kept in the guard's store) and started.
 pub async fn trust(args: &RestartArgs) -> Result<()> {
     server_action(args, "trust", "trusted, starting").await
+}
+
+/// Runs `mcp host disable NAME`: the server is stopped and leaves the
+/// catalog until `mcp host enable NAME`.
+pub async fn disable(args: &RestartArgs) -> Result<()> {
+    server_action(args, "disable", "disabled").await
+}
+
+/// Runs `mcp host enable NAME`: a server disabled is started again.
+pub async fn enable(args: &RestartArgs) -> Result<()> {
+    server_action(args, "enable", "enabled, starting").await
 }
 
 /// Posts `/servers/NAME/ACTION` to the host's admin listener; says
@@ -161,6 +172,10 @@ pub async fn status(args: &StatusArgs) -> Result<()> {
             count("restarts"),
             text("lastError"),
         ));
+    }
+    for name in status["disabled"].as_array().into_iter().flatten() {
+        let name = name.as_str().unwrap_or("?");
+        out.push_str(&format!("disabled: {name} (mcp host enable {name})\n"));
     }
     for held in status["untrusted"].as_array().into_iter().flatten() {
         let text = |key: &str| held[key].as_str().unwrap_or("?");

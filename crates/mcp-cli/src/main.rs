@@ -167,6 +167,11 @@ enum HostAction {
     /// changed), through its admin listener: it is kept as trusted and
     /// started.
     Trust(host_status::RestartArgs),
+    /// Disables a server of a running host, through its admin listener:
+    /// it is stopped and leaves the catalog until `mcp host enable`.
+    Disable(host_status::RestartArgs),
+    /// Starts again a server a running host has disabled.
+    Enable(host_status::RestartArgs),
     /// Pins the definitions of a server's tools, prompts and resources
     /// that changed since they were pinned, as they are now: a running
     /// host calls them again.
@@ -334,6 +339,14 @@ async fn run(cli: Cli) -> Result<()> {
             action: Some(HostAction::Trust(args)),
             ..
         } => host_status::trust(&args).await?,
+        Command::Host {
+            action: Some(HostAction::Disable(args)),
+            ..
+        } => host_status::disable(&args).await?,
+        Command::Host {
+            action: Some(HostAction::Enable(args)),
+            ..
+        } => host_status::enable(&args).await?,
         Command::Host {
             action: Some(HostAction::Approve(args)),
             ..

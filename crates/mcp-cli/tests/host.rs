@@ -337,7 +337,8 @@ async fn an_edited_config_starts_and_stops_only_what_changed() {
 /// Without `--trust-config`, a server a change of the config adds is
 /// held until a person trusts its command line: the status names it and
 /// why, `mcp host trust` (through the admin listener) starts it, and the
-/// trust is kept, so a host started again runs it at once.
+/// trust is kept, so a host started again runs it at once. `mcp host
+/// disable` and `enable` stop and start it again.
 #[tokio::test]
 async fn a_server_an_edit_adds_waits_until_a_person_trusts_it() {
     let dir = ConfigDir::new("trust");
@@ -388,6 +389,27 @@ async fn a_server_an_edit_adds_waits_until_a_person_trusts_it() {
     assert!(trusted.status.success(), "{}", support::stderr(&trusted));
     host.until("c to run", |s| {
         s["untrusted"].is_null() && server(s, "c")["state"] == "ready"
+    })
+    .await;
+
+    // Disabled and enabled again through the admin listener.
+    let disabled =
+        support::mcp(&["host", "disable", "c", "--url", &admin, "--token", "t0ken"]).await;
+    assert!(disabled.status.success(), "{}", support::stderr(&disabled));
+    host.until("c to be disabled", |s| {
+        s["disabled"] == json!(["c"]) && s["servers"].as_array().is_some_and(|a| a.len() == 1)
+    })
+    .await;
+    let status = support::mcp_with(
+        &["host", "status", "--url", &admin],
+        &[("MCP_ADMIN_TOKEN", "t0ken")],
+    )
+    .await;
+    assert!(support::stdout(&status).contains("disabled: c (mcp host enable c)"));
+    let enabled = support::mcp(&["host", "enable", "c", "--url", &admin, "--token", "t0ken"]).await;
+    assert!(enabled.status.success(), "{}", support::stderr(&enabled));
+    host.until("c to run again", |s| {
+        s["disabled"].is_null() && server(s, "c")["state"] == "ready"
     })
     .await;
     drop(host);

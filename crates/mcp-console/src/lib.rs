@@ -91,6 +91,8 @@ impl Console {
             .route("/console/servers", get(servers::fragment))
             .route("/console/servers/restart", post(servers::restart))
             .route("/console/servers/trust", post(servers::trust))
+            .route("/console/servers/disable", post(servers::disable))
+            .route("/console/servers/enable", post(servers::enable))
             .route("/console/catalog", get(catalog::view))
             .route("/console/catalog/rows", get(catalog::fragment))
             .route("/console/tool", get(catalog::tool))

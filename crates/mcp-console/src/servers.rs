@@ -1,5 +1,6 @@
 //! The servers view: each upstream's state, era and revision, what it
-//! lists, its restarts and last error, with a button to restart it; and
+//! lists, its restarts and last error, with buttons to restart and to
+//! disable it; the servers disabled, with a button to enable each; and
 //! the servers waiting for a person's trust, with their exact command
 //! lines and a button to trust them. The table is fetched again whenever
 //! the host says a server changed.
@@ -51,6 +52,18 @@ pub(crate) async fn trust(State(console): State<Console>, Form(named): Form<Name
     done(console.inner.host.trust(&named.server))
 }
 
+/// `POST /console/servers/disable`, `server=NAME`: stopped, out of the
+/// catalog, until enabled.
+pub(crate) async fn disable(State(console): State<Console>, Form(named): Form<Named>) -> Response {
+    done(console.inner.host.disable(&named.server))
+}
+
+/// `POST /console/servers/enable`, `server=NAME`: a disabled server
+/// started again.
+pub(crate) async fn enable(State(console): State<Console>, Form(named): Form<Named>) -> Response {
+    done(console.inner.host.enable(&named.server))
+}
+
 fn done(result: Result<(), String>) -> Response {
     match result {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
@@ -77,6 +90,19 @@ fn table(console: &Console) -> Markup {
                 } }
                 tbody {
                     @for server in &status.servers { (row(server)) }
+                }
+            }
+        }
+        @if !status.disabled.is_empty() {
+            h2 { "Disabled" }
+            ul.disabled {
+                @for name in &status.disabled {
+                    li data-disabled=(name) {
+                        strong { (name) } " "
+                        button hx-post="/console/servers/enable" hx-swap="none"
+                            hx-vals=(serde_json::json!({ "server": name }).to_string())
+                            aria-label={"Enable " (name)} { "Enable" }
+                    }
                 }
             }
         }
@@ -131,6 +157,10 @@ fn row(server: &UpstreamStatus) -> Markup {
                 button hx-post="/console/servers/restart" hx-swap="none"
                     hx-vals=(serde_json::json!({ "server": server.name }).to_string())
                     aria-label={"Restart " (server.name)} { "Restart" }
+                " "
+                button hx-post="/console/servers/disable" hx-swap="none"
+                    hx-vals=(serde_json::json!({ "server": server.name }).to_string())
+                    aria-label={"Disable " (server.name)} { "Disable" }
             }
         }
     }

@@ -89,6 +89,9 @@ pub struct HostStatus {
     /// Servers held until a person trusts them (see [`crate::trust`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub untrusted: Vec<crate::trust::Untrusted>,
+    /// Servers a person disabled ([`Host::disable`]), by name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub disabled: Vec<String>,
 }
 
 /// What a reload did: the servers it started and stopped, by config name
@@ -226,6 +229,8 @@ pub(crate) struct Inner {
     untrusted: Mutex<Vec<Arc<crate::trust::Held>>>,
     /// The policy in force (replaced when its file changes).
     policy: arc_swap::ArcSwap<crate::policy::Policy>,
+    /// Servers a person disabled while the host runs, with their configs.
+    disabled: Mutex<Vec<ServerConfig>>,
 }
 
 /// Every minute while the host runs, the rate limits forget the budgets
@@ -359,6 +364,7 @@ impl Host {
                 asking: std::sync::atomic::AtomicUsize::new(0),
                 untrusted: Mutex::default(),
                 policy: arc_swap::ArcSwap::new(Arc::clone(&options_policy)),
+                disabled: Mutex::default(),
             }),
         };
         for problem in &config.problems {
@@ -525,8 +531,20 @@ impl Host {
             self.upstreams().iter().map(|u| u.config.clone()).collect();
         let mut started = Vec::new();
         let mut newly_held = Vec::new();
+        // A server a person disabled stays so while its entry is there.
+        let disabled: Vec<String> = {
+            let mut disabled = self.inner.disabled.locked();
+            disabled.retain(|d| wanted.iter().any(|w| w.name == d.name));
+            for slot in disabled.iter_mut() {
+                if let Some(now) = wanted.iter().find(|w| w.name == slot.name) {
+                    *slot = (*now).clone();
+                }
+            }
+            disabled.iter().map(|d| d.name.clone()).collect()
+        };
         for server in wanted {
-            if running.contains(server) || held.contains(server) {
+            if running.contains(server) || held.contains(server) || disabled.contains(&server.name)
+            {
                 continue;
             }
             let why = from_workspace(server).or_else(|| {
@@ -664,6 +682,60 @@ impl Host {
     pub fn reload_failed(&self, error: String) {
         tracing::error!("configuration not reloaded: {error}");
         *self.inner.reload_error.locked() = Some(error);
+    }
+
+    /// Disables the running server named `name` until
+    /// [`Host::enable`]: its connection is closed (a child process
+    /// stopped) and its tools, prompts and resources leave the catalog. A
+    /// reload keeps it disabled while its entry is in the config.
+    pub fn disable(&self, name: &str) -> Result<(), String> {
+        let upstream = {
+            let mut upstreams = write(&self.inner.upstreams);
+            let slot = upstreams
+                .iter_mut()
+                .find(|slot| slot.as_ref().is_some_and(|u| u.name() == name));
+            match slot {
+                Some(slot) => slot.take(),
+                None => None,
+            }
+        };
+        let Some(upstream) = upstream else {
+            return Err(format!("no server {name:?} is running"));
+        };
+        upstream.stop();
+        self.inner.disabled.locked().push(upstream.config.clone());
+        tracing::info!(server = name, "disabled");
+        let _ = self.inner.events.send(HostEvent::UpstreamState {
+            server: name.to_owned(),
+            state: UpstreamState::Stopped,
+        });
+        let _ = self.inner.signals.try_send((usize::MAX, Signal::Changed));
+        Ok(())
+    }
+
+    /// Starts again the server named `name` that [`Host::disable`]
+    /// disabled.
+    pub fn enable(&self, name: &str) -> Result<(), String> {
+        let config = {
+            let mut disabled = self.inner.disabled.locked();
+            let at = disabled
+                .iter()
+                .position(|d| d.name == name)
+                .ok_or_else(|| format!("no server {name:?} is disabled"))?;
+            disabled.remove(at)
+        };
+        tracing::info!(server = name, "enabled");
+        self.add_upstream(config);
+        let _ = self.inner.signals.try_send((usize::MAX, Signal::Changed));
+        Ok(())
+    }
+
+    /// The servers a person disabled, by name.
+    pub fn disabled(&self) -> Vec<String> {
+        (self.inner.disabled.locked())
+            .iter()
+            .map(|d| d.name.clone())
+            .collect()
     }
 
     /// Restarts the server named `name` in the config: its connection is
@@ -921,6 +993,7 @@ impl Host {
             calls_asking: self.inner.asking.load(std::sync::atomic::Ordering::Relaxed),
             requests: self.inner.requests.tallies(),
             untrusted: self.untrusted(),
+            disabled: self.disabled(),
         }
     }
 

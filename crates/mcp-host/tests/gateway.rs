@@ -738,3 +738,42 @@ async fn a_modern_clients_call_of_a_legacy_task_only_tool_runs_as_its_task() {
     assert_eq!(cancelled["resultType"], "complete", "{cancelled}");
     host.shutdown(Duration::from_secs(5)).await;
 }
+
+#[tokio::test]
+async fn a_disabled_server_leaves_the_catalog_until_it_is_enabled() {
+    let url = on_http(mcp_servers::everything::server()).await;
+    let keep = ServerConfig::remote("keep", &url);
+    let off = ServerConfig::remote("off", &url);
+    let host = start(vec![keep.clone(), off.clone()]).await;
+    assert!(host.catalog().tool("off__echo").is_some());
+    host.disable("off").unwrap();
+    assert!(host.disable("off").is_err(), "not running any more");
+    assert!(host.disable("nobody").is_err());
+    within("the catalog without it", async {
+        while host.catalog().tool("off__echo").is_some() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert_eq!(host.status().disabled, ["off"]);
+    assert!(host.catalog().tool("keep__echo").is_some());
+
+    // A reload with its entry still there keeps it disabled.
+    let reloaded = host.reload(HostConfig {
+        servers: vec![keep, off],
+        problems: Vec::new(),
+    });
+    assert!(reloaded.started.is_empty(), "{reloaded:?}");
+    assert_eq!(host.disabled(), ["off"]);
+
+    host.enable("off").unwrap();
+    assert!(host.enable("off").is_err(), "not disabled any more");
+    within("the catalog with it again", async {
+        while host.catalog().tool("off__echo").is_none() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(host.status().disabled.is_empty());
+    host.shutdown(Duration::from_secs(5)).await;
+}
