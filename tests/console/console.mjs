@@ -78,7 +78,7 @@ async function main() {
   const servers = {
     everything: { command: env.MCP, args: ["serve", "everything"] },
     memory: { command: process.execPath, args: [env.MEMORY_SERVER], env: { MEMORY_FILE_PATH: join(tmpdir(), `memory-${process.pid}.jsonl`) } },
-    odd: { command: "python3", args: [new URL("./suspicious_server.py", import.meta.url).pathname] },
+    odd: { command: "python3", args: [new URL("./suspicious_server.py", import.meta.url).pathname], env: { ODD_API_TOKEN: "s3cret-value" } },
   };
   const policy = `[guard]\napprovers = ["console"]\nask_timeout = 60\n\n[[policy]]\ndecision = "ask"\nserver = "memory"\ntool = "create_entities"\n`;
   const { admin } = await startHost(servers, policy, "main");
@@ -210,6 +210,18 @@ async function main() {
   await everything.getByRole("button", { name: "Restart everything" }).click();
   await until("the restart shown without a reload", async () => Number(await everything.locator("td.number").innerText()) > before);
   await everything.locator('[data-state="ready"]').waitFor();
+
+  step("a server's page: its state, its entry with secrets masked, what was flagged");
+  await page.goto(`${admin}/console`);
+  await page.locator('tr[data-server="odd"] th a').click();
+  await page.waitForURL(`${admin}/console/servers/odd`);
+  await page.locator('dl.server [data-state="ready"]').waitFor();
+  const entry = await page.locator("main").innerText();
+  assert.ok(entry.includes("ODD_API_TOKEN") && entry.includes("***"), entry);
+  assert.ok(!entry.includes("s3cret-value"), "the secret is not shown");
+  await page.locator('[data-flagged="notes"]').waitFor();
+  await page.screenshot({ path: join(env.SHOTS, "server.png"), fullPage: true });
+  await page.goto(`${admin}/console`);
 
   step("disable a server, see it leave, and enable it again");
   await page.locator('tr[data-server="odd"]').getByRole("button", { name: "Disable odd" }).click();

@@ -877,20 +877,8 @@ fn reload_summary<'a>(started: &'a [String], stopped: &'a [String]) -> String {
 /// variables and headers whose names look secret are masked.
 fn masked(config: &HostConfig) -> Value {
     let mut value = serde_json::to_value(config).unwrap_or_default();
-    if let Some(servers) = value.get_mut("servers").and_then(Value::as_array_mut) {
-        for server in servers {
-            for key in ["env", "headers"] {
-                if let Some(Value::Object(map)) =
-                    server.get_mut("transport").and_then(|t| t.get_mut(key))
-                {
-                    for (name, value) in map.iter_mut() {
-                        if mcp_host::secrets::secret_name(name) {
-                            *value = Value::String("***".into());
-                        }
-                    }
-                }
-            }
-        }
+    if let Some(servers) = value.get_mut("servers") {
+        *servers = Value::Array(config.servers.iter().map(ServerConfig::shown).collect());
     }
     value
 }

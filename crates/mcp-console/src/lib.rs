@@ -41,6 +41,7 @@ mod catalog;
 mod events;
 mod form;
 mod layout;
+mod server;
 mod servers;
 
 pub use approvals::{ConsoleApprover, NAME as APPROVER_NAME};
@@ -89,6 +90,7 @@ impl Console {
         let signed_in = Router::new()
             .route("/console", get(servers::view))
             .route("/console/servers", get(servers::fragment))
+            .route("/console/servers/{name}", get(server::view))
             .route("/console/servers/restart", post(servers::restart))
             .route("/console/servers/trust", post(servers::trust))
             .route("/console/servers/disable", post(servers::disable))

@@ -112,7 +112,8 @@ fn table(console: &Console) -> Markup {
             ul.untrusted {
                 @for held in &status.untrusted {
                     li data-untrusted=(held.name) {
-                        strong { (held.name) } ": " code { (held.identity) }
+                        a href={"/console/servers/" (crate::catalog::encode(&held.name))} { strong { (held.name) } }
+                        ": " code { (held.identity) }
                         " (" (held.reason) @if held.denied { ", refused" } ") "
                         button hx-post="/console/servers/trust" hx-swap="none"
                             hx-vals=(serde_json::json!({ "server": held.name }).to_string())
@@ -143,7 +144,7 @@ fn row(server: &UpstreamStatus) -> Markup {
     html! {
         tr data-server=(server.name) {
             th scope="row" {
-                (server.name)
+                a href={"/console/servers/" (crate::catalog::encode(&server.name))} { (server.name) }
                 @if let Some(said) = &server.server { br; small { (said) } }
                 @if let Some(transport) = server.transport { br; small { (transport) } }
             }

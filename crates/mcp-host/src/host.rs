@@ -730,6 +730,24 @@ impl Host {
         Ok(())
     }
 
+    /// The config entry of server `name`: running, disabled or held for
+    /// trust.
+    pub fn server_config(&self, name: &str) -> Option<ServerConfig> {
+        let running = self.upstreams().into_iter().find(|u| u.name() == name);
+        if let Some(upstream) = running {
+            return Some(upstream.config.clone());
+        }
+        let disabled = self.inner.disabled.locked();
+        if let Some(config) = disabled.iter().find(|d| d.name == name) {
+            return Some(config.clone());
+        }
+        drop(disabled);
+        (self.inner.untrusted.locked())
+            .iter()
+            .find(|held| held.config.name == name)
+            .map(|held| held.config.clone())
+    }
+
     /// The servers a person disabled, by name.
     pub fn disabled(&self) -> Vec<String> {
         (self.inner.disabled.locked())

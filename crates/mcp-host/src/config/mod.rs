@@ -280,6 +280,25 @@ impl ServerConfig {
         self
     }
 
+    /// The entry as JSON for people to see: the values of its
+    /// secret-looking variables and headers (tokens, keys, passwords)
+    /// replaced by `***`.
+    pub fn shown(&self) -> serde_json::Value {
+        let mut value = serde_json::to_value(self).unwrap_or_default();
+        for key in ["env", "headers"] {
+            if let Some(serde_json::Value::Object(map)) =
+                value.get_mut("transport").and_then(|t| t.get_mut(key))
+            {
+                for (name, value) in map.iter_mut() {
+                    if crate::secrets::secret_name(name) {
+                        *value = serde_json::Value::String("***".into());
+                    }
+                }
+            }
+        }
+        value
+    }
+
     /// The values of its secret-looking variables and headers (tokens,
     /// keys, passwords): the host's own secrets, never to be shown.
     pub fn own_secrets(&self) -> Vec<String> {
