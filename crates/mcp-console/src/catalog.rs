@@ -126,11 +126,15 @@ fn rows(console: &Console, query: &str) -> Markup {
                     tr {
                         th scope="row" { a href={"/console/tool?name=" (encode(name))} { code { (name) } } }
                         @let route = catalog.tool(name);
-                        td { (server_of(route)) }
+                        @let server = server_of(route);
+                        td { a href={"/console/servers/" (encode(&server))} { (server) } }
                         td {
                             (hints(tool.get("annotations")))
                             @let (flags, changed) = flags_of(route);
-                            @if changed { span.badge.warn title="Its definition changed since it was pinned; calls wait for approval" { "changed" } }
+                            @if changed {
+                                a.badge.warn href={"/console/servers/" (encode(&server))}
+                                    title="Its definition changed since it was pinned; calls wait for approval. The server's page shows what changed." { "changed" }
+                            }
                             @for flag in flags { span.badge.warn title="Text aimed at the model was found in its definition" { "suspicious: " (flag) } }
                         }
                         td { (shortened(text(tool, "description"), 160)) }
