@@ -8,7 +8,9 @@
 // resource from a template, approves a held call (the memory server then
 // holds what it created) and denies another (it does not), finds both in
 // the audit, restarts a server and watches its restarts go up live,
-// disables a server and enables it again,
+// shows each server's requests per minute from the audit log, opens a
+// server's page (its entry's secret masked), disables a server and
+// enables it again,
 // cancels a slow tool (the audit says cancelled), and sees the console
 // refuse a change with a wrong Origin, one without the session cookie and
 // one without the CSRF token. Screenshots of the main views go to $SHOTS.
@@ -202,6 +204,15 @@ async function main() {
   const exported = await page.request.get(`${admin}/console/audit.jsonl?target=memory__create_entities`);
   assert.equal(exported.status(), 200);
   assert.equal((await exported.text()).trim().split("\n").length, 2);
+
+  step("see each server's requests per minute, from the audit log");
+  await page.goto(`${admin}/console/metrics`);
+  const memoryChart = page.locator('tr[data-metrics="memory"] svg[data-chart="requests"]');
+  await memoryChart.waitFor();
+  const label = await memoryChart.getAttribute("aria-label");
+  assert.ok(/requests: [1-9]\d* in the hour/.test(label), label);
+  assert.ok((await page.locator('tr[data-metrics="memory"] svg[data-chart="requests"] rect').count()) >= 1);
+  await page.screenshot({ path: join(env.SHOTS, "metrics.png"), fullPage: true });
 
   step("restart a server and watch it live");
   await page.goto(`${admin}/console`);

@@ -7,11 +7,12 @@ use maud::{DOCTYPE, Markup, html};
 use crate::auth::Session;
 
 /// The console's views, as the navigation lists them.
-const VIEWS: [(&str, &str); 4] = [
+const VIEWS: [(&str, &str); 5] = [
     ("/console", "Servers"),
     ("/console/catalog", "Catalog"),
     ("/console/approvals", "Approvals"),
     ("/console/audit", "Audit"),
+    ("/console/metrics", "Metrics"),
 ];
 
 /// The `<head>`.

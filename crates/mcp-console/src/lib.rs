@@ -41,6 +41,7 @@ mod catalog;
 mod events;
 mod form;
 mod layout;
+mod metrics;
 mod server;
 mod servers;
 
@@ -108,6 +109,7 @@ impl Console {
             .route("/console/approvals", get(approvals::view))
             .route("/console/approvals/queue", get(approvals::fragment))
             .route("/console/approvals/answer", post(approvals::answer))
+            .route("/console/metrics", get(metrics::view))
             .route("/console/audit", get(audit::view))
             .route("/console/audit/rows", get(audit::fragment))
             .route("/console/audit.jsonl", get(audit::export))

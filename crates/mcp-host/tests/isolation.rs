@@ -131,9 +131,10 @@ async fn at_most_max_callers_are_open_and_idle_ones_close() {
     // The first caller's connection is busy: the second is refused.
     let sleeping = {
         let first = first.clone();
-        tokio::spawn(async move { first.call_tool("sleep", json!({"seconds": 1.5})).await })
+        tokio::spawn(async move { first.call_tool("sleep", json!({"seconds": 3})).await })
     };
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Its connection is up: the call reaches it within moments.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
     let refused = remember(&second, "b").await.unwrap_err();
     assert!(refused.contains("max_callers"), "{refused}");
     within("sleep", sleeping).await.unwrap().unwrap();

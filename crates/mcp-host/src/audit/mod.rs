@@ -27,7 +27,7 @@ mod query;
 mod writer;
 
 use mcp_core::sync::MutexExt as _;
-pub use query::{AuditQuery, AuditRow, query};
+pub use query::{AuditQuery, AuditRow, Slot, activity, query};
 
 /// How the audit log is kept.
 #[derive(Debug, Clone, PartialEq)]
@@ -274,7 +274,7 @@ impl AuditLog {
 }
 
 /// Milliseconds since the Unix epoch, now.
-pub(crate) fn now_ms() -> i64 {
+pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))

@@ -175,3 +175,72 @@ pub fn query(path: &Path, query: &AuditQuery) -> Result<Vec<AuditRow>, String> {
         .map_err(failed)?;
     rows.collect::<Result<Vec<_>, _>>().map_err(failed)
 }
+
+/// What one server answered in one slot of time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Slot {
+    /// Requests.
+    pub requests: u64,
+    /// Of them, those that ended in a JSON-RPC error (refusals included).
+    pub errors: u64,
+    /// Their mean time, in milliseconds.
+    pub mean_ms: f64,
+}
+
+/// The requests each server answered in the `slots` slots of `slot_ms`
+/// that end at `until_ms`, oldest first, from the audit file at `path`:
+/// by server name, in name order.
+pub fn activity(
+    path: &Path,
+    until_ms: i64,
+    slot_ms: i64,
+    slots: usize,
+) -> Result<Vec<(String, Vec<Slot>)>, String> {
+    let failed = |e: rusqlite::Error| format!("{}: {e}", path.display());
+    let connection =
+        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(failed)?;
+    connection
+        .busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(failed)?;
+    let slot_ms = slot_ms.max(1);
+    let since = until_ms - slot_ms * slots as i64;
+    let mut select = connection
+        .prepare(
+            "SELECT server, (time_ms - ?1) / ?2 AS slot, COUNT(*), \
+             SUM(outcome = 'error'), AVG(duration_ms) FROM audit \
+             WHERE time_ms >= ?1 AND time_ms < ?3 AND server IS NOT NULL \
+             GROUP BY server, slot ORDER BY server, slot",
+        )
+        .map_err(failed)?;
+    let rows = select
+        .query_map(rusqlite::params![since, slot_ms, until_ms], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, i64>(2)?,
+                row.get::<_, Option<i64>>(3)?,
+                row.get::<_, Option<f64>>(4)?,
+            ))
+        })
+        .map_err(failed)?;
+    let mut servers: Vec<(String, Vec<Slot>)> = Vec::new();
+    for row in rows {
+        let (server, slot, requests, errors, mean) = row.map_err(failed)?;
+        if servers.last().is_none_or(|(name, _)| *name != server) {
+            servers.push((server, vec![Slot::default(); slots]));
+        }
+        let Some((_, series)) = servers.last_mut() else {
+            continue;
+        };
+        if let Some(at) = usize::try_from(slot).ok().filter(|at| *at < slots) {
+            series[at] = Slot {
+                requests: requests.max(0) as u64,
+                errors: errors.unwrap_or(0).max(0) as u64,
+                mean_ms: mean.unwrap_or(0.0),
+            };
+        }
+    }
+    Ok(servers)
+}

@@ -372,3 +372,33 @@ async fn records_are_read_back_by_what_they_say() {
         row.time
     );
 }
+
+#[tokio::test]
+async fn activity_counts_each_servers_requests_per_slot() {
+    let scratch = Scratch::new("activity");
+    let path = scratch.0.join("audit.db");
+    let log = AuditLog::open(AuditSettings::new(&path)).unwrap();
+    let now = now_ms();
+    let at = |ms_ago: i64, server: &str, outcome: &'static str, ms: f64| AuditRecord {
+        time_ms: now - ms_ago,
+        duration_ms: ms,
+        server: Some(server.into()),
+        outcome,
+        ..call(0)
+    };
+    log.record(at(30_000, "a", "ok", 2.0));
+    log.record(at(40_000, "a", "error", 4.0));
+    log.record(at(130_000, "a", "ok", 9.0));
+    log.record(at(10_000, "b", "ok", 1.0));
+    log.record(at(7_200_000, "b", "ok", 1.0)); // outside the window
+    log.flush(Duration::from_secs(5)).await;
+    let servers = activity(&path, now, 60_000, 60).unwrap();
+    let names: Vec<&str> = servers.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    let a = &servers[0].1;
+    assert_eq!(a.len(), 60);
+    assert_eq!((a[59].requests, a[59].errors, a[59].mean_ms), (2, 1, 3.0));
+    assert_eq!((a[57].requests, a[57].mean_ms), (1, 9.0));
+    let b = &servers[1].1;
+    assert_eq!(b.iter().map(|s| s.requests).sum::<u64>(), 1);
+}

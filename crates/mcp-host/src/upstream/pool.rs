@@ -50,10 +50,12 @@ impl Pool {
 }
 
 impl Pooled {
-    /// Whether no call is in flight on it.
+    /// Whether it is connected and no call is in flight on it (one still
+    /// starting is waited on by its caller's request).
     fn idle(&self) -> bool {
         let upstream = &self.upstream;
-        upstream.permits.available_permits() >= upstream.options.max_in_flight.max(1)
+        upstream.client().is_ok()
+            && upstream.permits.available_permits() >= upstream.options.max_in_flight.max(1)
     }
 }
 
@@ -72,6 +74,10 @@ impl Upstream {
             tokio::pin!(notified);
             notified.as_mut().enable();
             if upstream.client().is_ok() {
+                // Used from now: not closed before the request reaches it.
+                if let Some(pooled) = self.pool.open.locked().get_mut(key) {
+                    pooled.last_used = Instant::now();
+                }
                 return Ok(upstream);
             }
             let status = upstream.status();
