@@ -43,6 +43,9 @@ use crate::webhook::Webhook;
 /// How long a hook has to answer unless its settings say.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The longest a hook may be given to answer.
+const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+
 /// The most a hook command's answer may hold.
 const MAX_ANSWER_BYTES: u64 = 16 << 20;
 
@@ -150,7 +153,14 @@ impl ExternalHook {
             }
         }
         let timeout = match settings.timeout {
-            Some(seconds) => crate::settings::seconds(seconds, "timeout").map_err(error)?,
+            Some(s) if s.is_finite() && s > 0.0 && s <= MAX_TIMEOUT.as_secs_f64() => {
+                Duration::from_secs_f64(s)
+            }
+            Some(s) => {
+                return Err(error(format!(
+                    "timeout must be seconds in (0, 3600], not {s}"
+                )));
+            }
             None => DEFAULT_TIMEOUT,
         };
         Ok(ExternalHook {
