@@ -76,11 +76,7 @@ pub struct AuditRow {
 /// first. The file is opened read-only: a host may be writing it.
 pub fn query(path: &Path, query: &AuditQuery) -> Result<Vec<AuditRow>, String> {
     let failed = |e: rusqlite::Error| format!("{}: {e}", path.display());
-    let connection =
-        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(failed)?;
-    connection
-        .busy_timeout(std::time::Duration::from_secs(5))
-        .map_err(failed)?;
+    let connection = read_only(path)?;
     let mut conditions = Vec::new();
     let mut values: Vec<Sql> = Vec::new();
     let mut when = |condition: &str, value: Sql| {
@@ -199,11 +195,7 @@ pub fn activity(
     slots: usize,
 ) -> Result<Vec<(String, Vec<Slot>)>, String> {
     let failed = |e: rusqlite::Error| format!("{}: {e}", path.display());
-    let connection =
-        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(failed)?;
-    connection
-        .busy_timeout(std::time::Duration::from_secs(5))
-        .map_err(failed)?;
+    let connection = read_only(path)?;
     let slot_ms = slot_ms.max(1);
     let since = until_ms - slot_ms * slots as i64;
     let mut select = connection
@@ -243,4 +235,16 @@ pub fn activity(
         }
     }
     Ok(servers)
+}
+
+/// The audit file at `path`, opened read-only (a host may be writing it),
+/// waiting a while for a writer's lock.
+fn read_only(path: &Path) -> Result<Connection, String> {
+    let failed = |e: rusqlite::Error| format!("{}: {e}", path.display());
+    let connection =
+        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(failed)?;
+    connection
+        .busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(failed)?;
+    Ok(connection)
 }

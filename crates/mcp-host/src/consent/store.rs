@@ -42,6 +42,11 @@ CREATE TABLE IF NOT EXISTS trusted_servers (
 );
 ";
 
+/// Pins `?5` (its text `?6`) as first seen: of server identity `?1`,
+/// server `?2`, kind `?3`, name `?4`, at `?7`.
+const PIN: &str = "INSERT INTO pins (server_identity, server, kind, name, pinned, pinned_text, \
+                   seen, seen_text, pinned_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?5, ?6, ?7)";
+
 /// What a definition is against its pin.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Pinned {
@@ -118,31 +123,27 @@ impl GuardStore {
             )
             .optional()
             .map_err(|e| format!("{}: {e}", self.path.display()))?;
-        let now = crate::audit::now_ms();
-        let kept = if first {
-            connection.execute(
-                "INSERT INTO pins (server_identity, server, kind, name, pinned, pinned_text, \
-                 seen, seen_text, pinned_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?5, ?6, ?7) \
-                 ON CONFLICT (server_identity, kind, name) DO UPDATE SET \
-                 pinned = excluded.pinned, pinned_text = excluded.pinned_text, \
-                 pinned_ms = excluded.pinned_ms",
-                params![
-                    key.server_identity,
-                    server,
-                    key.kind,
-                    key.name,
-                    key.definition,
-                    text,
-                    now
-                ],
-            )
+        // The log's first pin of an item is its pin; a later one only
+        // where there is none.
+        let on_conflict = if first {
+            " ON CONFLICT (server_identity, kind, name) DO UPDATE SET \
+             pinned = excluded.pinned, pinned_text = excluded.pinned_text, \
+             pinned_ms = excluded.pinned_ms"
         } else {
-            connection.execute(
-                "INSERT OR IGNORE INTO pins (server_identity, server, kind, name, pinned, \
-                 pinned_text, seen, seen_text, pinned_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?5, ?6, ?7)",
-                params![key.server_identity, server, key.kind, key.name, key.definition, text, now],
-            )
+            " ON CONFLICT DO NOTHING"
         };
+        let kept = connection.execute(
+            &format!("{PIN}{on_conflict}"),
+            params![
+                key.server_identity,
+                server,
+                key.kind,
+                key.name,
+                key.definition,
+                text,
+                crate::audit::now_ms()
+            ],
+        );
         kept.map_err(|e| format!("{}: {e}", self.path.display()))?;
         Ok(first && own.is_some_and(|own| own != key.definition))
     }
@@ -247,9 +248,7 @@ impl GuardStore {
             match pinned {
                 None => {
                     connection.execute(
-                        "INSERT INTO pins (server_identity, server, kind, name, pinned, \
-                         pinned_text, seen, seen_text, pinned_ms) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?5, ?6, ?7)",
+                        PIN,
                         params![
                             key.server_identity,
                             server,
