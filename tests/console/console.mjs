@@ -8,6 +8,7 @@
 // resource from a template, approves a held call (the memory server then
 // holds what it created) and denies another (it does not), finds both in
 // the audit, restarts a server and watches its restarts go up live,
+// answers a server's question no client can on the approvals page,
 // shows each server's requests per minute from the audit log, opens a
 // server's page (its entry's secret masked), disables a server and
 // enables it again,
@@ -190,6 +191,22 @@ async function main() {
   const graph = await page.locator(".call").first().innerText();
   assert.match(graph, /alice/, "the approved call reached the server");
   assert.doesNotMatch(graph, /bob/, "the denied call did not");
+
+  step("answer a server's question no client can, on the approvals page");
+  await page.goto(`${admin}/console/tool?name=everything__test_elicitation`);
+  await page.getByLabel("message").fill("Who is there?");
+  await page.getByRole("button", { name: /^Call/ }).click();
+  const question = approvals.locator("article[data-question]");
+  await question.waitFor();
+  assert.ok((await question.innerText()).includes("Who is there?"));
+  await question.getByLabel("username").fill("ada");
+  await question.getByLabel("email").fill("ada@example.com");
+  await question.getByRole("button", { name: "Send" }).click();
+  const answered = page.locator('.call [data-state="done"]');
+  await answered.waitFor();
+  const reply = await page.locator(".call").innerText();
+  assert.ok(reply.includes("ada") && reply.includes("ada@example.com"), reply);
+  await approvals.locator('[data-queue="empty"]').waitFor();
 
   step("find both in the audit");
   await page.goto(`${admin}/console/audit`);

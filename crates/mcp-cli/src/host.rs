@@ -251,6 +251,8 @@ pub async fn run(args: &HostArgs) -> Result<()> {
     let console_approver = Arc::new(mcp_console::ConsoleApprover::default());
     if admin.is_some() {
         options.consent.registered.push(console_approver.clone());
+        // After the terminal: the questions no client can answer.
+        options.elicitors.people.push(console_approver.clone());
     }
     print_err(&policy_line(&options));
     if let Some(endpoint) = settings.traces.endpoint() {

@@ -2,8 +2,9 @@
 //! the policy marks `ask` waits in the console's queue until a person
 //! allows it (once, for the session, or always, with the arguments as
 //! they edited them) or denies it. The queue's page updates as requests
-//! come and go. The console can be asked while a browser holds its event
-//! stream open.
+//! come and go, and shows the servers' questions no client could answer
+//! too (see [`crate::questions`]). The console can be asked while a
+//! browser holds its event stream open.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -33,6 +34,8 @@ pub const NAME: &str = "console";
 pub struct ConsoleApprover {
     next: AtomicU64,
     waiting: Mutex<BTreeMap<u64, Waiting>>,
+    /// Servers' questions no client could answer.
+    pub(crate) questions: Mutex<BTreeMap<u64, crate::questions::Question>>,
     /// Told whenever the queue changes.
     changed: broadcast::Sender<()>,
     /// Browsers with the event stream open.
@@ -50,6 +53,7 @@ impl Default for ConsoleApprover {
         ConsoleApprover {
             next: AtomicU64::new(0),
             waiting: Mutex::new(BTreeMap::new()),
+            questions: Mutex::new(BTreeMap::new()),
             changed: broadcast::channel(16).0,
             watching: AtomicUsize::new(0),
         }
@@ -60,6 +64,16 @@ impl ConsoleApprover {
     /// Told whenever the queue changes.
     pub(crate) fn changes(&self) -> broadcast::Receiver<()> {
         self.changed.subscribe()
+    }
+
+    /// Tells the pages that the queue changed.
+    pub(crate) fn changed(&self) {
+        let _ = self.changed.send(());
+    }
+
+    /// A number for the next request or question.
+    pub(crate) fn next_id(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     /// Answers request `id`; whether it was waiting.
@@ -96,7 +110,7 @@ impl Approver for ConsoleApprover {
 
     fn ask<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Result<Approval, String>> {
         Box::pin(async move {
-            let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+            let id = self.next_id();
             let (answer, answered) = oneshot::channel();
             self.waiting.locked().insert(
                 id,
@@ -135,12 +149,15 @@ pub(crate) async fn fragment(State(console): State<Console>) -> Markup {
     queue(&console)
 }
 
-fn queue(console: &Console) -> Markup {
+pub(crate) fn queue(console: &Console) -> Markup {
+    let questions = crate::questions::waiting(console);
+    let no_question = console.inner.approver.questions.locked().is_empty();
     let waiting = console.inner.approver.waiting.locked();
     html! {
-        @if waiting.is_empty() {
+        @if waiting.is_empty() && no_question {
             p data-queue="empty" { "Nothing is waiting." }
         }
+        (questions)
         @for (id, w) in waiting.iter() {
             @let request = &w.request;
             article.approval data-approval=(id) aria-labelledby={"approval-" (id)} {

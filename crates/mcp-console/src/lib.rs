@@ -42,6 +42,7 @@ mod events;
 mod form;
 mod layout;
 mod metrics;
+mod questions;
 mod server;
 mod servers;
 
@@ -109,6 +110,7 @@ impl Console {
             .route("/console/approvals", get(approvals::view))
             .route("/console/approvals/queue", get(approvals::fragment))
             .route("/console/approvals/answer", post(approvals::answer))
+            .route("/console/approvals/question", post(questions::answer))
             .route("/console/metrics", get(metrics::view))
             .route("/console/audit", get(audit::view))
             .route("/console/audit/rows", get(audit::fragment))
