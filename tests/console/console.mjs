@@ -151,17 +151,28 @@ async function main() {
   await prompt.locator('[data-state="done"]').waitFor();
   assert.match(await prompt.locator("ol.messages").innerText(), /value0/);
 
-  step("read a resource from a template");
+  step("read a resource from a template, its variable completed by the server");
   await page.goto(`${admin}/console/catalog`);
-  const templateLink = page.locator('[data-list="templates"] a').first();
+  const templateLink = page.locator('[data-list="templates"] a', { hasText: "{id}" }).first();
   await templateLink.waitFor();
   await templateLink.click();
-  const variables = page.locator('form input[type="text"]');
-  for (let i = 0; i < (await variables.count()); i++) await variables.nth(i).fill("7");
+  const id = page.locator("#v-id");
+  await id.fill("1");
+  await until("the server's completions", async () => (await page.locator('#dl-id option[value="123"]').count()) === 1);
+  await id.fill("123");
   await page.getByRole("button", { name: "Read" }).click();
   const read = page.locator(".call").first();
   await read.locator('[data-state="done"]').waitFor();
   assert.ok((await read.locator("figure.resource figcaption").count()) > 0, await read.innerHTML());
+  assert.ok((await read.innerText()).includes("123"), await read.innerText());
+
+  step("read a resource as it is");
+  await page.goto(`${admin}/console/catalog`);
+  const resourceLink = page.locator('[data-list="resources"] a').first();
+  await resourceLink.waitFor();
+  await resourceLink.click();
+  await page.getByRole("button", { name: "Read" }).click();
+  await page.locator('.call [data-state="done"]').first().waitFor();
 
   step("approve a held call, and deny another");
   const approvals = await context.newPage();

@@ -115,6 +115,11 @@ fn rows(console: &Console, query: &str) -> Markup {
         .iter()
         .filter(|t| matches(t, &words))
         .collect();
+    let resources: Vec<_> = catalog
+        .resources()
+        .iter()
+        .filter(|r| matches(r, &words))
+        .collect();
     html! {
         h2 { "Tools " small { "(" (tools.len()) ")" } }
         @if tools.len() > MAX_ROWS { p.hint { "The first " (MAX_ROWS) " are shown; search to find the others." } }
@@ -147,6 +152,13 @@ fn rows(console: &Console, query: &str) -> Markup {
             @for prompt in prompts.iter().take(MAX_ROWS) {
                 li { a href={"/console/prompt?name=" (encode(text(prompt, "name")))} { code { (text(prompt, "name")) } }
                      " " (shortened(text(prompt, "description"), 160)) }
+            }
+        }
+        h2 { "Resources " small { "(" (resources.len()) ")" } }
+        ul.items data-list="resources" {
+            @for resource in resources.iter().take(MAX_ROWS) {
+                li { a href={"/console/template?name=" (encode(text(resource, "uri")))} { code { (text(resource, "uri")) } }
+                     " " (shortened(text(resource, "description"), 160)) }
             }
         }
         h2 { "Resource templates " small { "(" (templates.len()) ")" } }
@@ -386,14 +398,16 @@ pub(crate) async fn template(
     Query(asked): Query<Asked>,
 ) -> Response {
     let catalog = console.inner.host.catalog();
-    let Some(template) = catalog
-        .templates()
-        .iter()
+    // A template, or a resource read as it is (a template of no variable).
+    let templates = catalog.templates();
+    let resources = catalog.resources();
+    let found = (templates.iter())
         .find(|t| text(t, "uriTemplate") == asked.name)
-    else {
+        .or_else(|| resources.iter().find(|r| text(r, "uri") == asked.name));
+    let Some(template) = found else {
         return (
             StatusCode::NOT_FOUND,
-            format!("no resource template {:?}", asked.name),
+            format!("no resource or resource template {:?}", asked.name),
         )
             .into_response();
     };
@@ -404,7 +418,13 @@ pub(crate) async fn template(
             @for name in variables(&asked.name) {
                 div.field {
                     label for={"v-" (name)} { code { (name) } }
-                    input id={"v-" (name)} name={"/" (name)} type="text" required;
+                    // The server's completions, offered as the person types.
+                    input id={"v-" (name)} name={"/" (name)} type="text" required autocomplete="off"
+                        list={"dl-" (name)}
+                        hx-get="/console/template/complete" hx-trigger="input changed delay:150ms, focus"
+                        hx-target={"#dl-" (name)} hx-swap="innerHTML"
+                        hx-vals=(json!({ "template": asked.name, "argument": name }).to_string());
+                    datalist id={"dl-" (name)} {}
                 }
             }
             button type="submit" { "Read" }
@@ -412,6 +432,42 @@ pub(crate) async fn template(
         div id="calls" {}
     };
     page(&asked.name, "/console/catalog", &session, body).into_response()
+}
+
+/// `GET /console/template/complete`: `template`, `argument`, and the
+/// argument's field (`/NAME`, as typed so far): the server's completions,
+/// as the options of the field's list. Nothing where it offers none.
+pub(crate) async fn complete(
+    State(console): State<Console>,
+    Query(asked): Query<Vec<(String, String)>>,
+) -> Markup {
+    let (Some(template), Some(argument)) = (
+        posted_value(&asked, "template"),
+        posted_value(&asked, "argument"),
+    ) else {
+        return html! {};
+    };
+    let typed = posted_value(&asked, &format!("/{argument}")).unwrap_or_default();
+    let Ok(client) = console.client().await else {
+        return html! {};
+    };
+    let params = json!({
+        "ref": {"type": "ref/resource", "uri": template},
+        "argument": {"name": argument, "value": typed},
+    });
+    let answer: Result<Value, _> = client
+        .request(
+            "completion/complete",
+            &params,
+            mcp_core::RequestOptions::new(),
+        )
+        .await;
+    let values: Vec<String> = answer
+        .ok()
+        .and_then(|a| a.pointer("/completion/values").cloned())
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default();
+    html! { @for value in values.iter().take(100) { option value=(value) {} } }
 }
 
 /// `POST /console/template/read`.

@@ -105,6 +105,7 @@ impl Console {
             .route("/console/prompt/get", post(catalog::get_prompt))
             .route("/console/template", get(catalog::template))
             .route("/console/template/read", post(catalog::read_template))
+            .route("/console/template/complete", get(catalog::complete))
             .route("/console/calls/{id}", get(call))
             .route("/console/calls/cancel", post(cancel))
             .route("/console/approvals", get(approvals::view))
