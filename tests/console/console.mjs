@@ -12,7 +12,8 @@
 // shows each server's requests per minute from the audit log, opens a
 // server's page (its entry's secret masked), disables a server and
 // enables it again,
-// cancels a slow tool (the audit says cancelled), and sees the console
+// cancels a slow tool (the audit says cancelled), finds an earlier call
+// in the history and runs it again, and sees the console
 // refuse a change with a wrong Origin, one without the session cookie and
 // one without the CSRF token. Screenshots of the main views go to $SHOTS.
 // Then, with 20 servers of 25 tools each, it measures the catalog page's
@@ -282,6 +283,16 @@ async function main() {
     const r = await page.request.get(`${admin}/console/audit.jsonl?target=everything__test_tool_slow`);
     return (await r.text()).includes('"outcome":"cancelled"');
   });
+
+  step("find an earlier call in the history, and run it again");
+  await page.goto(`${admin}/console/history?q=2020_12`);
+  const earlier = page.locator("article[data-history]").first();
+  await earlier.waitFor();
+  const request = await earlier.locator("details").first().textContent();
+  assert.ok(request.includes("Ada") && request.includes("London"), request);
+  await earlier.getByRole("button", { name: "Run again" }).click();
+  await page.locator('#calls .call [data-state="done"]').waitFor();
+  await page.screenshot({ path: join(env.SHOTS, "history.png"), fullPage: true });
 
   step("refuse a wrong Origin, no cookie, and no CSRF token");
   const csrf = JSON.parse(await page.locator("body").getAttribute("hx-headers"))["x-csrf-token"];

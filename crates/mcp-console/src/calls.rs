@@ -16,8 +16,9 @@ use serde_json::Value;
 
 use crate::layout::json_block;
 
-/// The most calls kept for their pages; the oldest finished go first.
-const KEPT: usize = 32;
+/// The most calls kept for their pages and the history; the oldest
+/// finished go first.
+const KEPT: usize = 100;
 
 /// The calls of the console.
 #[derive(Default)]
@@ -30,6 +31,12 @@ pub(crate) struct Calls {
 pub(crate) struct Call {
     /// What was asked, for people: `tools/call search`.
     pub(crate) what: String,
+    /// The request: its method and params.
+    pub(crate) method: &'static str,
+    /// See `method`.
+    pub(crate) params: Value,
+    /// When it was made.
+    pub(crate) at: std::time::SystemTime,
     started: Instant,
     state: Mutex<CallState>,
     task: Mutex<Option<tokio::task::AbortHandle>>,
@@ -58,6 +65,9 @@ impl Calls {
         let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         let call = Arc::new(Call {
             what,
+            method,
+            params: params.clone(),
+            at: std::time::SystemTime::now(),
             started: Instant::now(),
             state: Mutex::new(CallState::Running { progress: None }),
             task: Mutex::new(None),
@@ -102,6 +112,16 @@ impl Calls {
             }
         }
         id
+    }
+
+    /// The calls kept, newest first.
+    pub(crate) fn kept(&self) -> Vec<(u64, Arc<Call>)> {
+        let calls = self.by_id.locked();
+        calls
+            .iter()
+            .rev()
+            .map(|(id, c)| (*id, Arc::clone(c)))
+            .collect()
     }
 
     /// Call `id`, if it is kept.

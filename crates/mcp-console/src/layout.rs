@@ -7,9 +7,10 @@ use maud::{DOCTYPE, Markup, html};
 use crate::auth::Session;
 
 /// The console's views, as the navigation lists them.
-const VIEWS: [(&str, &str); 5] = [
+const VIEWS: [(&str, &str); 6] = [
     ("/console", "Servers"),
     ("/console/catalog", "Catalog"),
+    ("/console/history", "History"),
     ("/console/approvals", "Approvals"),
     ("/console/audit", "Audit"),
     ("/console/metrics", "Metrics"),

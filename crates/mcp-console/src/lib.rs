@@ -40,6 +40,7 @@ mod calls;
 mod catalog;
 mod events;
 mod form;
+mod history;
 mod layout;
 mod metrics;
 mod questions;
@@ -113,6 +114,8 @@ impl Console {
             .route("/console/approvals/answer", post(approvals::answer))
             .route("/console/approvals/question", post(questions::answer))
             .route("/console/metrics", get(metrics::view))
+            .route("/console/history", get(history::view))
+            .route("/console/history/again", post(history::again))
             .route("/console/audit", get(audit::view))
             .route("/console/audit/rows", get(audit::fragment))
             .route("/console/audit.jsonl", get(audit::export))
