@@ -5,7 +5,6 @@
 //! forward them without re-parsing.
 
 use std::fmt;
-use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -13,51 +12,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::error_codes;
+pub use crate::request_id::RequestId;
 use crate::wire_member::{IdMember, MethodMember, VersionMember};
-
-/// The id of a request: a string or an integer, never null.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(untagged)]
-pub enum RequestId {
-    /// An integer id.
-    Number(i64),
-    /// A string id.
-    String(Arc<str>),
-}
-
-/// Read by the same rule as an envelope's `id`: a string, or an integer
-/// that fits an `i64`.
-impl<'de> Deserialize<'de> for RequestId {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match IdMember::deserialize(deserializer)? {
-            IdMember::Id(id) => Ok(id),
-            IdMember::Null | IdMember::Invalid => Err(serde::de::Error::custom(
-                "a request id must be a string or an integer",
-            )),
-        }
-    }
-}
-
-impl fmt::Display for RequestId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RequestId::Number(n) => write!(f, "{n}"),
-            RequestId::String(s) => write!(f, "{s:?}"),
-        }
-    }
-}
-
-impl From<i64> for RequestId {
-    fn from(n: i64) -> Self {
-        RequestId::Number(n)
-    }
-}
-
-impl From<&str> for RequestId {
-    fn from(s: &str) -> Self {
-        RequestId::String(s.into())
-    }
-}
 
 /// A request: expects exactly one response with the same id.
 #[derive(Debug, Clone)]

@@ -39,6 +39,7 @@ pub mod notifications;
 mod num;
 pub mod pagination;
 pub mod prompts;
+mod request_id;
 pub mod resources;
 pub mod result;
 mod revision;

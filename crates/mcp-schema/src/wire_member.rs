@@ -9,7 +9,7 @@ use std::fmt;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use crate::jsonrpc::RequestId;
+use crate::request_id::RequestId;
 
 /// What an envelope's `id` member holds.
 #[derive(Debug, PartialEq)]
@@ -124,6 +124,19 @@ impl<'de> Deserialize<'de> for VersionMember {
         AnyValue::read(deserializer, "\"2.0\"", |value| {
             VersionMember(matches!(value, Scalar::Str("2.0")))
         })
+    }
+}
+
+/// Read by the same rule as an envelope's `id`: a string, or an integer
+/// that fits an `i64`.
+impl<'de> Deserialize<'de> for RequestId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match IdMember::deserialize(deserializer)? {
+            IdMember::Id(id) => Ok(id),
+            IdMember::Null | IdMember::Invalid => Err(serde::de::Error::custom(
+                "a request id must be a string or an integer",
+            )),
+        }
     }
 }
 
