@@ -1,31 +1,20 @@
 //! The console as an approver (`console` in `[guard] approvers`): a request
 //! the policy marks `ask` waits in the console's queue until a person
 //! allows it (once, for the session, or always, with the arguments as
-//! they edited them) or denies it. The queue's page updates as requests
-//! come and go, and shows the servers' questions no client could answer
-//! too (see [`crate::questions`]). The console can be asked while a
-//! browser holds its event stream open.
+//! they edited them) or denies it; the servers' questions no client could
+//! answer wait beside them (see [`crate::questions`]). The queue's page
+//! is [`crate::queue`]. The console can be asked while a browser holds its
+//! event stream open.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::SystemTime;
 
-use axum::extract::State;
-use axum::response::{IntoResponse, Response};
-use axum::{Extension, Form};
-use http::StatusCode;
-use maud::{Markup, html};
 use mcp_core::BoxFuture;
 use mcp_core::sync::MutexExt as _;
-use mcp_host::consent::{Approval, ApprovalRequest, Approver, Scope};
-use serde::Deserialize;
-use serde_json::Value;
+use mcp_host::consent::{Approval, ApprovalRequest, Approver};
 use tokio::sync::{broadcast, oneshot};
-
-use crate::Console;
-use crate::auth::Session;
-use crate::layout::{json_block, page};
 
 /// The approver's name in `[guard] approvers`.
 pub const NAME: &str = "console";
@@ -33,19 +22,28 @@ pub const NAME: &str = "console";
 /// The queue of requests waiting for a person at the console.
 pub struct ConsoleApprover {
     next: AtomicU64,
-    waiting: Mutex<BTreeMap<u64, Waiting>>,
+    pub(crate) waiting: Mutex<BTreeMap<u64, Waiting>>,
     /// Servers' questions no client could answer.
-    pub(crate) questions: Mutex<BTreeMap<u64, crate::questions::Question>>,
+    pub(crate) questions: Mutex<BTreeMap<u64, Question>>,
     /// Told whenever the queue changes.
     changed: broadcast::Sender<()>,
     /// Browsers with the event stream open.
     pub(crate) watching: AtomicUsize,
 }
 
-struct Waiting {
-    request: ApprovalRequest,
-    asked_at: SystemTime,
-    answer: oneshot::Sender<Approval>,
+/// A server's question waiting at the console.
+pub(crate) struct Question {
+    pub(crate) server: String,
+    pub(crate) params: mcp_schema::ElicitRequestParams,
+    pub(crate) asked_at: SystemTime,
+    pub(crate) answer: oneshot::Sender<mcp_schema::ElicitResult>,
+}
+
+/// A request waiting for a person's approval.
+pub(crate) struct Waiting {
+    pub(crate) request: ApprovalRequest,
+    pub(crate) asked_at: SystemTime,
+    pub(crate) answer: oneshot::Sender<Approval>,
 }
 
 impl Default for ConsoleApprover {
@@ -77,7 +75,7 @@ impl ConsoleApprover {
     }
 
     /// Answers request `id`; whether it was waiting.
-    fn answer(&self, id: u64, approval: Approval) -> bool {
+    pub(crate) fn answer(&self, id: u64, approval: Approval) -> bool {
         let waiting = self.waiting.locked().remove(&id);
         let _ = self.changed.send(());
         waiting.is_some_and(|w| w.answer.send(approval).is_ok())
@@ -127,115 +125,4 @@ impl Approver for ConsoleApprover {
                 .map_err(|_| "the console's queue was closed".to_owned())
         })
     }
-}
-
-/// `GET /console/approvals`: the page.
-pub(crate) async fn view(
-    State(console): State<Console>,
-    Extension(session): Extension<Session>,
-) -> Markup {
-    let body = html! {
-        p.hint { "Requests the policy marks " code { "ask" } " wait here while " code { "console" }
-                 " is among " code { "[guard] approvers" } "." }
-        div id="approvals" hx-get="/console/approvals/queue" hx-trigger="sse:approvals" {
-            (queue(&console))
-        }
-    };
-    page("Approvals", "/console/approvals", &session, body)
-}
-
-/// `GET /console/approvals/queue`: the queue alone.
-pub(crate) async fn fragment(State(console): State<Console>) -> Markup {
-    queue(&console)
-}
-
-pub(crate) fn queue(console: &Console) -> Markup {
-    let questions = crate::questions::waiting(console);
-    let no_question = console.inner.approver.questions.locked().is_empty();
-    let waiting = console.inner.approver.waiting.locked();
-    html! {
-        @if waiting.is_empty() && no_question {
-            p data-queue="empty" { "Nothing is waiting." }
-        }
-        (questions)
-        @for (id, w) in waiting.iter() {
-            @let request = &w.request;
-            article.approval data-approval=(id) aria-labelledby={"approval-" (id)} {
-                h2 id={"approval-" (id)} { (request.kind.as_str()) " " code { (request.name) } " on " (request.server) }
-                p { small { "Asked " (seconds_ago(w.asked_at)) " s ago. " (request.reason) } }
-                p { small { "Server: " code { (request.server_identity) } } }
-                @if let Some(description) = &request.description { p { (description) } }
-                @if let Some(annotations) = &request.annotations { details { summary { "Annotations" } (json_block(annotations)) } }
-                @if let Some(changes) = &request.changes { details open { summary { "What changed since it was pinned" } pre.diff { (changes) } } }
-                form hx-post="/console/approvals/answer" hx-target="#approvals" {
-                    input type="hidden" name="id" value=(id);
-                    label for={"args-" (id)} { "Arguments (JSON; edit before allowing)" }
-                    textarea.json id={"args-" (id)} name="arguments" rows="8" {
-                        (serde_json::to_string_pretty(&request.arguments.clone().map(Value::Object).unwrap_or(Value::Null)).unwrap_or_default())
-                    }
-                    div.buttons {
-                        button name="decision" value="once" { "Allow once" }
-                        button name="decision" value="session" { "Allow for the session" }
-                        button name="decision" value="always" { "Always allow" }
-                        button.danger name="decision" value="deny" { "Deny" }
-                    }
-                }
-            }
-        }
-    }
-}
-
-fn seconds_ago(at: SystemTime) -> u64 {
-    at.elapsed().map(|d| d.as_secs()).unwrap_or_default()
-}
-
-/// The answer form.
-#[derive(Deserialize)]
-pub(crate) struct Answer {
-    id: u64,
-    decision: String,
-    #[serde(default)]
-    arguments: String,
-}
-
-/// `POST /console/approvals/answer`.
-pub(crate) async fn answer(State(console): State<Console>, Form(answer): Form<Answer>) -> Response {
-    let scope = match answer.decision.as_str() {
-        "once" => Some(Scope::Once),
-        "session" => Some(Scope::Session),
-        "always" => Some(Scope::Always),
-        "deny" => None,
-        other => {
-            return (StatusCode::BAD_REQUEST, format!("no decision {other:?}")).into_response();
-        }
-    };
-    let approver = &console.inner.approver;
-    let original = approver
-        .waiting
-        .locked()
-        .get(&answer.id)
-        .map(|w| w.request.arguments.clone());
-    let Some(original) = original else {
-        return (
-            StatusCode::NOT_FOUND,
-            html! { p.error { "That request is no longer waiting." } (queue(&console)) },
-        )
-            .into_response();
-    };
-    let arguments = match serde_json::from_str::<Value>(&answer.arguments) {
-        Ok(Value::Object(edited)) if Some(&edited) != original.as_ref() => Some(edited),
-        Ok(_) => None,
-        Err(e) if scope.is_some() && !answer.arguments.trim().is_empty() => {
-            return html! { p.error role="alert" { "The arguments are not JSON: " (e) } (queue(&console)) }
-                .into_response();
-        }
-        Err(_) => None,
-    };
-    let approval = Approval {
-        allowed: scope.is_some(),
-        scope: scope.unwrap_or(Scope::Once),
-        arguments,
-    };
-    approver.answer(answer.id, approval);
-    queue(&console).into_response()
 }

@@ -44,6 +44,7 @@ mod history;
 mod layout;
 mod metrics;
 mod questions;
+mod queue;
 mod server;
 mod servers;
 
@@ -109,10 +110,10 @@ impl Console {
             .route("/console/template/complete", get(catalog::complete))
             .route("/console/calls/{id}", get(call))
             .route("/console/calls/cancel", post(cancel))
-            .route("/console/approvals", get(approvals::view))
-            .route("/console/approvals/queue", get(approvals::fragment))
-            .route("/console/approvals/answer", post(approvals::answer))
-            .route("/console/approvals/question", post(questions::answer))
+            .route("/console/approvals", get(queue::view))
+            .route("/console/approvals/queue", get(queue::fragment))
+            .route("/console/approvals/answer", post(queue::answer))
+            .route("/console/approvals/question", post(queue::answer_question))
             .route("/console/metrics", get(metrics::view))
             .route("/console/history", get(history::view))
             .route("/console/history/again", post(history::again))

@@ -13,7 +13,7 @@ use mcp_core::SinkClosed;
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TryRecvError;
 
-use crate::session::Delivery;
+use crate::session::delivery::Delivery;
 
 /// How far a stream's reader may fall behind before its stream is closed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,7 +197,7 @@ impl StreamReceiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::MessageText;
+    use crate::session::delivery::MessageText;
 
     fn delivery(text: &str) -> Delivery {
         Delivery::new(MessageText::Owned(text.to_owned()), None, false)

@@ -25,7 +25,7 @@ use smallvec::smallvec;
 use crate::event_store::{EventStoreError, Replay, ReplayError, is_priming};
 use mcp_schema::jsonrpc::ErrorObject;
 
-mod delivery;
+pub(crate) mod delivery;
 mod manager;
 mod routes;
 mod stream_note;
