@@ -5,10 +5,11 @@ use std::collections::{HashMap, HashSet};
 
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use http::header::{CACHE_CONTROL, LOCATION};
 use http::{HeaderValue, StatusCode};
 
+use super::page::{error_page, page_response};
 use super::store::{ClientRecord, CodeGrant, PendingRequest};
 use super::{AuthorizationServer, limits, util};
 
@@ -27,31 +28,6 @@ fn parse_params(raw: &[u8]) -> (HashMap<String, String>, HashSet<String>) {
         }
     }
     (map, dup)
-}
-
-/// A page explaining an error that cannot be sent to the client.
-pub(super) fn error_page(status: StatusCode, message: &str) -> Response {
-    let body = format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Authorization error</title></head>\
-         <body><h1>Authorization error</h1><p>{}</p></body></html>",
-        util::html_escape(message)
-    );
-    page_response(status, body)
-}
-
-fn page_response(status: StatusCode, body: String) -> Response {
-    let mut resp = (status, Html(body)).into_response();
-    let h = resp.headers_mut();
-    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert("x-frame-options", HeaderValue::from_static("DENY"));
-    h.insert(
-        "content-security-policy",
-        HeaderValue::from_static(
-            "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
-        ),
-    );
-    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
-    resp
 }
 
 /// A redirect to `redirect_uri` with `params` added to its query.

@@ -399,7 +399,7 @@ pub(crate) async fn limit(
 /// the login form.
 fn too_many(endpoint: Endpoint, wait: Duration) -> Response {
     let resp = match endpoint {
-        Endpoint::Login => super::authorize::error_page(
+        Endpoint::Login => super::page::error_page(
             StatusCode::TOO_MANY_REQUESTS,
             &format!(
                 "Too many sign-in attempts from your address. Wait {} and try again.",

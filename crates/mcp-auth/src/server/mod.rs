@@ -36,6 +36,7 @@ mod client_auth;
 mod config;
 mod keys;
 mod limits;
+mod page;
 mod password;
 mod register;
 mod store;
