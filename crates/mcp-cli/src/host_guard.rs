@@ -133,7 +133,7 @@ pub fn explain(args: &ExplainArgs) -> Result<()> {
         scopes: args.scopes.clone(),
         client_name: args.client.clone(),
         view: args.view.clone(),
-        claims: None,
+        token: None,
     };
     if !args.claims.is_empty() {
         let mut token = mcp_auth::Principal::new(args.scopes.clone());
@@ -150,7 +150,7 @@ pub fn explain(args: &ExplainArgs) -> Result<()> {
                 }
             }
         }
-        caller.claims = Some(std::sync::Arc::new(token));
+        caller.token = Some(std::sync::Arc::new(token));
     }
     let kind = match (args.prompt, args.resource) {
         (true, _) => Kind::Prompt,

@@ -18,8 +18,9 @@ pub struct Caller {
     /// The view of the catalog the request came through (`[views.NAME]`);
     /// none for the whole catalog.
     pub view: Option<String>,
-    /// The token's claims, for rules that read them (`claim.NAME`).
-    pub claims: Option<std::sync::Arc<mcp_auth::Principal>>,
+    /// The caller's token as validated, for rules that read its claims
+    /// (`claim.NAME`); `None`: anonymous.
+    pub token: Option<std::sync::Arc<mcp_auth::Principal>>,
 }
 
 impl Caller {
@@ -33,7 +34,7 @@ impl Caller {
                 scopes: principal.scopes.clone(),
                 client_name,
                 view: None,
-                claims: Some(principal),
+                token: Some(principal),
             },
             None => Caller {
                 client_name,
@@ -54,7 +55,7 @@ impl Caller {
     /// string of an array, a number or a boolean written out; none where
     /// the token has no such claim.
     pub fn claim(&self, name: &str) -> Vec<String> {
-        let value = self.claims.as_ref().and_then(|p| p.claims.get(name));
+        let value = self.token.as_ref().and_then(|p| p.claims.get(name));
         let text = |value: &serde_json::Value| match value {
             serde_json::Value::String(text) => Some(text.clone()),
             serde_json::Value::Number(n) => Some(n.to_string()),

@@ -18,7 +18,7 @@ fn bob() -> Caller {
         scopes: vec!["read".into(), "admin".into()],
         client_name: Some("Claude Desktop".into()),
         view: None,
-        claims: None,
+        token: None,
     }
 }
 
@@ -406,7 +406,7 @@ fn a_rule_reads_the_tokens_claims() {
         .unwrap();
     let ann = Caller {
         subject: Some("ann".into()),
-        claims: Some(std::sync::Arc::new(token)),
+        token: Some(std::sync::Arc::new(token)),
         ..Caller::default()
     };
     let anonymous = Caller::default();
