@@ -9,6 +9,9 @@
 // holds what it created) and denies another (it does not), finds both in
 // the audit, restarts a server and watches its restarts go up live,
 // answers a server's question no client can on the approvals page,
+// reviews what a server asks the host's model (edits the request, sees
+// the reply, gives it to the server; refuses another), sees each call's
+// decision and rule,
 // shows each server's requests per minute from the audit log, opens a
 // server's page (its entry's secret masked), disables a server and
 // enables it again,
@@ -24,6 +27,7 @@
 // (a folder), MANY_TOOLS (bench/peers/many_tools.py).
 
 import { spawn } from "node:child_process";
+import { createServer } from "node:http";
 import { mkdtempSync, writeFileSync, mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -67,6 +71,35 @@ function startHost(servers, settings, name) {
   });
 }
 
+/**
+ * A stand-in for the host's model on 127.0.0.1, speaking OpenAI's Chat
+ * Completions: it answers "echo: " and the last message's text, so what
+ * the model was sent shows in what the server gets. Resolves to its base URL.
+ */
+function startModel() {
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk) => (body += chunk));
+    req.on("end", () => {
+      const asked = JSON.parse(body);
+      const last = asked.messages[asked.messages.length - 1];
+      const text = typeof last.content === "string" ? last.content : last.content.map((p) => p.text ?? "").join("");
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({
+          id: "c",
+          object: "chat.completion",
+          model: asked.model,
+          choices: [{ index: 0, message: { role: "assistant", content: `echo: ${text}` }, finish_reason: "stop" }],
+          usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+        }),
+      );
+    });
+  });
+  started.push({ kill: () => server.close() });
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${server.address().port}/v1`)));
+}
+
 /** Waits until `check()` is true (polling), or fails saying `what`. */
 async function until(what, check, ms = 30_000) {
   const end = Date.now() + ms;
@@ -84,7 +117,8 @@ async function main() {
     memory: { command: process.execPath, args: [env.MEMORY_SERVER], env: { MEMORY_FILE_PATH: join(tmpdir(), `memory-${process.pid}.jsonl`) } },
     odd: { command: "python3", args: [new URL("./suspicious_server.py", import.meta.url).pathname], env: { ODD_API_TOKEN: "s3cret-value" } },
   };
-  const policy = `[guard]\napprovers = ["console"]\nask_timeout = 60\n\n[[policy]]\ndecision = "ask"\nserver = "memory"\ntool = "create_entities"\n`;
+  const model = await startModel();
+  const policy = `[model]\nbase_url = "${model}"\nmodel = "echo"\nretries = 0\n\n[sampling]\napprove = "ask"\n\n[guard]\napprovers = ["console"]\nask_timeout = 60\n\n[[policy]]\ndecision = "ask"\nserver = "memory"\ntool = "create_entities"\n`;
   const { admin } = await startHost(servers, policy, "main");
   const browser = await chromium.launch({ executablePath: env.CHROMIUM, args: ["--no-sandbox"] });
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -192,6 +226,8 @@ async function main() {
   await approvals.screenshot({ path: join(env.SHOTS, "approvals.png"), fullPage: true });
   await held.getByRole("button", { name: "Allow once" }).click();
   await page.locator('.call [data-state="done"]').waitFor();
+  const approvedDecision = await page.locator('.call [data-decision="ask"]').innerText();
+  assert.ok(/ask/.test(approvedDecision) && /once/.test(approvedDecision), approvedDecision);
   await approvals.locator('[data-queue="empty"]').waitFor();
   await createEntity("bob");
   await held.waitFor();
@@ -218,6 +254,35 @@ async function main() {
   await answered.waitFor();
   const reply = await page.locator(".call").innerText();
   assert.ok(reply.includes("ada") && reply.includes("ada@example.com"), reply);
+  await approvals.locator('[data-queue="empty"]').waitFor();
+
+  step("review what a server asks the host's model: edit it, then give the reply to the server; refuse another");
+  async function sample(prompt) {
+    await page.goto(`${admin}/console/tool?name=everything__test_sampling`);
+    await page.getByLabel("prompt").fill(prompt);
+    await page.getByRole("button", { name: /^Call/ }).click();
+  }
+  await sample("What is 2+2?");
+  const sampling = approvals.locator("article[data-sampling]");
+  await sampling.waitFor();
+  const asked = sampling.getByLabel("The request (JSON; edit before sending)");
+  const sent = await asked.inputValue();
+  assert.ok(sent.includes("What is 2+2?"), sent);
+  await asked.fill(sent.replace("What is 2+2?", "What is 3+3?"));
+  await sampling.getByRole("button", { name: "Send to the model" }).click();
+  const modelReply = approvals.locator("article[data-sampling]", { hasText: "answered" });
+  await modelReply.waitFor();
+  assert.ok((await modelReply.innerText()).includes("echo: What is 3+3?"), await modelReply.innerText());
+  await approvals.screenshot({ path: join(env.SHOTS, "sampling.png"), fullPage: true });
+  await modelReply.getByRole("button", { name: "Give it to the server" }).click();
+  await page.locator('.call [data-state="done"]').waitFor();
+  const sampled = await page.locator(".call").innerText();
+  assert.ok(sampled.includes("LLM response: echo: What is 3+3?"), sampled);
+  await approvals.locator('[data-queue="empty"]').waitFor();
+  await sample("Tell me a secret");
+  await sampling.waitFor();
+  await sampling.getByRole("button", { name: "Refuse" }).click();
+  await page.locator('.call [data-state="error"], .call [data-state="tool-error"]').first().waitFor();
   await approvals.locator('[data-queue="empty"]').waitFor();
 
   step("find both in the audit");
@@ -290,6 +355,8 @@ async function main() {
   await earlier.waitFor();
   const request = await earlier.locator("details").first().textContent();
   assert.ok(request.includes("Ada") && request.includes("London"), request);
+  const earlierDecision = await earlier.locator('[data-decision="allow"]').innerText();
+  assert.ok(earlierDecision.includes("the default"), earlierDecision);
   await earlier.getByRole("button", { name: "Run again" }).click();
   await page.locator('#calls .call [data-state="done"]').waitFor();
   await page.screenshot({ path: join(env.SHOTS, "history.png"), fullPage: true });

@@ -251,6 +251,12 @@ pub async fn run(args: &HostArgs) -> Result<()> {
     let console_approver = Arc::new(mcp_console::ConsoleApprover::default());
     if admin.is_some() {
         options.consent.registered.push(console_approver.clone());
+        // Before the terminal, while a browser watches: what servers ask
+        // the host's model.
+        options
+            .sampling
+            .reviewers
+            .insert(0, console_approver.clone());
         // After the terminal: the questions no client can answer.
         options.elicitors.people.push(console_approver.clone());
     }

@@ -25,6 +25,8 @@ pub struct ConsoleApprover {
     pub(crate) waiting: Mutex<BTreeMap<u64, Waiting>>,
     /// Servers' questions no client could answer.
     pub(crate) questions: Mutex<BTreeMap<u64, Question>>,
+    /// Sampling requests, and the model's replies, to review.
+    pub(crate) samplings: Mutex<BTreeMap<u64, crate::review::Sampling>>,
     /// Told whenever the queue changes.
     changed: broadcast::Sender<()>,
     /// Browsers with the event stream open.
@@ -52,6 +54,7 @@ impl Default for ConsoleApprover {
             next: AtomicU64::new(0),
             waiting: Mutex::new(BTreeMap::new()),
             questions: Mutex::new(BTreeMap::new()),
+            samplings: Mutex::new(BTreeMap::new()),
             changed: broadcast::channel(16).0,
             watching: AtomicUsize::new(0),
         }
@@ -74,6 +77,27 @@ impl ConsoleApprover {
         self.next.fetch_add(1, Ordering::Relaxed) + 1
     }
 
+    /// Puts the entry `entry` makes into `list` until a person answers
+    /// it (through the sender it is given) or the asking ends.
+    pub(crate) async fn wait<T, A>(
+        &self,
+        list: &Mutex<BTreeMap<u64, T>>,
+        entry: impl FnOnce(oneshot::Sender<A>) -> T,
+    ) -> Result<A, String> {
+        let id = self.next_id();
+        let (answer, answered) = oneshot::channel();
+        list.locked().insert(id, entry(answer));
+        self.changed();
+        let _leaves = Leaves {
+            approver: self,
+            list,
+            id,
+        };
+        answered
+            .await
+            .map_err(|_| "the console's queue was closed".to_owned())
+    }
+
     /// Answers request `id`; whether it was waiting.
     pub(crate) fn answer(&self, id: u64, approval: Approval) -> bool {
         let waiting = self.waiting.locked().remove(&id);
@@ -82,17 +106,18 @@ impl ConsoleApprover {
     }
 }
 
-/// Takes a request out of the queue when its question ends, answered or
-/// not (timed out, the caller gone).
-struct Leaves<'a> {
+/// Takes an entry out of one of the queue's lists when its question
+/// ends, answered or not (timed out, the caller gone).
+struct Leaves<'a, T> {
     approver: &'a ConsoleApprover,
+    list: &'a Mutex<BTreeMap<u64, T>>,
     id: u64,
 }
 
-impl Drop for Leaves<'_> {
+impl<T> Drop for Leaves<'_, T> {
     fn drop(&mut self) {
-        if self.approver.waiting.locked().remove(&self.id).is_some() {
-            let _ = self.approver.changed.send(());
+        if self.list.locked().remove(&self.id).is_some() {
+            self.approver.changed();
         }
     }
 }
@@ -107,22 +132,10 @@ impl Approver for ConsoleApprover {
     }
 
     fn ask<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Result<Approval, String>> {
-        Box::pin(async move {
-            let id = self.next_id();
-            let (answer, answered) = oneshot::channel();
-            self.waiting.locked().insert(
-                id,
-                Waiting {
-                    request: request.clone(),
-                    asked_at: SystemTime::now(),
-                    answer,
-                },
-            );
-            let _ = self.changed.send(());
-            let _leaves = Leaves { approver: self, id };
-            answered
-                .await
-                .map_err(|_| "the console's queue was closed".to_owned())
-        })
+        Box::pin(self.wait(&self.waiting, |answer| Waiting {
+            request: request.clone(),
+            asked_at: SystemTime::now(),
+            answer,
+        }))
     }
 }

@@ -12,6 +12,7 @@ use maud::{Markup, html};
 use mcp_client::Client;
 use mcp_core::RequestOptions;
 use mcp_core::sync::MutexExt as _;
+use mcp_host::Decided;
 use serde_json::Value;
 
 use crate::layout::json_block;
@@ -19,6 +20,10 @@ use crate::layout::json_block;
 /// The most calls kept for their pages and the history; the oldest
 /// finished go first.
 const KEPT: usize = 100;
+
+/// The `_meta` key by which the console's requests carry their call's
+/// number, so that the gateway's decision finds its call.
+pub(crate) const CALL_META: &str = "mcp-console/call";
 
 /// The calls of the console.
 #[derive(Default)]
@@ -40,6 +45,8 @@ pub(crate) struct Call {
     started: Instant,
     state: Mutex<CallState>,
     task: Mutex<Option<tokio::task::AbortHandle>>,
+    /// What the host's policy decided, once the gateway has answered.
+    decided: Mutex<Option<Decided>>,
 }
 
 enum CallState {
@@ -71,7 +78,12 @@ impl Calls {
             started: Instant::now(),
             state: Mutex::new(CallState::Running { progress: None }),
             task: Mutex::new(None),
+            decided: Mutex::new(None),
         });
+        let mut sent = params;
+        if let Value::Object(object) = &mut sent {
+            object.insert("_meta".into(), serde_json::json!({ CALL_META: id }));
+        }
         let progress = Arc::clone(&call);
         let options =
             RequestOptions::new().on_progress(move |p: mcp_schema::ProgressNotificationParams| {
@@ -86,7 +98,7 @@ impl Calls {
             });
         let done = Arc::clone(&call);
         let task = tokio::spawn(async move {
-            let answer = client.request_raw(method, params, options).await;
+            let answer = client.request_raw(method, sent, options).await;
             let result = match answer {
                 Ok(raw) => serde_json::from_str(raw.get()).map_err(|e| e.to_string()),
                 Err(error) => Err(error.to_string()),
@@ -127,6 +139,17 @@ impl Calls {
     /// Call `id`, if it is kept.
     pub(crate) fn get(&self, id: u64) -> Option<Arc<Call>> {
         self.by_id.locked().get(&id).cloned()
+    }
+
+    /// Keeps what the gateway `decided` for the request whose `_meta` is
+    /// `meta`, if it is one of the console's.
+    pub(crate) fn decided(&self, meta: &mcp_schema::Meta, decided: Decided) {
+        let call = (meta.get(CALL_META))
+            .and_then(Value::as_u64)
+            .and_then(|id| self.get(id));
+        if let Some(call) = call {
+            *call.decided.locked() = Some(decided);
+        }
     }
 
     /// Cancels call `id`; whether it was running.
@@ -190,6 +213,30 @@ pub(crate) fn status(id: u64, call: &Call) -> Markup {
                         "Answered in " (took_ms) " ms."
                     }
                     (result_view(result))
+                }
+            }
+            @if !running { (decision(call.decided.locked().as_ref())) }
+        }
+    }
+}
+
+/// What the policy decided for a call, and who answered where a person
+/// was asked.
+fn decision(decided: Option<&Decided>) -> Markup {
+    html! {
+        @match decided {
+            None => {}
+            Some(Decided { decision: None, .. }) => {
+                p.decision data-decision="none" { small { "No policy rule applies: allowed." } }
+            }
+            Some(decided) => {
+                p.decision data-decision=[decided.decision] {
+                    small {
+                        "Decision: " strong { (decided.decision.unwrap_or_default()) }
+                        " by " code { (decided.rule.as_deref().unwrap_or("the default")) }
+                        @if let Some(answer) = decided.answer { "; answered: " strong { (answer) } }
+                        "."
+                    }
                 }
             }
         }

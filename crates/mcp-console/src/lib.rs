@@ -11,7 +11,12 @@
 //!   progress and can be cancelled.
 //! - **Approvals**: the requests the policy marks `ask`, when `console` is
 //!   among `[guard] approvers`: allowed once, for the session or always,
-//!   with arguments edited, or denied. The queue updates live.
+//!   with arguments edited, or denied; the servers' questions no client
+//!   can answer ([`questions`]); and what servers ask the host's model,
+//!   edited, sent or refused, and its reply given to the server or not
+//!   ([`review`]). The queue updates live.
+//! - **History**: the console's calls with their requests, results,
+//!   timing, and the policy's decision and rule; run again.
 //! - **Audit**: the audit records searched, and exported as JSON lines.
 //!
 //! Pages are rendered on the server ([`maud`]) and made live with htmx
@@ -45,6 +50,7 @@ mod layout;
 mod metrics;
 mod questions;
 mod queue;
+mod review;
 mod server;
 mod servers;
 
@@ -62,7 +68,7 @@ struct Inner {
     token: String,
     approver: Arc<ConsoleApprover>,
     sessions: auth::Sessions,
-    calls: calls::Calls,
+    calls: Arc<calls::Calls>,
     client: tokio::sync::OnceCell<Client>,
 }
 
@@ -83,7 +89,7 @@ impl Console {
                 token: token.to_owned(),
                 approver,
                 sessions: auth::Sessions::default(),
-                calls: calls::Calls::default(),
+                calls: Arc::default(),
                 client: tokio::sync::OnceCell::new(),
             }),
         }
@@ -114,6 +120,7 @@ impl Console {
             .route("/console/approvals/queue", get(queue::fragment))
             .route("/console/approvals/answer", post(queue::answer))
             .route("/console/approvals/question", post(queue::answer_question))
+            .route("/console/approvals/sampling", post(review::answer))
             .route("/console/metrics", get(metrics::view))
             .route("/console/history", get(history::view))
             .route("/console/history/again", post(history::again))
@@ -135,7 +142,10 @@ impl Console {
 
     /// The console's MCP client of the gateway, connected on first use.
     async fn client(&self) -> Result<Client, String> {
-        let gateway = self.inner.gateway.clone();
+        let calls = Arc::clone(&self.inner.calls);
+        let observer: mcp_host::DecisionObserver =
+            Arc::new(move |meta, decided| calls.decided(meta, decided));
+        let gateway = self.inner.gateway.clone().observed(observer);
         self.inner
             .client
             .get_or_try_init(|| async move {

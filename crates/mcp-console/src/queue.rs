@@ -27,7 +27,8 @@ pub(crate) async fn view(
 ) -> Markup {
     let body = html! {
         p.hint { "Requests the policy marks " code { "ask" } " wait here while " code { "console" }
-                 " is among " code { "[guard] approvers" } "." }
+                 " is among " code { "[guard] approvers" } "; so do the servers' questions no client can answer, and, with "
+                 code { "[sampling] approve = \"ask\"" } ", what servers ask the host's model and what it answers." }
         div id="approvals" hx-get="/console/approvals/queue" hx-trigger="sse:approvals" {
             (queue(&console))
         }
@@ -42,13 +43,16 @@ pub(crate) async fn fragment(State(console): State<Console>) -> Markup {
 
 pub(crate) fn queue(console: &Console) -> Markup {
     let questions = waiting_questions(console);
-    let no_question = console.inner.approver.questions.locked().is_empty();
+    let samplings = crate::review::waiting(console);
+    let no_question = console.inner.approver.questions.locked().is_empty()
+        && console.inner.approver.samplings.locked().is_empty();
     let waiting = console.inner.approver.waiting.locked();
     html! {
         @if waiting.is_empty() && no_question {
             p data-queue="empty" { "Nothing is waiting." }
         }
         (questions)
+        (samplings)
         @for (id, w) in waiting.iter() {
             @let request = &w.request;
             article.approval data-approval=(id) aria-labelledby={"approval-" (id)} {

@@ -34,6 +34,7 @@ mod forward;
 mod guard;
 mod hooked;
 mod measured;
+mod observed;
 mod pages;
 mod results;
 mod target;
@@ -49,6 +50,8 @@ use consent::Settled;
 use forward::forward;
 use mcp_core::sync::MutexExt as _;
 use measured::Measured;
+use observed::Observed;
+pub use observed::{Decided, DecisionObserver};
 use pages::ListOf;
 use results::rewrite_uris;
 use target::Target;
@@ -62,6 +65,8 @@ pub struct Gateway {
     view: Option<Arc<crate::views::View>>,
     /// The view's tools indexed for search (discovery mode).
     index: Arc<discovery::IndexCache>,
+    /// Told what was decided for each request, where someone asked.
+    observer: Option<DecisionObserver>,
 }
 
 /// Where a request by name or URI goes: its upstream, and the name or URI
@@ -146,6 +151,7 @@ impl Gateway {
             identity,
             view: None,
             index: Arc::default(),
+            observer: None,
         }
     }
 
@@ -162,6 +168,14 @@ impl Gateway {
         }
         gateway.view = Some(Arc::new(view));
         gateway
+    }
+
+    /// The same gateway, telling `observer` what it decided for each
+    /// request it answers (for an in-process client that shows it, as
+    /// the console does).
+    pub fn observed(mut self, observer: DecisionObserver) -> Gateway {
+        self.observer = Some(observer);
+        self
     }
 
     /// The engine settings for serving the gateway.
@@ -802,11 +816,15 @@ impl Service for Gateway {
                 ctx.extensions().get::<mcp_http::TraceContext>().as_deref(),
             )
         });
+        let observed = (self.observer.as_ref()).map(|o| Observed::begin(o, &ctx, verdict.as_ref()));
         let answering = match self.host.audit() {
             None => box_future(move || async move {
-                let (result, _) = gateway
+                let (result, answered) = gateway
                     .respond(discovery, method, params, target, verdict, ctx)
                     .await;
+                if let Some(observed) = observed {
+                    observed.finish(answered);
+                }
                 if let Some(measured) = measured {
                     measured.finish(&result);
                 }
@@ -827,6 +845,9 @@ impl Service for Gateway {
                         .respond(discovery, method, params, target, verdict, ctx)
                         .await;
                     audited.finish(&result, answered);
+                    if let Some(observed) = observed {
+                        observed.finish(answered);
+                    }
                     if let Some(measured) = measured {
                         measured.finish(&result);
                     }
