@@ -18,7 +18,11 @@
 // cancels a slow tool (the audit says cancelled), finds an earlier call
 // in the history and runs it again, and sees the console
 // refuse a change with a wrong Origin, one without the session cookie and
-// one without the CSRF token. Screenshots of the main views go to $SHOTS.
+// one without the CSRF token. With --oauth, alice and bob sign in through
+// the host's authorization server: alice sees and runs a tool the policy
+// denies bob; bob's catalog leaves it out, his call of it is refused
+// naming the rule, the operator's pages are closed to him, and neither
+// sees the other's calls. Screenshots of the main views go to $SHOTS.
 // Then, with 20 servers of 25 tools each, it measures the catalog page's
 // load and first contentful paint (reported, not asserted).
 //
@@ -42,8 +46,8 @@ const TOKEN = "console-test-token-" + Math.random().toString(16).slice(2);
 const started = [];
 const step = (what) => console.log(`console: ${what}`);
 
-/** Starts `mcp host` with `servers` and `settings` (TOML); resolves to its admin URL. */
-function startHost(servers, settings, name) {
+/** Starts `mcp host` with `servers`, `settings` (TOML) and `extra` arguments; resolves to its admin URL. */
+function startHost(servers, settings, name, extra = []) {
   const dir = mkdtempSync(join(tmpdir(), `console-${name}-`));
   writeFileSync(join(dir, "servers.json"), JSON.stringify({ mcpServers: servers }));
   writeFileSync(
@@ -52,7 +56,7 @@ function startHost(servers, settings, name) {
   );
   const host = spawn(
     env.MCP,
-    ["host", "--http", "127.0.0.1:0", "--config", join(dir, "servers.json"), "--settings", join(dir, "host.toml")],
+    ["host", "--http", "127.0.0.1:0", "--config", join(dir, "servers.json"), "--settings", join(dir, "host.toml"), ...extra],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   started.push(host);
@@ -375,6 +379,59 @@ async function main() {
   });
   assert.equal(anonymous.status(), 401, "without the cookie");
   assert.equal((await restart({ "x-csrf-token": csrf })).status(), 204, "with both, the same request is taken");
+
+  step("people sign in through the host's authorization server: each sees and runs what the policy gives them");
+  const oauthDb = join(mkdtempSync(join(tmpdir(), "console-oauth-")), "oauth.sqlite");
+  const guarded = await startHost(
+    { everything: { command: env.MCP, args: ["serve", "everything"] } },
+    `[[policy]]\ndecision = "deny"\nserver = "everything"\ntool = "add"\ncaller = "bob"\nname = "bob does not add"\n`,
+    "oauth",
+    ["--oauth", "--oauth-user", "alice:wonderland", "--oauth-user", "bob:builder", "--oauth-db", oauthDb],
+  );
+  async function signInAs(user, password) {
+    const own = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const at = await own.newPage();
+    await at.goto(`${guarded.admin}/console/login`);
+    await at.getByRole("link", { name: "Sign in with your account" }).click();
+    await at.getByLabel("User name").fill(user);
+    await at.getByLabel("Password").fill(password);
+    await at.getByRole("button", { name: "Allow" }).click();
+    await at.waitForURL(`${guarded.admin}/console/catalog`);
+    assert.ok((await at.locator("nav .who").innerText()).includes(user));
+    return at;
+  }
+  const addLink = (at) => at.locator('[data-list="tools"] a', { hasText: /^everything__add$/ });
+  const alice = await signInAs("alice", "wonderland");
+  await addLink(alice).waitFor();
+  await alice.goto(`${guarded.admin}/console/tool?name=everything__add`);
+  await alice.locator('input[name="/a"]').fill("2");
+  await alice.locator('input[name="/b"]').fill("3");
+  await alice.getByRole("button", { name: /^Call/ }).click();
+  await alice.locator('.call [data-state="done"]').waitFor();
+  assert.match(await alice.locator(".call").innerText(), /\b5\b/);
+  await alice.screenshot({ path: join(env.SHOTS, "signed-in.png"), fullPage: true });
+  const bob = await signInAs("bob", "builder");
+  await bob.locator('[data-list="tools"] tbody tr').first().waitFor();
+  assert.equal(await addLink(bob).count(), 0, "bob's catalog leaves out what the policy denies him");
+  assert.equal((await bob.goto(`${guarded.admin}/console/tool?name=everything__add`)).status(), 404);
+  await bob.goto(`${guarded.admin}/console/history`);
+  await bob.locator('[data-history="empty"]').waitFor();
+  for (const operatorOnly of ["/console/audit", "/console/approvals", "/console/servers/everything"]) {
+    assert.equal((await bob.request.get(`${guarded.admin}${operatorOnly}`)).status(), 403, operatorOnly);
+  }
+  const bobsCsrf = JSON.parse(await bob.locator("body").getAttribute("hx-headers"))["x-csrf-token"];
+  const forced = await bob.request.post(`${guarded.admin}/console/tool/call`, {
+    form: { tool: "everything__add", "/a": "2", "/b": "3" },
+    headers: { "x-csrf-token": bobsCsrf },
+  });
+  const forcedId = (await forced.text()).match(/data-call="(\d+)"/)[1];
+  let forcedStatus = "";
+  await until("bob's forced call refused", async () => {
+    forcedStatus = await (await bob.request.get(`${guarded.admin}/console/calls/${forcedId}`)).text();
+    return forcedStatus.includes('data-state="error"');
+  });
+  assert.ok(forcedStatus.includes("bob does not add"), forcedStatus);
+  assert.equal((await alice.request.get(`${guarded.admin}/console/calls/${forcedId}`)).status(), 404, "alice cannot see bob's call");
 
   step("page load with 20 servers and 500 tools");
   const many = {};

@@ -280,8 +280,14 @@ pub async fn run(args: &HostArgs) -> Result<()> {
         (args.files.settings.clone(), args.policy.clone()),
         (settings.policy.clone(), settings.guard.default),
     ));
+    let sign_in = match (&admin, &listener) {
+        (Some(_), Some(listener)) if args.oauth.enabled() => {
+            Some(crate::oauth::console_sign_in(&args.oauth, listener.local_addr()?).await?)
+        }
+        _ => None,
+    };
     let admin = admin
-        .map(|admin| admin.serve(&host, &allow, console_approver))
+        .map(|admin| admin.serve(&host, &allow, console_approver, sign_in))
         .transpose()?;
     let version = env!("CARGO_PKG_VERSION");
     let mut views = settings.views().map_err(anyhow::Error::msg)?;

@@ -190,12 +190,14 @@ impl Admin {
     /// Says where it is (and its token, where it was made up here), then
     /// serves `host`'s routes until the task is aborted. `allow` are the
     /// Host names and Origins accepted beyond loopback; `approver` is the
-    /// console's, registered with the host.
+    /// console's, registered with the host; with `sign_in`, people may
+    /// sign in to the console through the host's authorization server.
     pub fn serve(
         self,
         host: &Host,
         allow: &[String],
         approver: Arc<mcp_console::ConsoleApprover>,
+        sign_in: Option<mcp_console::SignIn>,
     ) -> Result<tokio::task::JoinHandle<()>> {
         let local = self.listener.local_addr()?;
         let policy = Arc::new(crate::serve::origin_policy(local.port(), allow));
@@ -208,7 +210,8 @@ impl Admin {
             .merge(server_action(host, "enable", Host::enable))
             .layer(axum::middleware::from_fn_with_state(token, require_token));
         let gateway = mcp_host::Gateway::new(host.clone(), "mcp-host", env!("CARGO_PKG_VERSION"));
-        let console = mcp_console::Console::new(host.clone(), gateway, &self.token, approver);
+        let console =
+            mcp_console::Console::new(host.clone(), gateway, &self.token, approver, sign_in);
         let app = protected
             .merge(health(host))
             .merge(console.router())

@@ -70,6 +70,36 @@ fn user(spec: &str) -> Result<UserAccount> {
     UserAccount::with_password(name, password).map_err(|e| anyhow!("--oauth-user {name}: {e}"))
 }
 
+/// Where external authorization server `issuer` publishes its keys (RFC
+/// 8414 metadata).
+async fn external_keys(issuer: &str) -> Result<String> {
+    let http = reqwest::Client::new();
+    let metadata = mcp_auth::client::discover_auth_server(&http, issuer)
+        .await
+        .map_err(|e| anyhow!("{e}"))?
+        .ok_or_else(|| anyhow!("{issuer} publishes no authorization server metadata"))?;
+    metadata
+        .jwks_uri
+        .ok_or_else(|| anyhow!("{issuer} publishes no jwks_uri"))
+}
+
+/// How people sign in to the console of a host whose MCP endpoint
+/// listens on `local`, protected by `args`: through the same
+/// authorization server, for a token the endpoint would take.
+pub async fn console_sign_in(
+    args: &OAuthArgs,
+    local: std::net::SocketAddr,
+) -> Result<mcp_console::SignIn> {
+    let (origin, resource) = crate::serve::endpoint_urls(local);
+    let (issuer, jwks) = match &args.oauth_issuer {
+        Some(issuer) => (issuer.clone(), external_keys(issuer).await?),
+        None => (origin.clone(), AuthorizationServer::jwks_uri_of(&origin)),
+    };
+    let validator =
+        JwtValidator::new(JwtConfig::new(issuer, jwks, &resource)).map_err(|e| anyhow!("{e}"))?;
+    Ok(mcp_console::SignIn::new(resource, Arc::new(validator)))
+}
+
 /// What wraps the endpoint's router: the bearer layer, the protected
 /// resource metadata and, built in, the authorization server. `resource`
 /// is the Streamable HTTP endpoint; `endpoints` are the server's other
@@ -83,14 +113,7 @@ pub async fn protect(
 ) -> Result<impl FnOnce(axum::Router) -> axum::Router> {
     let (issuer, jwks_url, server) = match &args.oauth_issuer {
         Some(issuer) => {
-            let http = reqwest::Client::new();
-            let metadata = mcp_auth::client::discover_auth_server(&http, issuer)
-                .await
-                .map_err(|e| anyhow!("{e}"))?
-                .ok_or_else(|| anyhow!("{issuer} publishes no authorization server metadata"))?;
-            let jwks = metadata
-                .jwks_uri
-                .ok_or_else(|| anyhow!("{issuer} publishes no jwks_uri"))?;
+            let jwks = external_keys(issuer).await?;
             (issuer.clone(), jwks, None)
         }
         None => {
@@ -116,8 +139,7 @@ pub async fn protect(
             }
             let config = config.build().map_err(|e| anyhow!("{e}"))?;
             let server = AuthorizationServer::new(config).map_err(|e| anyhow!("{e}"))?;
-            let jwks = server.jwks_uri();
-            (origin.to_owned(), jwks, Some(server))
+            (origin.to_owned(), server.jwks_uri(), Some(server))
         }
     };
     let mut jwt = JwtConfig::new(issuer.clone(), jwks_url, resource);

@@ -667,8 +667,7 @@ pub async fn serve_shared(
         }
         _bus = shared.bus;
     }
-    let origin = format!("http://{local}");
-    let resource = format!("{origin}/mcp");
+    let (origin, resource) = endpoint_urls(local);
     // The HTTP+SSE and WebSocket endpoints beside /mcp.
     let endpoints: Vec<String> = [&config.legacy_sse_path, &config.websocket_path]
         .into_iter()
@@ -782,6 +781,14 @@ pub async fn shutdown_signal() {
     {
         let _ = interrupt.await;
     }
+}
+
+/// The origin of an HTTP endpoint listening on `local`, and the URL of
+/// its MCP endpoint (the protected resource, with `--oauth`).
+pub(crate) fn endpoint_urls(local: std::net::SocketAddr) -> (String, String) {
+    let origin = format!("http://{local}");
+    let resource = format!("{origin}/mcp");
+    (origin, resource)
 }
 
 #[cfg(test)]

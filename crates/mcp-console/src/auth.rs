@@ -4,17 +4,27 @@
 //! token, in the `X-CSRF-Token` header (which htmx sends from the page) or
 //! a `csrf` form field. Host and Origin are checked by the admin
 //! listener's guard before any of this.
+//!
+//! A person may instead sign in through the host's authorization server
+//! ([`crate::sign_in`]): their session is theirs (their principal is the
+//! caller of what they run, they see what the policy shows them, and
+//! the operator's pages, which need the admin token, are closed to them).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
+use axum::Extension;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use http::{HeaderMap, Method, StatusCode, header};
+use mcp_auth::Principal;
+use mcp_client::Client;
 use mcp_core::sync::MutexExt as _;
+use mcp_host::policy::Caller;
 use subtle::ConstantTimeEq as _;
+use tokio::sync::OnceCell;
 
 use crate::Console;
 
@@ -38,6 +48,35 @@ pub(crate) struct Session {
     /// The token every change must carry.
     pub(crate) csrf: String,
     ends: Instant,
+    /// The person signed in through the authorization server; `None`: the
+    /// operator, who showed the admin token.
+    pub(crate) user: Option<Arc<Principal>>,
+    /// That person's MCP client of the host, connected on first use and
+    /// closed with the session.
+    pub(crate) client: Arc<OnceCell<Client>>,
+}
+
+impl Session {
+    /// The caller the policy decides for, for a signed-in person.
+    pub(crate) fn caller(&self) -> Option<Caller> {
+        (self.user.clone()).map(|user| Caller::signed_in(user, Some("mcp-console".to_owned())))
+    }
+
+    /// Whose calls are this session's: the signed-in person's key; `None`
+    /// for the operator, who sees every call.
+    pub(crate) fn owner(&self) -> Option<String> {
+        (self.user.as_ref()).map(|user| user.owner().as_str().to_owned())
+    }
+
+    /// The signed-in person's name, for the page.
+    pub(crate) fn name(&self) -> Option<String> {
+        let user = self.user.as_ref()?;
+        let claim = |key: &str| user.claims.get(key).and_then(|v| v.as_str());
+        let name = (claim("preferred_username").or(claim("name")))
+            .or(user.subject.as_deref())
+            .unwrap_or("someone");
+        Some(name.to_owned())
+    }
 }
 
 fn random_token() -> String {
@@ -45,8 +84,9 @@ fn random_token() -> String {
 }
 
 impl Sessions {
-    /// A new session: its id (the cookie's value).
-    pub(crate) fn open(&self) -> String {
+    /// A new session, the operator's or `user`'s: its id (the cookie's
+    /// value). A user's ends when their token does, if that is sooner.
+    pub(crate) fn open(&self, user: Option<Arc<Principal>>) -> String {
         let id = random_token();
         let mut sessions = self.by_id.locked();
         let now = Instant::now();
@@ -59,9 +99,15 @@ impl Sessions {
         {
             sessions.remove(&oldest);
         }
+        let token_left = (user.as_ref())
+            .and_then(|user| user.expires_at)
+            .map(|at| at.duration_since(SystemTime::now()).unwrap_or_default());
+        let life = token_left.map_or(SESSION_LIFE, |left| left.min(SESSION_LIFE));
         let session = Session {
             csrf: random_token(),
-            ends: now + SESSION_LIFE,
+            ends: now + life,
+            user,
+            client: Arc::default(),
         };
         sessions.insert(id.clone(), session);
         id
@@ -148,6 +194,22 @@ pub(crate) async fn require_session(
         }
     }
     request.extensions_mut().insert(session);
+    next.run(request).await
+}
+
+/// Lets through the operator (signed in with the admin token) only.
+pub(crate) async fn require_operator(
+    Extension(session): Extension<Session>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if session.user.is_some() {
+        return (
+            StatusCode::FORBIDDEN,
+            "this part of the console is the operator's: sign in with the admin token",
+        )
+            .into_response();
+    }
     next.run(request).await
 }
 

@@ -15,6 +15,7 @@ use mcp_core::sync::MutexExt as _;
 use mcp_host::Decided;
 use serde_json::Value;
 
+use crate::auth::Session;
 use crate::layout::json_block;
 
 /// The most calls kept for their pages and the history; the oldest
@@ -42,6 +43,8 @@ pub(crate) struct Call {
     pub(crate) params: Value,
     /// When it was made.
     pub(crate) at: std::time::SystemTime,
+    /// Whose it is: a signed-in person's key; `None`: the operator's.
+    owner: Option<String>,
     started: Instant,
     state: Mutex<CallState>,
     task: Mutex<Option<tokio::task::AbortHandle>>,
@@ -61,10 +64,11 @@ enum CallState {
 }
 
 impl Calls {
-    /// Starts `method` with `params` on `client`: its id.
+    /// Starts `method` with `params` on `client`, for `owner`: its id.
     pub(crate) fn start(
         &self,
         client: Client,
+        owner: Option<String>,
         method: &'static str,
         what: String,
         params: Value,
@@ -75,6 +79,7 @@ impl Calls {
             method,
             params: params.clone(),
             at: std::time::SystemTime::now(),
+            owner,
             started: Instant::now(),
             state: Mutex::new(CallState::Running { progress: None }),
             task: Mutex::new(None),
@@ -126,19 +131,24 @@ impl Calls {
         id
     }
 
-    /// The calls kept, newest first.
-    pub(crate) fn kept(&self) -> Vec<(u64, Arc<Call>)> {
+    /// The calls kept that `session` may see, newest first.
+    pub(crate) fn kept(&self, session: &Session) -> Vec<(u64, Arc<Call>)> {
         let calls = self.by_id.locked();
         calls
             .iter()
             .rev()
+            .filter(|(_, c)| c.seen_by(session))
             .map(|(id, c)| (*id, Arc::clone(c)))
             .collect()
     }
 
-    /// Call `id`, if it is kept.
-    pub(crate) fn get(&self, id: u64) -> Option<Arc<Call>> {
-        self.by_id.locked().get(&id).cloned()
+    /// Call `id`, if it is kept and `session` may see it.
+    pub(crate) fn get(&self, id: u64, session: &Session) -> Option<Arc<Call>> {
+        self.by_id
+            .locked()
+            .get(&id)
+            .filter(|c| c.seen_by(session))
+            .cloned()
     }
 
     /// Keeps what the gateway `decided` for the request whose `_meta` is
@@ -146,15 +156,15 @@ impl Calls {
     pub(crate) fn decided(&self, meta: &mcp_schema::Meta, decided: Decided) {
         let call = (meta.get(CALL_META))
             .and_then(Value::as_u64)
-            .and_then(|id| self.get(id));
+            .and_then(|id| self.by_id.locked().get(&id).cloned());
         if let Some(call) = call {
             *call.decided.locked() = Some(decided);
         }
     }
 
-    /// Cancels call `id`; whether it was running.
-    pub(crate) fn cancel(&self, id: u64) -> bool {
-        let Some(call) = self.get(id) else {
+    /// Cancels call `id` of `session`; whether it was running.
+    pub(crate) fn cancel(&self, id: u64, session: &Session) -> bool {
+        let Some(call) = self.get(id, session) else {
             return false;
         };
         let mut state = call.state.locked();
@@ -171,6 +181,12 @@ impl Calls {
 }
 
 impl Call {
+    /// Whether `session` may see it: the operator sees every call, a
+    /// signed-in person their own.
+    fn seen_by(&self, session: &Session) -> bool {
+        session.user.is_none() || self.owner == session.owner()
+    }
+
     fn is_running(&self) -> bool {
         matches!(*self.state.locked(), CallState::Running { .. })
     }

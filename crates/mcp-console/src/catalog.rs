@@ -13,6 +13,9 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use mcp_host::ListOf;
+use mcp_host::catalog::Catalog;
+
 use crate::Console;
 use crate::auth::Session;
 use crate::form;
@@ -43,15 +46,31 @@ pub(crate) async fn view(
             input id="q" name="q" type="search" value=(asked.q) placeholder="words in names and descriptions";
         }
         div id="catalog" hx-get="/console/catalog/rows" hx-trigger="sse:catalog" hx-include="#q" {
-            (rows(&console, &asked.q))
+            (rows(&console, &session, &asked.q))
         }
     };
     page("Catalog", "/console/catalog", &session, body)
 }
 
 /// `GET /console/catalog/rows?q=`: the tables alone.
-pub(crate) async fn fragment(State(console): State<Console>, Query(asked): Query<Asked>) -> Markup {
-    rows(&console, &asked.q)
+pub(crate) async fn fragment(
+    State(console): State<Console>,
+    Extension(session): Extension<Session>,
+    Query(asked): Query<Asked>,
+) -> Markup {
+    rows(&console, &session, &asked.q)
+}
+
+/// Whether `session` sees `item` of `list`: the operator sees the whole
+/// catalog; a signed-in person what the policy shows them.
+fn shown_to<'a>(
+    console: &'a Console,
+    session: &Session,
+    catalog: &'a Catalog,
+) -> impl Fn(ListOf, &Map<String, Value>) -> bool + 'a {
+    let gateway = &console.inner.gateway;
+    let sees = session.caller().map(|caller| gateway.sees(catalog, caller));
+    move |list, item| sees.as_ref().is_none_or(|sees| sees(list, item))
 }
 
 /// Whether `item` matches every word of `query` (in its name, title or
@@ -70,8 +89,9 @@ fn text<'a>(item: &'a Map<String, Value>, key: &str) -> &'a str {
     item.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
-fn rows(console: &Console, query: &str) -> Markup {
+fn rows(console: &Console, session: &Session, query: &str) -> Markup {
     let catalog = console.inner.host.catalog();
+    let shown = shown_to(console, session, &catalog);
     let servers = console.inner.host.upstream_names();
     let server_of = |route: Option<&mcp_host::catalog::Route>| -> String {
         route
@@ -103,22 +123,22 @@ fn rows(console: &Console, query: &str) -> Markup {
     let tools: Vec<_> = catalog
         .tools()
         .iter()
-        .filter(|t| matches(t, &words))
+        .filter(|t| matches(t, &words) && shown(ListOf::Tools, t))
         .collect();
     let prompts: Vec<_> = catalog
         .prompts()
         .iter()
-        .filter(|p| matches(p, &words))
+        .filter(|p| matches(p, &words) && shown(ListOf::Prompts, p))
         .collect();
     let templates: Vec<_> = catalog
         .templates()
         .iter()
-        .filter(|t| matches(t, &words))
+        .filter(|t| matches(t, &words) && shown(ListOf::Templates, t))
         .collect();
     let resources: Vec<_> = catalog
         .resources()
         .iter()
-        .filter(|r| matches(r, &words))
+        .filter(|r| matches(r, &words) && shown(ListOf::Resources, r))
         .collect();
     html! {
         h2 { "Tools " small { "(" (tools.len()) ")" } }
@@ -206,7 +226,9 @@ pub(crate) async fn tool(
     Query(asked): Query<Asked>,
 ) -> Response {
     let catalog = console.inner.host.catalog();
-    let Some(tool) = catalog.tool_definition(&asked.name) else {
+    let shown = shown_to(&console, &session, &catalog);
+    let found = (catalog.tool_definition(&asked.name)).filter(|t| shown(ListOf::Tools, t));
+    let Some(tool) = found else {
         return (StatusCode::NOT_FOUND, format!("no tool {:?}", asked.name)).into_response();
     };
     let schema = tool.get("inputSchema").cloned().unwrap_or(json!({}));
@@ -237,6 +259,7 @@ fn posted_value(posted: &[(String, String)], key: &str) -> Option<String> {
 /// `POST /console/tool/call`: the tool's form, as posted.
 pub(crate) async fn call_tool(
     State(console): State<Console>,
+    Extension(session): Extension<Session>,
     Form(posted): Form<Vec<(String, String)>>,
 ) -> Response {
     let Some(name) = posted_value(&posted, "tool") else {
@@ -253,7 +276,7 @@ pub(crate) async fn call_tool(
     };
     let params = json!({ "name": name, "arguments": arguments });
     console
-        .start("tools/call", format!("tools/call {name}"), params)
+        .start(&session, "tools/call", format!("tools/call {name}"), params)
         .await
 }
 
@@ -264,10 +287,11 @@ pub(crate) async fn prompt(
     Query(asked): Query<Asked>,
 ) -> Response {
     let catalog = console.inner.host.catalog();
+    let shown = shown_to(&console, &session, &catalog);
     let Some(prompt) = catalog
         .prompts()
         .iter()
-        .find(|p| text(p, "name") == asked.name)
+        .find(|p| text(p, "name") == asked.name && shown(ListOf::Prompts, p))
     else {
         return (StatusCode::NOT_FOUND, format!("no prompt {:?}", asked.name)).into_response();
     };
@@ -299,6 +323,7 @@ pub(crate) async fn prompt(
 /// `POST /console/prompt/get`.
 pub(crate) async fn get_prompt(
     State(console): State<Console>,
+    Extension(session): Extension<Session>,
     Form(posted): Form<Vec<(String, String)>>,
 ) -> Response {
     let Some(name) = posted_value(&posted, "prompt") else {
@@ -312,7 +337,12 @@ pub(crate) async fn get_prompt(
         .collect();
     let params = json!({ "name": name, "arguments": arguments });
     console
-        .start("prompts/get", format!("prompts/get {name}"), params)
+        .start(
+            &session,
+            "prompts/get",
+            format!("prompts/get {name}"),
+            params,
+        )
         .await
 }
 
@@ -398,12 +428,15 @@ pub(crate) async fn template(
     Query(asked): Query<Asked>,
 ) -> Response {
     let catalog = console.inner.host.catalog();
+    let shown = shown_to(&console, &session, &catalog);
     // A template, or a resource read as it is (a template of no variable).
     let templates = catalog.templates();
     let resources = catalog.resources();
     let found = (templates.iter())
-        .find(|t| text(t, "uriTemplate") == asked.name)
-        .or_else(|| resources.iter().find(|r| text(r, "uri") == asked.name));
+        .find(|t| text(t, "uriTemplate") == asked.name && shown(ListOf::Templates, t))
+        .or_else(|| {
+            (resources.iter()).find(|r| text(r, "uri") == asked.name && shown(ListOf::Resources, r))
+        });
     let Some(template) = found else {
         return (
             StatusCode::NOT_FOUND,
@@ -439,6 +472,7 @@ pub(crate) async fn template(
 /// as the options of the field's list. Nothing where it offers none.
 pub(crate) async fn complete(
     State(console): State<Console>,
+    Extension(session): Extension<Session>,
     Query(asked): Query<Vec<(String, String)>>,
 ) -> Markup {
     let (Some(template), Some(argument)) = (
@@ -448,7 +482,7 @@ pub(crate) async fn complete(
         return html! {};
     };
     let typed = posted_value(&asked, &format!("/{argument}")).unwrap_or_default();
-    let Ok(client) = console.client().await else {
+    let Ok(client) = console.client(&session).await else {
         return html! {};
     };
     let params = json!({
@@ -473,6 +507,7 @@ pub(crate) async fn complete(
 /// `POST /console/template/read`.
 pub(crate) async fn read_template(
     State(console): State<Console>,
+    Extension(session): Extension<Session>,
     Form(posted): Form<Vec<(String, String)>>,
 ) -> Response {
     let Some(template) = posted_value(&posted, "template") else {
@@ -485,6 +520,7 @@ pub(crate) async fn read_template(
     let uri = expand(&template, &values);
     console
         .start(
+            &session,
             "resources/read",
             format!("resources/read {uri}"),
             json!({ "uri": uri }),

@@ -16,31 +16,43 @@ use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::Console;
+use crate::auth::Session;
+use axum::Extension;
 
-/// Counts the stream among the watchers while it is open.
-struct Watching(Console);
+/// Counts the operator's stream among the watchers while it is open
+/// (the console can then be asked for approvals); a signed-in person's
+/// is not counted, since they cannot answer them.
+struct Watching(Option<Console>);
+
+impl Watching {
+    fn new(console: &Console, session: &Session) -> Watching {
+        if session.user.is_some() {
+            return Watching(None);
+        }
+        let watching = &console.inner.approver.watching;
+        watching.fetch_add(1, Ordering::Relaxed);
+        Watching(Some(console.clone()))
+    }
+}
 
 impl Drop for Watching {
     fn drop(&mut self) {
-        self.0
-            .inner
-            .approver
-            .watching
-            .fetch_sub(1, Ordering::Relaxed);
+        if let Some(console) = &self.0 {
+            let watching = &console.inner.approver.watching;
+            watching.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
 /// The stream.
-pub(crate) async fn stream(State(console): State<Console>) -> impl IntoResponse {
-    console
-        .inner
-        .approver
-        .watching
-        .fetch_add(1, Ordering::Relaxed);
+pub(crate) async fn stream(
+    State(console): State<Console>,
+    Extension(session): Extension<Session>,
+) -> impl IntoResponse {
     let state = (
         console.inner.host.events(),
         console.inner.approver.changes(),
-        Watching(console.clone()),
+        Watching::new(&console, &session),
     );
     let events = futures::stream::unfold(state, |(mut host, mut queue, watching)| async move {
         let name = next_change(&mut host, &mut queue).await?;

@@ -33,14 +33,14 @@ pub(crate) async fn view(
             button type="submit" { "Search" }
         }
         div id="calls" {}
-        (list(&console, &search.q))
+        (list(&console, &session, &search.q))
     };
     page("History", "/console/history", &session, body)
 }
 
-fn list(console: &Console, query: &str) -> Markup {
+fn list(console: &Console, session: &Session, query: &str) -> Markup {
     let words: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
-    let calls: Vec<_> = (console.inner.calls.kept().into_iter())
+    let calls: Vec<_> = (console.inner.calls.kept(session).into_iter())
         .filter(|(_, call)| {
             let text = format!("{} {}", call.what, call.params).to_lowercase();
             words.iter().all(|w| text.contains(w))
@@ -70,11 +70,20 @@ pub(crate) struct Again {
 }
 
 /// `POST /console/history/again`: call `id` made once more, as it was.
-pub(crate) async fn again(State(console): State<Console>, Form(again): Form<Again>) -> Response {
-    let Some(call) = console.inner.calls.get(again.id) else {
+pub(crate) async fn again(
+    State(console): State<Console>,
+    Extension(session): Extension<Session>,
+    Form(again): Form<Again>,
+) -> Response {
+    let Some(call) = console.inner.calls.get(again.id, &session) else {
         return (StatusCode::NOT_FOUND, "that call is no longer kept").into_response();
     };
     console
-        .start(call.method, call.what.clone(), call.params.clone())
+        .start(
+            &session,
+            call.method,
+            call.what.clone(),
+            call.params.clone(),
+        )
         .await
 }

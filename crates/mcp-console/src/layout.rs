@@ -6,6 +6,9 @@ use maud::{DOCTYPE, Markup, html};
 
 use crate::auth::Session;
 
+/// The views a person signed in through the authorization server has.
+const USER_VIEWS: [&str; 2] = ["/console/catalog", "/console/history"];
+
 /// The console's views, as the navigation lists them.
 const VIEWS: [(&str, &str); 6] = [
     ("/console", "Servers"),
@@ -43,9 +46,9 @@ pub(crate) fn page(title: &str, current: &str, session: &Session, body: Markup) 
                     nav aria-label="Console" {
                         span.brand { "mcp host" }
                         ul {
-                            @for (path, name) in VIEWS {
+                            @for (path, name) in VIEWS.iter().filter(|(path, _)| session.user.is_none() || USER_VIEWS.contains(path)) {
                                 li {
-                                    @if path == current {
+                                    @if *path == current {
                                         a href=(path) aria-current="page" { (name) }
                                     } @else {
                                         a href=(path) { (name) }
@@ -53,6 +56,7 @@ pub(crate) fn page(title: &str, current: &str, session: &Session, body: Markup) 
                                 }
                             }
                         }
+                        @if let Some(name) = session.name() { span.who { "Signed in as " strong { (name) } } }
                         button.quiet hx-post="/console/logout" { "Sign out" }
                     }
                 }
@@ -65,8 +69,9 @@ pub(crate) fn page(title: &str, current: &str, session: &Session, body: Markup) 
     }
 }
 
-/// The sign-in page; `wrong` when a token was refused.
-pub(crate) fn sign_in(wrong: bool) -> Markup {
+/// The sign-in page, with `error` where signing in failed; `oauth` where
+/// people may also sign in through the host's authorization server.
+pub(crate) fn sign_in(error: Option<&str>, oauth: bool) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -74,14 +79,20 @@ pub(crate) fn sign_in(wrong: bool) -> Markup {
             body {
                 main id="main" class="narrow" {
                     h1 { "Sign in to mcp host" }
+                    @if let Some(error) = error {
+                        p.error role="alert" { (error) }
+                    }
+                    @if oauth {
+                        h2 { "With your account" }
+                        p { "Sign in at the host's authorization server: you then run what the policy lets you." }
+                        p { a.button href="/console/login/oauth" { "Sign in with your account" } }
+                        h2 { "As the operator" }
+                    }
                     p { "Paste the admin token: " code { "mcp host" } " printed it when it started "
                         "(or it is " code { "[admin] token" } " or " code { "MCP_ADMIN_TOKEN" } ")." }
-                    @if wrong {
-                        p.error role="alert" { "That is not the admin token." }
-                    }
                     form method="post" action="/console/login" {
                         label for="token" { "Admin token" }
-                        input id="token" name="token" type="password" autocomplete="off" required autofocus;
+                        input id="token" name="token" type="password" autocomplete="off" required autofocus[!oauth];
                         button type="submit" { "Sign in" }
                     }
                 }

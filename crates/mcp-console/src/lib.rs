@@ -53,8 +53,10 @@ mod queue;
 mod review;
 mod server;
 mod servers;
+mod sign_in;
 
 pub use approvals::{ConsoleApprover, NAME as APPROVER_NAME};
+pub use sign_in::SignIn;
 
 /// The console of one host.
 #[derive(Clone)]
@@ -70,17 +72,23 @@ struct Inner {
     sessions: auth::Sessions,
     calls: Arc<calls::Calls>,
     client: tokio::sync::OnceCell<Client>,
+    /// How people sign in through the host's authorization server, where
+    /// it has one.
+    sign_in: Option<SignIn>,
 }
 
 impl Console {
     /// The console of `host`, whose requests go through `gateway`, for
     /// people who know the admin `token`; `approver` is the one registered
-    /// with the host's consent options (see [`ConsoleApprover`]).
+    /// with the host's consent options (see [`ConsoleApprover`]); with
+    /// `sign_in`, people may also sign in through the host's
+    /// authorization server (see [`SignIn`]).
     pub fn new(
         host: Host,
         gateway: Gateway,
         token: &str,
         approver: Arc<ConsoleApprover>,
+        sign_in: Option<SignIn>,
     ) -> Console {
         Console {
             inner: Arc::new(Inner {
@@ -91,20 +99,34 @@ impl Console {
                 sessions: auth::Sessions::default(),
                 calls: Arc::default(),
                 client: tokio::sync::OnceCell::new(),
+                sign_in,
             }),
         }
     }
 
     /// Its routes, under `/console`.
     pub fn router(&self) -> Router {
-        let signed_in = Router::new()
-            .route("/console", get(servers::view))
+        // The operator's pages: they need the admin token.
+        let operator = Router::new()
             .route("/console/servers", get(servers::fragment))
             .route("/console/servers/{name}", get(server::view))
             .route("/console/servers/restart", post(servers::restart))
             .route("/console/servers/trust", post(servers::trust))
             .route("/console/servers/disable", post(servers::disable))
             .route("/console/servers/enable", post(servers::enable))
+            .route("/console/approvals", get(queue::view))
+            .route("/console/approvals/queue", get(queue::fragment))
+            .route("/console/approvals/answer", post(queue::answer))
+            .route("/console/approvals/question", post(queue::answer_question))
+            .route("/console/approvals/sampling", post(review::answer))
+            .route("/console/metrics", get(metrics::view))
+            .route("/console/audit", get(audit::view))
+            .route("/console/audit/rows", get(audit::fragment))
+            .route("/console/audit.jsonl", get(audit::export))
+            .route_layer(axum::middleware::from_fn(auth::require_operator));
+        // What everyone signed in uses, each as themselves.
+        let signed_in = Router::new()
+            .route("/console", get(servers::view))
             .route("/console/catalog", get(catalog::view))
             .route("/console/catalog/rows", get(catalog::fragment))
             .route("/console/tool", get(catalog::tool))
@@ -116,60 +138,79 @@ impl Console {
             .route("/console/template/complete", get(catalog::complete))
             .route("/console/calls/{id}", get(call))
             .route("/console/calls/cancel", post(cancel))
-            .route("/console/approvals", get(queue::view))
-            .route("/console/approvals/queue", get(queue::fragment))
-            .route("/console/approvals/answer", post(queue::answer))
-            .route("/console/approvals/question", post(queue::answer_question))
-            .route("/console/approvals/sampling", post(review::answer))
-            .route("/console/metrics", get(metrics::view))
             .route("/console/history", get(history::view))
             .route("/console/history/again", post(history::again))
-            .route("/console/audit", get(audit::view))
-            .route("/console/audit/rows", get(audit::fragment))
-            .route("/console/audit.jsonl", get(audit::export))
             .route("/console/events", get(events::stream))
             .route("/console/logout", post(logout))
+            .merge(operator)
             .route_layer(axum::middleware::from_fn_with_state(
                 self.clone(),
                 auth::require_session,
             ));
         Router::new()
             .route("/console/login", get(sign_in_page).post(sign_in))
+            .route("/console/login/oauth", get(sign_in::start))
+            .route("/console/login/callback", get(sign_in::callback))
             .route("/console/assets/{file}", get(asset))
             .merge(signed_in)
             .with_state(self.clone())
     }
 
-    /// The console's MCP client of the gateway, connected on first use.
-    async fn client(&self) -> Result<Client, String> {
+    /// The MCP client of the gateway `session` makes its requests with:
+    /// the operator's (anonymous, client `mcp-console`), or a signed-in
+    /// person's own, whose requests carry their principal.
+    async fn client(&self, session: &auth::Session) -> Result<Client, String> {
+        match &session.user {
+            None => (self.inner.client)
+                .get_or_try_init(|| self.connect(None))
+                .await
+                .cloned(),
+            Some(user) => (session.client)
+                .get_or_try_init(|| self.connect(Some(user)))
+                .await
+                .cloned(),
+        }
+    }
+
+    /// A new in-process client of the gateway, speaking for `user`.
+    async fn connect(&self, user: Option<&Arc<mcp_auth::Principal>>) -> Result<Client, String> {
         let calls = Arc::clone(&self.inner.calls);
         let observer: mcp_host::DecisionObserver =
             Arc::new(move |meta, decided| calls.decided(meta, decided));
         let gateway = self.inner.gateway.clone().observed(observer);
-        self.inner
-            .client
-            .get_or_try_init(|| async move {
-                let (server_side, client_side) = mcp_core::Transport::pair();
-                let config = gateway.session_config();
-                // The session ends with the host's process.
-                let _session = mcp_core::serve(server_side, Arc::new(gateway), config);
-                Client::builder("mcp-console", env!("CARGO_PKG_VERSION"))
-                    .connect(client_side)
-                    .await
-                    .map_err(|e| format!("the console could not reach the host: {e}"))
-            })
+        let extensions = user.map(|user| {
+            let extensions = mcp_core::Extensions::default();
+            extensions.insert(user.owner());
+            extensions.insert((**user).clone());
+            Arc::new(extensions)
+        });
+        let (server_side, client_side) = mcp_core::Transport::pair_attaching(extensions);
+        let config = gateway.session_config();
+        // The session ends when the client is dropped (with the console
+        // session it belongs to), or with the host's process.
+        let _session = mcp_core::serve(server_side, Arc::new(gateway), config);
+        Client::builder("mcp-console", env!("CARGO_PKG_VERSION"))
+            .connect(client_side)
             .await
-            .cloned()
+            .map_err(|e| format!("the console could not reach the host: {e}"))
     }
 
-    /// Starts a request and answers with its view (polled until it ends).
-    async fn start(&self, method: &'static str, what: String, params: Value) -> Response {
-        let client = match self.client().await {
+    /// Starts a request for `session` and answers with its view (polled
+    /// until it ends).
+    async fn start(
+        &self,
+        session: &auth::Session,
+        method: &'static str,
+        what: String,
+        params: Value,
+    ) -> Response {
+        let client = match self.client(session).await {
             Ok(client) => client,
             Err(why) => return (StatusCode::SERVICE_UNAVAILABLE, why).into_response(),
         };
-        let id = self.inner.calls.start(client, method, what, params);
-        match self.inner.calls.get(id) {
+        let calls = &self.inner.calls;
+        let id = calls.start(client, session.owner(), method, what, params);
+        match calls.get(id, session) {
             Some(call) => calls::view(id, &call).into_response(),
             None => StatusCode::NOT_FOUND.into_response(),
         }
@@ -179,9 +220,10 @@ impl Console {
 /// `GET /console/calls/ID`: where a call is now.
 async fn call(
     State(console): State<Console>,
+    Extension(session): Extension<auth::Session>,
     axum::extract::Path(id): axum::extract::Path<u64>,
 ) -> Response {
-    match console.inner.calls.get(id) {
+    match console.inner.calls.get(id, &session) {
         Some(call) => calls::status(id, &call).into_response(),
         None => (StatusCode::NOT_FOUND, "that call is no longer kept").into_response(),
     }
@@ -193,9 +235,18 @@ struct CallId {
 }
 
 /// `POST /console/calls/cancel`, `id=ID`.
-async fn cancel(State(console): State<Console>, Form(asked): Form<CallId>) -> Response {
-    console.inner.calls.cancel(asked.id);
-    call(State(console), axum::extract::Path(asked.id)).await
+async fn cancel(
+    State(console): State<Console>,
+    Extension(session): Extension<auth::Session>,
+    Form(asked): Form<CallId>,
+) -> Response {
+    console.inner.calls.cancel(asked.id, &session);
+    call(
+        State(console),
+        Extension(session),
+        axum::extract::Path(asked.id),
+    )
+    .await
 }
 
 /// `GET /console/login`.
@@ -203,21 +254,23 @@ async fn sign_in_page(State(console): State<Console>, headers: HeaderMap) -> Res
     if console.inner.sessions.of(&headers).is_some() {
         return Redirect::to("/console").into_response();
     }
-    layout::sign_in(false).into_response()
+    layout::sign_in(None, console.inner.sign_in.is_some()).into_response()
 }
 
 #[derive(Deserialize)]
-struct SignIn {
+struct TokenForm {
     token: String,
 }
 
 /// `POST /console/login`, `token=...`: a session cookie for the admin
 /// token.
-async fn sign_in(State(console): State<Console>, Form(form): Form<SignIn>) -> Response {
+async fn sign_in(State(console): State<Console>, Form(form): Form<TokenForm>) -> Response {
     if !auth::is_token(&console, &form.token) {
-        return (StatusCode::UNAUTHORIZED, layout::sign_in(true)).into_response();
+        let offered = console.inner.sign_in.is_some();
+        let wrong = layout::sign_in(Some("That is not the admin token."), offered);
+        return (StatusCode::UNAUTHORIZED, wrong).into_response();
     }
-    let id = console.inner.sessions.open();
+    let id = console.inner.sessions.open(None);
     (
         StatusCode::SEE_OTHER,
         [

@@ -20,14 +20,19 @@ use crate::layout::{page, shortened};
 pub(crate) async fn view(
     State(console): State<Console>,
     Extension(session): Extension<Session>,
-) -> Markup {
+) -> Response {
+    if session.user.is_some() {
+        // The servers are the operator's; a signed-in person starts
+        // from what they may run.
+        return axum::response::Redirect::to("/console/catalog").into_response();
+    }
     let body = html! {
         p.hint { "Updated as the servers change." }
         div id="servers" hx-get="/console/servers" hx-trigger="sse:servers" hx-swap="innerHTML" {
             (table(&console))
         }
     };
-    page("Servers", "/console", &session, body)
+    page("Servers", "/console", &session, body).into_response()
 }
 
 /// `GET /console/servers`: the table alone.

@@ -150,16 +150,23 @@ impl Transport {
     /// Two transports wired to each other in memory: what one sends, the
     /// other receives. For tests and in-process peers.
     pub fn pair() -> (Transport, Transport) {
+        Transport::pair_attaching(None)
+    }
+
+    /// Like [`Transport::pair`], where every frame the first transport
+    /// receives carries `extensions` (the principal an in-process client
+    /// speaks for, as an HTTP transport attaches a request's).
+    pub fn pair_attaching(extensions: Option<Arc<Extensions>>) -> (Transport, Transport) {
         let (a_out, b_in_raw) = mpsc::channel::<OutboundFrame>(DEFAULT_CHANNEL_CAPACITY);
         let (b_out, a_in_raw) = mpsc::channel::<OutboundFrame>(DEFAULT_CHANNEL_CAPACITY);
         (
             Transport {
-                inbound: forward(a_in_raw).into(),
+                inbound: forward(a_in_raw, extensions).into(),
                 outbound: a_out,
                 flushed: None,
             },
             Transport {
-                inbound: forward(b_in_raw).into(),
+                inbound: forward(b_in_raw, None).into(),
                 outbound: b_out,
                 flushed: None,
             },
@@ -167,14 +174,18 @@ impl Transport {
     }
 }
 
-fn forward(mut rx: mpsc::Receiver<OutboundFrame>) -> mpsc::Receiver<InboundFrame> {
+fn forward(
+    mut rx: mpsc::Receiver<OutboundFrame>,
+    extensions: Option<Arc<Extensions>>,
+) -> mpsc::Receiver<InboundFrame> {
     let (tx, out) = mpsc::channel(DEFAULT_CHANNEL_CAPACITY);
     tokio::spawn(async move {
         while let Some(frame) = rx.recv().await {
             if frame.kind == FrameKind::Ended {
                 continue;
             }
-            if tx.send(InboundFrame::Text(frame.text)).await.is_err() {
+            let frame = InboundFrame::new(frame.text, extensions.clone());
+            if tx.send(frame).await.is_err() {
                 break;
             }
         }

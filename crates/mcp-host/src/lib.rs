@@ -87,7 +87,7 @@ mod webhook;
 pub use audit::{AuditLog, AuditSettings};
 pub use catalog::Catalog;
 pub use downstream::ListKind;
-pub use gateway::{Decided, DecisionObserver, Gateway};
+pub use gateway::{Decided, DecisionObserver, Gateway, ListOf};
 pub use host::{Host, HostEvent, HostOptions, HostStatus, Reloaded};
 pub use policy::{Caller, Decision, Policy};
 pub use settings::HostSettings;

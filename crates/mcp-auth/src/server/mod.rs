@@ -300,7 +300,12 @@ impl AuthorizationServer {
 
     /// The URL of the JWK Set.
     pub fn jwks_uri(&self) -> String {
-        format!("{}/jwks", self.inner.config.issuer)
+        Self::jwks_uri_of(&self.inner.config.issuer)
+    }
+
+    /// Where the server of `issuer` publishes its keys.
+    pub fn jwks_uri_of(issuer: &str) -> String {
+        format!("{issuer}/jwks")
     }
 
     /// The token endpoint URL.

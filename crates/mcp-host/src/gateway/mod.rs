@@ -40,11 +40,12 @@ mod results;
 mod target;
 mod task_bridge;
 
-use crate::catalog::Route;
+use crate::catalog::{Catalog, Route};
 use crate::downstream::{LogLevel, Subscriptions, subscription_meta};
 use crate::host::Host;
 use crate::params::Params;
 use crate::policy::{Caller, Decision, Verdict};
+use crate::upstream::Item;
 use audited::Audited;
 use consent::Settled;
 use forward::forward;
@@ -52,7 +53,7 @@ use mcp_core::sync::MutexExt as _;
 use measured::Measured;
 use observed::Observed;
 pub use observed::{Decided, DecisionObserver};
-use pages::ListOf;
+pub use pages::ListOf;
 use results::rewrite_uris;
 use target::Target;
 
@@ -176,6 +177,24 @@ impl Gateway {
     pub fn observed(mut self, observer: DecisionObserver) -> Gateway {
         self.observer = Some(observer);
         self
+    }
+
+    /// Whether `caller` sees an item of `list` of `catalog` (the host's
+    /// catalog now) through this gateway, as its `*/list` answers show
+    /// them: the policy's filter, definitions held back since they
+    /// changed, and the view.
+    pub fn sees<'a>(
+        &'a self,
+        catalog: &'a Catalog,
+        caller: Caller,
+    ) -> impl Fn(ListOf, &Item) -> bool + 'a {
+        let visible = guard::filters_lists(&self.host)
+            .then(|| guard::Visible::new(&self.host, catalog, caller));
+        let servers = self.host.upstream_names();
+        move |list, item| {
+            visible.as_ref().is_none_or(|v| v.shows(list, item))
+                && self.view_shows(catalog, &servers, list, item)
+        }
     }
 
     /// The engine settings for serving the gateway.
@@ -314,22 +333,10 @@ impl Gateway {
                 return pages::whole(list, &discovery::tools(), ctx.revision);
             }
             let catalog = self.host.catalog();
-            let filters = guard::filters_lists(&self.host);
-            if !filters && self.view.is_none() {
+            if !guard::filters_lists(&self.host) && self.view.is_none() {
                 return pages::page(&catalog, list, &params, ctx.revision, None);
             }
-            let visible = filters.then(|| {
-                guard::Visible::new(
-                    &self.host,
-                    &catalog,
-                    Caller::through(&ctx, self.view_name()),
-                )
-            });
-            let servers = self.host.upstream_names();
-            let shows = |list, item: &_| {
-                visible.as_ref().is_none_or(|v| v.shows(list, item))
-                    && self.view_shows(&catalog, &servers, list, item)
-            };
+            let shows = self.sees(&catalog, Caller::through(&ctx, self.view_name()));
             return pages::page(&catalog, list, &params, ctx.revision, Some(&shows));
         }
         let target = target.transpose()?;

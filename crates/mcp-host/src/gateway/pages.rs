@@ -96,7 +96,7 @@ pub(super) fn whole(list: ListOf, items: &[Item], revision: ProtocolVersion) -> 
 
 /// Which merged list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum ListOf {
+pub enum ListOf {
     Tools,
     Prompts,
     Resources,

@@ -28,18 +28,26 @@ impl Caller {
     pub fn of(ctx: &RequestContext) -> Caller {
         let client_name = ctx.negotiated.client_info.as_ref().map(|i| i.name.clone());
         match mcp_auth::Principal::of(ctx) {
-            Some(principal) => Caller {
-                subject: principal.subject.clone(),
-                client_id: principal.client_id.clone(),
-                scopes: principal.scopes.clone(),
-                client_name,
-                view: None,
-                token: Some(principal),
-            },
+            Some(principal) => Caller::signed_in(principal, client_name),
             None => Caller {
                 client_name,
                 ..Caller::default()
             },
+        }
+    }
+
+    /// The caller `principal` names, through the client `client_name`.
+    pub fn signed_in(
+        principal: std::sync::Arc<mcp_auth::Principal>,
+        client_name: Option<String>,
+    ) -> Caller {
+        Caller {
+            subject: principal.subject.clone(),
+            client_id: principal.client_id.clone(),
+            scopes: principal.scopes.clone(),
+            client_name,
+            view: None,
+            token: Some(principal),
         }
     }
 
