@@ -35,6 +35,10 @@ pub(crate) struct Filters {
     /// Minutes back from now; empty: all.
     #[serde(default)]
     minutes: String,
+    /// The first request of a 2026-07-28 call's `input_required` rounds:
+    /// that call's requests only.
+    #[serde(default)]
+    conversation: String,
 }
 
 impl Filters {
@@ -54,6 +58,7 @@ impl Filters {
         query.target = given(&self.target);
         query.decision = given(&self.decision);
         query.outcome = given(&self.outcome);
+        query.conversation = self.conversation.trim().parse().ok();
         query.limit = limit;
         query
     }
@@ -66,6 +71,7 @@ impl Filters {
             ("decision", &self.decision),
             ("outcome", &self.outcome),
             ("minutes", &self.minutes),
+            ("conversation", &self.conversation),
         ];
         pairs
             .iter()
@@ -119,7 +125,14 @@ pub(crate) async fn view(
                 }
             }
             (field("minutes", "Last minutes", &filters.minutes))
+            @if !filters.conversation.is_empty() {
+                input type="hidden" name="conversation" value=(filters.conversation);
+            }
             button type="submit" { "Search" }
+        }
+        @if !filters.conversation.is_empty() {
+            p { "The requests of call #" (filters.conversation) ": the call and the retries that answered its "
+                code { "input_required" } " rounds. " a href="/console/audit" { "Every call" } }
         }
         div id="audit" { (rows(&console, &filters)) }
     };
@@ -151,23 +164,63 @@ fn rows(console: &Console, filters: &Filters) -> Markup {
                         th scope="col" { "Target" } th scope="col" { "Server" } th scope="col" { "Decision" }
                         th scope="col" { "Answer" } th scope="col" { "Outcome" } th scope="col" { "ms" }
                     } }
-                    tbody {
-                        @for row in &found {
-                            tr data-outcome=(row.outcome) data-decision=[row.decision.as_deref()] {
-                                td { time datetime=(row.time) { (row.time) } }
-                                td { (row.caller.as_deref().or(row.client.as_deref()).unwrap_or("–")) }
-                                td { code { (row.method) } }
-                                td { @if let Some(t) = &row.target { code { (t) } } }
-                                td { (row.server.as_deref().unwrap_or("–")) }
-                                td { (row.decision.as_deref().unwrap_or("–"))
-                                     @if let Some(rule) = &row.rule { br; small { (rule) } } }
-                                td { (row.answer.as_deref().unwrap_or("")) }
-                                td { (row.outcome)
-                                     @if let Some(message) = &row.error_message { br; small { (shortened(message, 100)) } } }
-                                td.number { (format!("{:.1}", row.duration_ms)) }
-                            }
-                        }
+                    @for group in conversations(&found) {
+                        (conversation(&group))
                     }
+                }
+            }
+        }
+    }
+}
+
+/// The rows, newest first, gathered into conversations: a 2026-07-28
+/// call and the retries that continued its `input_required` rounds, in
+/// the order they came; a request without rounds alone.
+fn conversations(newest_first: &[AuditRow]) -> Vec<Vec<&AuditRow>> {
+    let mut groups: Vec<(i64, Vec<&AuditRow>)> = Vec::new();
+    for row in newest_first {
+        let key = row.conversation.unwrap_or(row.id);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, rows)) => rows.push(row),
+            None => groups.push((key, vec![row])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, mut rows)| {
+            rows.sort_by_key(|row| row.id);
+            rows
+        })
+        .collect()
+}
+
+/// One conversation's rows: a `tbody` of its own, its rounds numbered,
+/// with a link to all of it where it took more than one request.
+fn conversation(rows: &[&AuditRow]) -> Markup {
+    let first = rows.first().map(|row| row.conversation.unwrap_or(row.id));
+    let rounds = rows.len() > 1 || rows.iter().any(|row| row.conversation.is_some());
+    html! {
+        tbody data-conversation=[first.filter(|_| rounds)] {
+            @for (at, row) in rows.iter().enumerate() {
+                tr data-outcome=(row.outcome) data-decision=[row.decision.as_deref()] {
+                    td { time datetime=(row.time) { (row.time) }
+                         @if rounds {
+                             br; small.round {
+                                 @if row.conversation.is_some() { "↳ round " (at + 1) " of " }
+                                 @else { "round 1 of " }
+                                 a href={"/console/audit?conversation=" (first.unwrap_or_default())} { "call #" (first.unwrap_or_default()) }
+                             }
+                         } }
+                    td { (row.caller.as_deref().or(row.client.as_deref()).unwrap_or("–")) }
+                    td { code { (row.method) } }
+                    td { @if let Some(t) = &row.target { code { (t) } } }
+                    td { (row.server.as_deref().unwrap_or("–")) }
+                    td { (row.decision.as_deref().unwrap_or("–"))
+                         @if let Some(rule) = &row.rule { br; small { (rule) } } }
+                    td { (row.answer.as_deref().unwrap_or("")) }
+                    td { (row.outcome)
+                         @if let Some(message) = &row.error_message { br; small { (shortened(message, 100)) } } }
+                    td.number { (format!("{:.1}", row.duration_ms)) }
                 }
             }
         }
@@ -200,5 +253,53 @@ pub(crate) async fn export(
             )
                 .into_response()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_host::audit::{AuditLog, AuditRecord, AuditSettings};
+
+    fn record(target: &str, answers: Option<&str>, asks: Option<&str>) -> AuditRecord {
+        let mut record = AuditRecord::default();
+        record.time_ms = mcp_host::audit::now_ms();
+        record.method = "tools/call".to_owned();
+        record.target = Some(target.to_owned());
+        record.revision = "2026-07-28".to_owned();
+        record.outcome = "ok";
+        record.answers_round = answers.map(str::to_owned);
+        record.asks_round = asks.map(str::to_owned);
+        record
+    }
+
+    #[tokio::test]
+    async fn a_calls_rounds_are_shown_as_one_conversation() {
+        let dir = std::env::temp_dir().join(format!("console-audit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("audit.db");
+        let log = AuditLog::open(AuditSettings::new(&path)).unwrap();
+        log.record(record("asks", None, Some("h1")));
+        log.record(record("alone", None, None));
+        log.record(record("asks", Some("h1"), Some("h2")));
+        log.record(record("asks", Some("h2"), None));
+        log.flush(std::time::Duration::from_secs(5)).await;
+        let mut newest_first = query(&path, &AuditQuery::default()).unwrap();
+        newest_first.reverse();
+        let groups = conversations(&newest_first);
+        let targets: Vec<Vec<&str>> = (groups.iter())
+            .map(|g| g.iter().map(|r| r.target.as_deref().unwrap()).collect())
+            .collect();
+        assert_eq!(targets, [vec!["asks", "asks", "asks"], vec!["alone"]]);
+        let first = groups[0][0].id;
+        let shown = conversation(&groups[0]).into_string();
+        assert!(
+            shown.contains(&format!("data-conversation=\"{first}\"")),
+            "{shown}"
+        );
+        assert!(shown.contains("↳ round 3 of"), "{shown}");
+        let alone = conversation(&groups[1]).into_string();
+        assert!(!alone.contains("round"), "{alone}");
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

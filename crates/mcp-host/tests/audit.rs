@@ -63,6 +63,20 @@ async fn connect(host: &Host, era: EraChoice) -> Client {
     gateway_client(host, Client::builder("audit-tests", "2.5").era(era)).await
 }
 
+/// A client of `era` of `host` (once its servers have started) that
+/// confirms whatever a server asks.
+async fn started_with_confirming_client(host: &Host, era: EraChoice) -> Client {
+    host.wait_started(Duration::from_secs(20)).await;
+    let confirming = Client::builder("audit-tests", "2.5")
+        .era(era)
+        .on_elicitation(|_| async {
+            let mut content = std::collections::BTreeMap::new();
+            content.insert("confirm".to_owned(), mcp_schema::ElicitValue::Bool(true));
+            Ok(mcp_schema::ElicitResult::accept(content))
+        });
+    gateway_client(host, confirming).await
+}
+
 /// The records, oldest first: the columns that do not depend on timing.
 fn records(path: &std::path::Path) -> Vec<Value> {
     let connection = rusqlite::Connection::open(path).unwrap();
@@ -309,18 +323,7 @@ async fn a_modern_servers_question_answered_by_a_legacy_client_is_a_row() {
         },
         options,
     );
-    host.wait_started(Duration::from_secs(20)).await;
-    let client = gateway_client(
-        &host,
-        Client::builder("audit-tests", "2.5")
-            .era(LEGACY)
-            .on_elicitation(|_| async {
-                let mut content = std::collections::BTreeMap::new();
-                content.insert("confirm".to_owned(), mcp_schema::ElicitValue::Bool(true));
-                Ok(mcp_schema::ElicitResult::accept(content))
-            }),
-    )
-    .await;
+    let client = started_with_confirming_client(&host, LEGACY).await;
     let deleted = within(
         "confirm_delete",
         client.call_tool("confirm_delete", json!({"filename": "a.txt"})),
@@ -342,4 +345,81 @@ async fn a_modern_servers_question_answered_by_a_legacy_client_is_a_row() {
         rows.iter()
             .any(|r| r["method"] == "tools/call" && r["target"] == "confirm_delete")
     );
+}
+
+/// A 2026-07-28 client's call that takes `input_required` rounds (the
+/// server asks twice, through a legacy upstream's questions and a modern
+/// one's rounds) is one conversation in the audit: each retry names the
+/// first request, found by the state the round asked it to bring back,
+/// and the query of that conversation returns them all in order.
+#[tokio::test]
+async fn a_modern_calls_rounds_are_one_conversation() {
+    let scratch = Scratch::new("audit-conversation");
+    let path = scratch.file("audit.db");
+    let url = on_http(mcp_servers::everything::server()).await;
+    let mut options = HostOptions::default();
+    options.audit = Some(AuditLog::open(AuditSettings::new(&path)).unwrap());
+    let servers = ["legacy", "modern"]
+        .map(|era| {
+            ServerConfig::remote(era, &url)
+                .namespace(era)
+                .era(era)
+                .unwrap()
+        })
+        .to_vec();
+    let host = Host::start(
+        HostConfig {
+            servers,
+            problems: Vec::new(),
+        },
+        options,
+    );
+    let client = started_with_confirming_client(&host, MODERN).await;
+    for era in ["legacy", "modern"] {
+        let deleted = within(
+            "confirm_delete",
+            client.call_tool(
+                &format!("{era}__confirm_delete"),
+                json!({"filename": "a.txt"}),
+            ),
+        )
+        .await
+        .unwrap();
+        assert_eq!(deleted.content[0].as_text(), Some("Deleted a.txt"));
+        let plain = within(
+            "echo",
+            client.call_tool(&format!("{era}__echo"), json!({"text": "hi"})),
+        )
+        .await
+        .unwrap();
+        assert_ne!(plain.is_error, Some(true));
+    }
+    host.shutdown(Duration::from_secs(5)).await;
+    for era in ["legacy", "modern"] {
+        let mut asked = mcp_host::audit::AuditQuery::default();
+        asked.target = Some(format!("{era}__confirm_delete"));
+        let calls = mcp_host::audit::query(&path, &asked).unwrap();
+        assert!(calls.len() >= 2, "{era}: a call and its retry: {calls:?}");
+        let first = calls[0].id;
+        assert_eq!(
+            calls[0].conversation, None,
+            "{era}: the first request starts it"
+        );
+        for retry in &calls[1..] {
+            assert_eq!(retry.conversation, Some(first), "{era}: {calls:?}");
+        }
+        let mut whole = mcp_host::audit::AuditQuery::default();
+        whole.conversation = Some(first);
+        let conversation = mcp_host::audit::query(&path, &whole).unwrap();
+        let ids: Vec<i64> = conversation.iter().map(|r| r.id).collect();
+        assert_eq!(ids, calls.iter().map(|r| r.id).collect::<Vec<_>>(), "{era}");
+        let mut echoed = mcp_host::audit::AuditQuery::default();
+        echoed.target = Some(format!("{era}__echo"));
+        let echoes = mcp_host::audit::query(&path, &echoed).unwrap();
+        assert_eq!(echoes.len(), 1);
+        assert_eq!(
+            echoes[0].conversation, None,
+            "a call without rounds stands alone"
+        );
+    }
 }

@@ -115,6 +115,21 @@ pub struct AuditRecord {
     /// What the target's definition holds that is aimed at the model
     /// (`hidden-tags`, `bidi`, `zero-width`, `injection`), comma-separated.
     pub flags: Option<String>,
+    /// For a 2026-07-28 request that continues an `input_required` round:
+    /// a digest of the `requestState` it brought back.
+    pub answers_round: Option<String>,
+    /// For a 2026-07-28 request answered with an `input_required` round:
+    /// a digest of the `requestState` its retry is to bring back.
+    pub asks_round: Option<String>,
+}
+
+/// A short digest of a round's `requestState`: it links a retry to the
+/// request that asked for it without keeping the state (which may be
+/// large, or hold what the server keeps to itself).
+pub(crate) fn round_digest(request_state: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(request_state.as_bytes());
+    digest[..12].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl AuditRecord {

@@ -29,6 +29,9 @@ pub struct AuditQuery {
     pub outcome: Option<String>,
     /// After the record with this id.
     pub after_id: Option<i64>,
+    /// The request of this id and those that continued its
+    /// `input_required` rounds.
+    pub conversation: Option<i64>,
     /// At most this many: the newest of those that match.
     pub limit: usize,
 }
@@ -70,6 +73,9 @@ pub struct AuditRow {
     pub answer: Option<String>,
     /// What its definition holds aimed at the model.
     pub flags: Option<String>,
+    /// For a 2026-07-28 request that continues `input_required` rounds:
+    /// the id of the conversation's first request.
+    pub conversation: Option<i64>,
 }
 
 /// The records of the audit file at `path` that `query` matches, oldest
@@ -91,6 +97,9 @@ pub fn query(path: &Path, query: &AuditQuery) -> Result<Vec<AuditRow>, String> {
     }
     if let Some(after) = query.after_id {
         when("id > ?", Sql::Integer(after));
+    }
+    if let Some(conversation) = query.conversation {
+        when("? IN (id, conversation)", Sql::Integer(conversation));
     }
     if let Some(caller) = &query.caller {
         when("instr(caller, ?) > 0", Sql::Text(caller.clone()));
@@ -123,7 +132,7 @@ pub fn query(path: &Path, query: &AuditQuery) -> Result<Vec<AuditRow>, String> {
     {
         present.push(name.map_err(failed)?);
     }
-    let later: Vec<&str> = ["decision", "rule", "answer", "flags"]
+    let later: Vec<&str> = ["decision", "rule", "answer", "flags", "conversation"]
         .into_iter()
         .map(|c| {
             if present.iter().any(|p| p == c) {
@@ -166,6 +175,7 @@ pub fn query(path: &Path, query: &AuditQuery) -> Result<Vec<AuditRow>, String> {
                 rule: r.get(13)?,
                 answer: r.get(14)?,
                 flags: r.get(15)?,
+                conversation: r.get(16)?,
             })
         })
         .map_err(failed)?;

@@ -98,6 +98,8 @@ async fn records_every_field_and_trims_to_its_most() {
     failed.rule = Some("no deletes".into());
     failed.flags = Some("injection".into());
     failed.answer = Some("denied");
+    failed.answers_round = Some("0a1b".into());
+    failed.asks_round = Some("2c3d".into());
     log.record(failed.clone());
     log.flush(Duration::from_secs(10)).await;
 
@@ -106,7 +108,7 @@ async fn records_every_field_and_trims_to_its_most() {
         .query_row(
             "SELECT time_ms, duration_ms, method, target, server, caller, client, session, \
              revision, outcome, error_code, error_message, arguments, arguments_bytes, \
-             decision, rule, flags, answer FROM audit",
+             decision, rule, flags, answer, answers_round, asks_round FROM audit",
             [],
             |r| {
                 Ok(AuditRecord {
@@ -136,6 +138,8 @@ async fn records_every_field_and_trims_to_its_most() {
                     answer: r
                         .get::<_, Option<String>>(17)?
                         .map(|a| if a == "denied" { "denied" } else { "other" }),
+                    answers_round: r.get(18)?,
+                    asks_round: r.get(19)?,
                 })
             },
         )

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension as _, params};
 
 use super::{AuditRecord, AuditSettings, Counters, Message, now_ms};
 use mcp_core::sync::MutexExt as _;
@@ -53,17 +53,30 @@ CREATE INDEX IF NOT EXISTS audit_time ON audit (time_ms);
 
 /// The columns added since the first version of the table, added in place
 /// to a file that lacks them.
-const ADDED_COLUMNS: [(&str, &str); 4] = [
+const ADDED_COLUMNS: [(&str, &str); 7] = [
     ("decision", "TEXT"),
     ("rule", "TEXT"),
     ("flags", "TEXT"),
     ("answer", "TEXT"),
+    ("answers_round", "TEXT"),
+    ("asks_round", "TEXT"),
+    ("conversation", "INTEGER"),
 ];
+
+/// The rounds' index: a retry finds the request that asked for it.
+const ROUNDS_INDEX: &str = "CREATE INDEX IF NOT EXISTS audit_asks_round ON audit (asks_round) \
+    WHERE asks_round IS NOT NULL";
 
 const INSERT: &str = "INSERT INTO audit (time_ms, duration_ms, method, target, server, caller, \
     client, session, revision, outcome, error_code, error_message, arguments, arguments_bytes, \
-    decision, rule, flags, answer) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)";
+    decision, rule, flags, answer, answers_round, asks_round, conversation) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
+    ?19, ?20, ?21)";
+
+/// The conversation a retry belongs to: the first request of the rounds
+/// whose last one asked for it.
+const CONVERSATION: &str = "SELECT COALESCE(conversation, id) FROM audit WHERE asks_round = ?1 \
+    ORDER BY id DESC LIMIT 1";
 
 /// Opens the file, in write-ahead-log mode, with its table.
 pub(super) fn open(path: &Path) -> rusqlite::Result<Connection> {
@@ -88,7 +101,7 @@ fn migrate(connection: &Connection) -> rusqlite::Result<()> {
             connection.execute_batch(&format!("ALTER TABLE audit ADD COLUMN {column} {kind}"))?;
         }
     }
-    Ok(())
+    connection.execute_batch(ROUNDS_INDEX)
 }
 
 /// The writer thread's state.
@@ -204,7 +217,14 @@ impl Writer {
         let transaction = self.connection.transaction()?;
         {
             let mut insert = transaction.prepare_cached(INSERT)?;
+            let mut conversation_of = transaction.prepare_cached(CONVERSATION)?;
             for r in self.backlog.iter().take(count) {
+                let conversation: Option<i64> = match &r.answers_round {
+                    Some(digest) => conversation_of
+                        .query_row([digest], |row| row.get(0))
+                        .optional()?,
+                    None => None,
+                };
                 insert.execute(params![
                     r.time_ms,
                     r.duration_ms,
@@ -224,6 +244,9 @@ impl Writer {
                     r.rule,
                     r.flags,
                     r.answer,
+                    r.answers_round,
+                    r.asks_round,
+                    conversation,
                 ])?;
             }
         }

@@ -9,7 +9,7 @@ use mcp_core::{HandlerResult, Owner, RequestContext, SessionName};
 use mcp_schema::methods;
 
 use super::target::Target;
-use crate::audit::{AuditLog, AuditRecord, now_ms};
+use crate::audit::{AuditLog, AuditRecord, now_ms, round_digest};
 use crate::host::Host;
 use crate::params::Params;
 use crate::policy::Verdict;
@@ -19,6 +19,9 @@ pub(super) struct Audited {
     log: AuditLog,
     record: Option<AuditRecord>,
     started: Instant,
+    /// Whether the request is of a revision before 2026-07-28, which has
+    /// no `input_required` rounds.
+    legacy: bool,
 }
 
 impl Audited {
@@ -71,12 +74,16 @@ impl Audited {
             outcome: "cancelled",
             arguments: arguments.map(|a| truncated(a, settings.max_argument_bytes).to_owned()),
             arguments_bytes: arguments.map(|a| i64::try_from(a.len()).unwrap_or(i64::MAX)),
+            answers_round: (!ctx.revision.is_legacy())
+                .then(|| params.str("requestState").map(|state| round_digest(&state)))
+                .flatten(),
             ..AuditRecord::default()
         };
         Audited {
             log: log.clone(),
             record: Some(record),
             started: Instant::now(),
+            legacy: ctx.revision.is_legacy(),
         }
     }
 
@@ -91,7 +98,12 @@ impl Audited {
             Ok(raw) if record.method == methods::TOOLS_CALL && is_tool_error(raw.get()) => {
                 record.outcome = "tool_error";
             }
-            Ok(_) => record.outcome = "ok",
+            Ok(raw) => {
+                record.outcome = "ok";
+                if !self.legacy {
+                    record.asks_round = round_asked(raw.get());
+                }
+            }
             Err(error) => {
                 record.outcome = "error";
                 record.error_code = Some(error.code);
@@ -108,6 +120,26 @@ impl Drop for Audited {
             self.log.record(record);
         }
     }
+}
+
+/// The digest of the `requestState` an `input_required` result asks its
+/// retry to bring back, if `result` is one.
+fn round_asked(result: &str) -> Option<String> {
+    if !super::forward::asks_for_input(result) {
+        return None;
+    }
+    #[derive(serde::Deserialize)]
+    struct Round {
+        #[serde(rename = "resultType")]
+        result_type: Option<String>,
+        #[serde(rename = "requestState")]
+        request_state: Option<String>,
+    }
+    let round: Round = serde_json::from_str(result).ok()?;
+    (round.result_type.as_deref() == Some("input_required"))
+        .then_some(round.request_state)
+        .flatten()
+        .map(|state| round_digest(&state))
 }
 
 /// What `target`'s definition holds that is aimed at the model, if

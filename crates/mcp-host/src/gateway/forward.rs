@@ -265,7 +265,7 @@ pub(super) async fn forward_declaring(
 
 /// Whether a 2026-07-28 result may be an `input_required` round: it
 /// mentions the word (a quick search, before the result is read).
-fn asks_for_input(result: &str) -> bool {
+pub(super) fn asks_for_input(result: &str) -> bool {
     static INPUT_REQUIRED: TextSearch = TextSearch::new("\"input_required\"");
     INPUT_REQUIRED.is_in(result)
 }
