@@ -16,7 +16,8 @@
 // server's page (its entry's secret masked), disables a server and
 // enables it again,
 // cancels a slow tool (the audit says cancelled), finds an earlier call
-// in the history and runs it again, and sees the console
+// in the history and runs it again, sees a call's progress notifications
+// there, and sees the console
 // refuse a change with a wrong Origin, one without the session cookie and
 // one without the CSRF token. With --oauth, alice and bob sign in through
 // the host's authorization server: alice sees and runs a tool the policy
@@ -364,6 +365,15 @@ async function main() {
   await earlier.getByRole("button", { name: "Run again" }).click();
   await page.locator('#calls .call [data-state="done"]').waitFor();
   await page.screenshot({ path: join(env.SHOTS, "history.png"), fullPage: true });
+  await page.goto(`${admin}/console/tool?name=everything__slow_task`);
+  await page.locator('input[name="/steps"]').fill("3");
+  await page.locator('input[name="/step_ms"]').fill("20");
+  await page.getByRole("button", { name: /^Call/ }).click();
+  await page.locator('.call [data-state="done"]').waitFor();
+  await page.goto(`${admin}/console/history?q=slow_task`);
+  const notified = page.locator("article[data-history] details.notifications").first();
+  assert.match(await notified.locator("summary").innerText(), /Notifications \(3\)/);
+  assert.ok((await notified.textContent()).includes("notifications/progress"));
 
   step("refuse a wrong Origin, no cookie, and no CSRF token");
   const csrf = JSON.parse(await page.locator("body").getAttribute("hx-headers"))["x-csrf-token"];

@@ -22,6 +22,9 @@ use crate::layout::json_block;
 /// finished go first.
 const KEPT: usize = 100;
 
+/// The most notifications kept of one call.
+const KEPT_NOTIFICATIONS: usize = 100;
+
 /// The `_meta` key by which the console's requests carry their call's
 /// number, so that the gateway's decision finds its call.
 pub(crate) const CALL_META: &str = "mcp-console/call";
@@ -50,6 +53,9 @@ pub(crate) struct Call {
     task: Mutex<Option<tokio::task::AbortHandle>>,
     /// What the host's policy decided, once the gateway has answered.
     decided: Mutex<Option<Decided>>,
+    /// The progress notifications it got, with when (milliseconds after
+    /// it was made); the first [`KEPT_NOTIFICATIONS`].
+    notifications: Mutex<Vec<(u128, mcp_schema::ProgressNotificationParams)>>,
 }
 
 enum CallState {
@@ -84,6 +90,7 @@ impl Calls {
             state: Mutex::new(CallState::Running { progress: None }),
             task: Mutex::new(None),
             decided: Mutex::new(None),
+            notifications: Mutex::default(),
         });
         let mut sent = params;
         if let Value::Object(object) = &mut sent {
@@ -99,6 +106,10 @@ impl Calls {
                 };
                 if let CallState::Running { progress } = &mut *progress.state.locked() {
                     *progress = Some(told);
+                }
+                let mut kept = progress.notifications.locked();
+                if kept.len() < KEPT_NOTIFICATIONS {
+                    kept.push((progress.started.elapsed().as_millis(), p));
                 }
             });
         let done = Arc::clone(&call);
@@ -232,6 +243,24 @@ pub(crate) fn status(id: u64, call: &Call) -> Markup {
                 }
             }
             @if !running { (decision(call.decided.locked().as_ref())) }
+        }
+    }
+}
+
+/// The notifications a call got, as the history shows them.
+pub(crate) fn notifications(call: &Call) -> Markup {
+    let kept = call.notifications.locked();
+    html! {
+        @if !kept.is_empty() {
+            details.notifications {
+                summary { "Notifications (" (kept.len()) ")" }
+                ol {
+                    @for (at, p) in kept.iter() {
+                        li { small { (at) " ms: " } code { "notifications/progress" } " "
+                             (serde_json::to_string(p).unwrap_or_default()) }
+                    }
+                }
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The history: the calls made through the console, newest first, each
-//! with its request and its answer as they went over the wire, when it
-//! was made and how long it took; searched by words, and run again.
+//! with its request and its answer as they went over the wire, the
+//! progress notifications it got, when it was made and how long it took,
+//! and what the policy decided; searched by words, and run again.
 
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
@@ -55,6 +56,7 @@ fn list(console: &Console, session: &Session, query: &str) -> Markup {
                 h2 { (call.what) }
                 p { small { "Made " (call.at.elapsed().map(|d| d.as_secs()).unwrap_or_default()) " s ago." } }
                 details { summary { "Request" } (json_block(&serde_json::json!({"method": call.method, "params": call.params}))) }
+                (crate::calls::notifications(call))
                 (crate::calls::status(*id, call))
                 button hx-post="/console/history/again" hx-target="#calls" hx-swap="afterbegin"
                     hx-vals=(serde_json::json!({ "id": id }).to_string()) { "Run again" }
