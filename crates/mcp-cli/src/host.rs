@@ -282,7 +282,8 @@ pub async fn run(args: &HostArgs) -> Result<()> {
     ));
     let sign_in = match (&admin, &listener) {
         (Some(_), Some(listener)) if args.oauth.enabled() => {
-            Some(crate::oauth::console_sign_in(&args.oauth, listener.local_addr()?).await?)
+            let (origin, resource) = crate::serve::endpoint_urls(listener.local_addr()?);
+            Some(crate::oauth::console_sign_in(&args.oauth, &origin, &resource).await?)
         }
         _ => None,
     };

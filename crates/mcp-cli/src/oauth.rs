@@ -83,20 +83,20 @@ async fn external_keys(issuer: &str) -> Result<String> {
         .ok_or_else(|| anyhow!("{issuer} publishes no jwks_uri"))
 }
 
-/// How people sign in to the console of a host whose MCP endpoint
-/// listens on `local`, protected by `args`: through the same
+/// How people sign in to the console of a host whose MCP endpoint is
+/// `resource` at `origin`, protected by `args`: through the same
 /// authorization server, for a token the endpoint would take.
 pub async fn console_sign_in(
     args: &OAuthArgs,
-    local: std::net::SocketAddr,
+    origin: &str,
+    resource: &str,
 ) -> Result<mcp_console::SignIn> {
-    let (origin, resource) = crate::serve::endpoint_urls(local);
     let (issuer, jwks) = match &args.oauth_issuer {
         Some(issuer) => (issuer.clone(), external_keys(issuer).await?),
-        None => (origin.clone(), AuthorizationServer::jwks_uri_of(&origin)),
+        None => (origin.to_owned(), AuthorizationServer::jwks_uri_of(origin)),
     };
     let validator =
-        JwtValidator::new(JwtConfig::new(issuer, jwks, &resource)).map_err(|e| anyhow!("{e}"))?;
+        JwtValidator::new(JwtConfig::new(issuer, jwks, resource)).map_err(|e| anyhow!("{e}"))?;
     Ok(mcp_console::SignIn::new(resource, Arc::new(validator)))
 }
 

@@ -26,7 +26,7 @@ pub struct ConsoleApprover {
     /// Servers' questions no client could answer.
     pub(crate) questions: Mutex<BTreeMap<u64, Question>>,
     /// Sampling requests, and the model's replies, to review.
-    pub(crate) samplings: Mutex<BTreeMap<u64, crate::review::Sampling>>,
+    pub(crate) samplings: Mutex<BTreeMap<u64, Sampling>>,
     /// Told whenever the queue changes.
     changed: broadcast::Sender<()>,
     /// Browsers with the event stream open.
@@ -39,6 +39,28 @@ pub(crate) struct Question {
     pub(crate) params: mcp_schema::ElicitRequestParams,
     pub(crate) asked_at: SystemTime,
     pub(crate) answer: oneshot::Sender<mcp_schema::ElicitResult>,
+}
+
+/// A sampling request, or the model's reply to one, waiting for a person.
+pub(crate) struct Sampling {
+    pub(crate) server: String,
+    pub(crate) asked_at: SystemTime,
+    pub(crate) what: Reviewing,
+}
+
+/// What waits in a [`Sampling`].
+pub(crate) enum Reviewing {
+    /// What the server asks `model`.
+    Request {
+        model: String,
+        params: Box<mcp_schema::CreateMessageRequestParams>,
+        answer: oneshot::Sender<mcp_host::sampler::Reviewed>,
+    },
+    /// What the model answered.
+    Reply {
+        reply: Box<mcp_schema::CreateMessageResult>,
+        answer: oneshot::Sender<bool>,
+    },
 }
 
 /// A request waiting for a person's approval.

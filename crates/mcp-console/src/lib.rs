@@ -118,7 +118,7 @@ impl Console {
             .route("/console/approvals/queue", get(queue::fragment))
             .route("/console/approvals/answer", post(queue::answer))
             .route("/console/approvals/question", post(queue::answer_question))
-            .route("/console/approvals/sampling", post(review::answer))
+            .route("/console/approvals/sampling", post(queue::answer_sampling))
             .route("/console/metrics", get(metrics::view))
             .route("/console/audit", get(audit::view))
             .route("/console/audit/rows", get(audit::fragment))

@@ -1,6 +1,7 @@
-//! The approvals page: the requests waiting for a person's approval and
-//! the servers' questions no client could answer, updated as they come
-//! and go; and the answers a person gives there.
+//! The approvals page: the requests waiting for a person's approval, the
+//! servers' questions no client could answer, and what servers ask the
+//! host's model and what it answered, updated as they come and go; and
+//! the answers a person gives there.
 
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -17,8 +18,11 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::Console;
+use crate::approvals::Reviewing;
 use crate::auth::Session;
 use crate::layout::{json_block, page};
+use crate::review::{edited, shown};
+use mcp_host::sampler::Reviewed;
 
 /// `GET /console/approvals`: the page.
 pub(crate) async fn view(
@@ -43,7 +47,7 @@ pub(crate) async fn fragment(State(console): State<Console>) -> Markup {
 
 pub(crate) fn queue(console: &Console) -> Markup {
     let questions = waiting_questions(console);
-    let samplings = crate::review::waiting(console);
+    let samplings = waiting_samplings(console);
     let no_question = console.inner.approver.questions.locked().is_empty()
         && console.inner.approver.samplings.locked().is_empty();
     let waiting = console.inner.approver.waiting.locked();
@@ -244,4 +248,106 @@ fn content(
         .collect();
     let read = crate::form::arguments(&schema_of(params), &fields)?;
     serde_json::from_value(read).map_err(|e| format!("the answer does not fit the form: {e}"))
+}
+
+/// The sampling requests and replies waiting, for the approvals page.
+fn waiting_samplings(console: &Console) -> Markup {
+    let samplings = console.inner.approver.samplings.locked();
+    html! {
+        @for (id, s) in samplings.iter() {
+            @let ago = s.asked_at.elapsed().map(|d| d.as_secs()).unwrap_or_default();
+            article.approval data-sampling=(id) aria-labelledby={"sampling-" (id)} {
+                @match &s.what {
+                    Reviewing::Request { model, params, .. } => {
+                        h2 id={"sampling-" (id)} { (s.server) " asks the model " code { (model) } }
+                        p { small { "Asked " (ago) " s ago. Nothing is sent to the model until you send it." } }
+                        form hx-post="/console/approvals/sampling" hx-target="#approvals" {
+                            input type="hidden" name="id" value=(id);
+                            label for={"sampling-request-" (id)} { "The request (JSON; edit before sending)" }
+                            textarea.json id={"sampling-request-" (id)} name="request" rows="12" {
+                                (serde_json::to_string_pretty(&shown(params)).unwrap_or_default())
+                            }
+                            div.buttons {
+                                button name="action" value="send" { "Send to the model" }
+                                button.danger name="action" value="refuse" { "Refuse" }
+                            }
+                        }
+                    }
+                    Reviewing::Reply { reply, .. } => {
+                        h2 id={"sampling-" (id)} { "The model " code { (reply.model) } " answered " (s.server) }
+                        p { small { "Answered " (ago) " s ago. The server gets it only if you give it." } }
+                        (json_block(&serde_json::to_value(&reply.content).unwrap_or_default()))
+                        form hx-post="/console/approvals/sampling" hx-target="#approvals" {
+                            input type="hidden" name="id" value=(id);
+                            div.buttons {
+                                button name="action" value="send" { "Give it to the server" }
+                                button.danger name="action" value="refuse" { "Refuse" }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The form that answers a sampling request or reply.
+#[derive(Deserialize)]
+pub(crate) struct SamplingAnswer {
+    id: u64,
+    action: String,
+    #[serde(default)]
+    request: String,
+}
+
+/// `POST /console/approvals/sampling`: `id`, `action` (`send` or
+/// `refuse`), and for a request, the request as edited.
+pub(crate) async fn answer_sampling(
+    State(console): State<Console>,
+    Form(answer): Form<SamplingAnswer>,
+) -> Response {
+    let send = match answer.action.as_str() {
+        "send" => true,
+        "refuse" => false,
+        other => return (StatusCode::BAD_REQUEST, format!("no action {other:?}")).into_response(),
+    };
+    let approver = &console.inner.approver;
+    let mut samplings = approver.samplings.locked();
+    let Some(waiting) = samplings.get(&answer.id) else {
+        drop(samplings);
+        return (
+            StatusCode::NOT_FOUND,
+            html! { p.error { "That request is no longer waiting." } (queue(&console)) },
+        )
+            .into_response();
+    };
+    // An edited request must still be one; the person is told what is
+    // wrong and it keeps waiting.
+    let edited = match (&waiting.what, send) {
+        (Reviewing::Request { params, .. }, true) => match edited(params, &answer.request) {
+            Ok(edited) => Some(edited),
+            Err(error) => {
+                drop(samplings);
+                return html! { p.error role="alert" { (error) } (queue(&console)) }
+                    .into_response();
+            }
+        },
+        _ => None,
+    };
+    if let Some(waiting) = samplings.remove(&answer.id) {
+        match waiting.what {
+            Reviewing::Request { answer, .. } => {
+                let _ = answer.send(match edited {
+                    Some(params) => Reviewed::Send(params),
+                    None => Reviewed::Refuse,
+                });
+            }
+            Reviewing::Reply { answer, .. } => {
+                let _ = answer.send(send);
+            }
+        }
+    }
+    drop(samplings);
+    approver.changed();
+    queue(&console).into_response()
 }

@@ -1,50 +1,18 @@
 //! The console as a person who reviews what servers ask the host's model
 //! (`[sampling] approve = "ask"`): a request waits on the approvals page
-//! ([`crate::queue`]) as JSON a person may edit before sending it, or
-//! refuse; then the model's reply waits there until the person gives it
-//! to the server or refuses it. Asked before the terminal, while a
-//! browser has the page open.
+//! ([`crate::queue`], which shows and answers it) as JSON a person may
+//! edit before sending it, or refuse; then the model's reply waits there
+//! until the person gives it to the server or refuses it. Asked before
+//! the terminal, while a browser has the page open.
 
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
-use axum::Form;
-use axum::extract::State;
-use axum::response::{IntoResponse, Response};
-use http::StatusCode;
-use maud::{Markup, html};
 use mcp_core::BoxFuture;
-use mcp_core::sync::MutexExt as _;
 use mcp_host::sampler::{Reviewed, Reviewer};
 use mcp_schema::{CreateMessageRequestParams, CreateMessageResult};
-use serde::Deserialize;
-use tokio::sync::oneshot;
 
-use crate::Console;
-use crate::approvals::ConsoleApprover;
-use crate::layout::json_block;
-use crate::queue::queue;
-
-/// A sampling request, or the model's reply to one, waiting for a person.
-pub(crate) struct Sampling {
-    server: String,
-    asked_at: SystemTime,
-    what: Reviewing,
-}
-
-enum Reviewing {
-    /// What the server asks `model`.
-    Request {
-        model: String,
-        params: Box<CreateMessageRequestParams>,
-        answer: oneshot::Sender<Reviewed>,
-    },
-    /// What the model answered.
-    Reply {
-        reply: Box<CreateMessageResult>,
-        answer: oneshot::Sender<bool>,
-    },
-}
+use crate::approvals::{ConsoleApprover, Reviewing, Sampling};
 
 impl Reviewer for ConsoleApprover {
     fn name(&self) -> &str {
@@ -88,50 +56,9 @@ impl Reviewer for ConsoleApprover {
     }
 }
 
-/// The sampling requests and replies waiting, for the approvals page.
-pub(crate) fn waiting(console: &Console) -> Markup {
-    let samplings = console.inner.approver.samplings.locked();
-    html! {
-        @for (id, s) in samplings.iter() {
-            @let ago = s.asked_at.elapsed().map(|d| d.as_secs()).unwrap_or_default();
-            article.approval data-sampling=(id) aria-labelledby={"sampling-" (id)} {
-                @match &s.what {
-                    Reviewing::Request { model, params, .. } => {
-                        h2 id={"sampling-" (id)} { (s.server) " asks the model " code { (model) } }
-                        p { small { "Asked " (ago) " s ago. Nothing is sent to the model until you send it." } }
-                        form hx-post="/console/approvals/sampling" hx-target="#approvals" {
-                            input type="hidden" name="id" value=(id);
-                            label for={"sampling-request-" (id)} { "The request (JSON; edit before sending)" }
-                            textarea.json id={"sampling-request-" (id)} name="request" rows="12" {
-                                (serde_json::to_string_pretty(&shown(params)).unwrap_or_default())
-                            }
-                            div.buttons {
-                                button name="action" value="send" { "Send to the model" }
-                                button.danger name="action" value="refuse" { "Refuse" }
-                            }
-                        }
-                    }
-                    Reviewing::Reply { reply, .. } => {
-                        h2 id={"sampling-" (id)} { "The model " code { (reply.model) } " answered " (s.server) }
-                        p { small { "Answered " (ago) " s ago. The server gets it only if you give it." } }
-                        (json_block(&serde_json::to_value(&reply.content).unwrap_or_default()))
-                        form hx-post="/console/approvals/sampling" hx-target="#approvals" {
-                            input type="hidden" name="id" value=(id);
-                            div.buttons {
-                                button name="action" value="send" { "Give it to the server" }
-                                button.danger name="action" value="refuse" { "Refuse" }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
 /// A request as a person edits it: without its `_meta`, which is the
 /// protocol's, not the conversation's.
-fn shown(params: &CreateMessageRequestParams) -> serde_json::Value {
+pub(crate) fn shown(params: &CreateMessageRequestParams) -> serde_json::Value {
     let mut value = serde_json::to_value(params).unwrap_or_default();
     if let Some(object) = value.as_object_mut() {
         object.remove("_meta");
@@ -139,66 +66,8 @@ fn shown(params: &CreateMessageRequestParams) -> serde_json::Value {
     value
 }
 
-/// The review form.
-#[derive(Deserialize)]
-pub(crate) struct Answer {
-    id: u64,
-    action: String,
-    #[serde(default)]
-    request: String,
-}
-
-/// `POST /console/approvals/sampling`: `id`, `action` (`send` or
-/// `refuse`), and for a request, the request as edited.
-pub(crate) async fn answer(State(console): State<Console>, Form(answer): Form<Answer>) -> Response {
-    let send = match answer.action.as_str() {
-        "send" => true,
-        "refuse" => false,
-        other => return (StatusCode::BAD_REQUEST, format!("no action {other:?}")).into_response(),
-    };
-    let approver = &console.inner.approver;
-    let mut samplings = approver.samplings.locked();
-    let Some(waiting) = samplings.get(&answer.id) else {
-        drop(samplings);
-        return (
-            StatusCode::NOT_FOUND,
-            html! { p.error { "That request is no longer waiting." } (queue(&console)) },
-        )
-            .into_response();
-    };
-    // An edited request must still be one; the person is told what is
-    // wrong and it keeps waiting.
-    let edited = match (&waiting.what, send) {
-        (Reviewing::Request { params, .. }, true) => match edited(params, &answer.request) {
-            Ok(edited) => Some(edited),
-            Err(error) => {
-                drop(samplings);
-                return html! { p.error role="alert" { (error) } (queue(&console)) }
-                    .into_response();
-            }
-        },
-        _ => None,
-    };
-    if let Some(waiting) = samplings.remove(&answer.id) {
-        match waiting.what {
-            Reviewing::Request { answer, .. } => {
-                let _ = answer.send(match edited {
-                    Some(params) => Reviewed::Send(params),
-                    None => Reviewed::Refuse,
-                });
-            }
-            Reviewing::Reply { answer, .. } => {
-                let _ = answer.send(send);
-            }
-        }
-    }
-    drop(samplings);
-    approver.changed();
-    queue(&console).into_response()
-}
-
 /// The request as the person left it, keeping the server's `_meta`.
-fn edited(
+pub(crate) fn edited(
     original: &CreateMessageRequestParams,
     text: &str,
 ) -> Result<Box<CreateMessageRequestParams>, String> {

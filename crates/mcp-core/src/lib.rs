@@ -9,15 +9,16 @@
 //! carry the messages, and sends through a [`FrameSink`]: an idle session
 //! then holds no task and no channel.
 //!
-//! A message meets the modules in this order: `transport` (and `stdio`,
-//! `stdio_pipes`) carries its frame; `session` reads it and admits it
+//! A message meets the modules in this order: `transport` carries its
+//! `frame` (`stdio` and `stdio_pipes` over byte streams, whose lines
+//! `line_reader` reads); `session` reads it and admits it
 //! (lifecycle, revision, capabilities), with `request_meta` reading a
 //! request's `_meta` and `identity` knowing both sides and what they
 //! negotiated (and the stateless clients a server has seen); `replies`
 //! answers what the protocol itself defines; `in_flight` correlates
 //! requests and responses; `context` and `service` hand a request to the
-//! role's handler; `peer` and `outbox` send back; `error` says why a
-//! request failed.
+//! role's handler (`future` boxes what handlers return); `peer` and
+//! `outbox` send back; `error` says why a request failed.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -44,8 +45,11 @@ pub mod child;
 mod context;
 mod error;
 mod extensions;
+mod frame;
+mod future;
 mod identity;
 mod in_flight;
+mod line_reader;
 mod outbox;
 mod peer;
 mod read_spin;
@@ -64,11 +68,12 @@ pub use context::{Progress, RequestContext};
 pub use error::RequestError;
 pub use error::{request_id_in_use, unsupported_version};
 pub use extensions::{ContinuesElsewhere, Extensions, Owner, SessionName};
+pub use future::{BoxFuture, box_future};
 pub use identity::{ClientIdentity, Negotiated, Role, ServerIdentity, SessionConfig};
 pub use outbox::Outbox;
 pub use peer::{Peer, ProgressCallback, RequestOptions};
 pub use request_meta::KnownMeta;
-pub use service::{BoxFuture, HandlerResult, IncomingRequest, Service, box_future};
+pub use service::{HandlerResult, IncomingRequest, Service};
 pub use session::{DirectSession, ReadFrame, RunningSession, serve};
 pub use task_scope::TaskScope;
 pub use transport::{

@@ -2,8 +2,6 @@
 //! notifications the engine does not answer itself.
 
 use std::borrow::Cow;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use mcp_schema::ErrorObject;
@@ -12,25 +10,9 @@ use mcp_schema::jsonrpc::Notification;
 use serde_json::value::RawValue;
 
 use crate::context::RequestContext;
+use crate::future::BoxFuture;
 use crate::peer::Peer;
 use crate::request_meta::members_after;
-
-/// A boxed, sendable future.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// The future `make` returns, boxed. `Box::pin(make())` builds the future
-/// on the stack and then copies it into the box, whole, which for the
-/// large future of a request costs as much as a small parse; here the box
-/// comes first, and the optimizer builds the future in it (as it does for
-/// the futures of a request, by instruction count).
-#[inline(always)]
-pub fn box_future<'a, F>(make: impl FnOnce() -> F) -> BoxFuture<'a, F::Output>
-where
-    F: Future + Send + 'a,
-{
-    let boxed: Box<F> = Box::write(Box::new_uninit(), make());
-    Box::into_pin(boxed)
-}
 
 /// The outcome of a request handler: raw result JSON or a JSON-RPC error.
 pub type HandlerResult = Result<Box<RawValue>, ErrorObject>;

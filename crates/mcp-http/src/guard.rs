@@ -280,7 +280,7 @@ impl OriginPolicy {
 /// The 403 response for a refused request: a JSON-RPC error with a null id.
 pub fn forbidden(error: &GuardError) -> Response {
     let error = ErrorObject::new(error_codes::INVALID_REQUEST, format!("Forbidden: {error}"));
-    crate::endpoint::error_response(StatusCode::FORBIDDEN, None, &error)
+    crate::endpoint::reply::error_response(StatusCode::FORBIDDEN, None, &error)
 }
 
 /// Axum middleware (use with `from_fn_with_state`) answering 403 to requests the policy refuses.

@@ -29,7 +29,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::authz::{MessageExtensions, ToolScopeGuard};
-use crate::endpoint::{McpEndpoint, check_json_content, error_response, read_body, read_message};
+use crate::endpoint::read::{check_json_content, read_body, read_message};
+use crate::endpoint::reply::error_response;
+use crate::serving::Serving;
 use crate::sse;
 use crate::trace_context;
 use mcp_core::sync::MutexExt as _;
@@ -44,6 +46,12 @@ struct LegacySession {
     /// Who opened it (where an authorization layer said); only they may
     /// post to it.
     owner: Option<Owner>,
+}
+
+/// An endpoint the HTTP+SSE paths are mounted on, with its sessions.
+pub(crate) trait LegacyHost: Serving {
+    /// The live HTTP+SSE sessions.
+    fn legacy_sessions(&self) -> &Arc<LegacySessions>;
 }
 
 /// The live legacy SSE sessions of an endpoint.
@@ -110,12 +118,12 @@ fn named_event(name: &str, data: &str) -> Bytes {
 }
 
 /// GET on the SSE path: a new session and its event stream.
-pub(crate) async fn handle_sse(
-    State(endpoint): State<Arc<McpEndpoint>>,
+pub(crate) async fn handle_sse<E: LegacyHost>(
+    State(endpoint): State<Arc<E>>,
     owner: Option<Extension<Owner>>,
 ) -> Response {
-    let sessions = Arc::clone(&endpoint.legacy_sse);
-    if sessions.len() >= endpoint.config.max_sessions {
+    let sessions = Arc::clone(endpoint.legacy_sessions());
+    if sessions.len() >= endpoint.config().max_sessions {
         let error = ErrorObject::internal("too many sessions; try again later");
         return error_response(StatusCode::SERVICE_UNAVAILABLE, None, &error);
     }
@@ -128,8 +136,8 @@ pub(crate) async fn handle_sse(
             outbound: out_tx,
             flushed: None,
         },
-        Arc::clone(&endpoint.service),
-        mcp_core::SessionConfig::clone(&endpoint.session_config),
+        Arc::clone(endpoint.service()),
+        mcp_core::SessionConfig::clone(endpoint.session_config()),
     );
     let peer = running.peer().clone();
     tokio::spawn(running.wait());
@@ -144,12 +152,12 @@ pub(crate) async fn handle_sse(
     tracing::debug!(session = %id, "legacy SSE session started");
     let url = format!(
         "{}?{SESSION_ID_PARAM}={id}",
-        endpoint.config.legacy_message_path
+        endpoint.config().legacy_message_path
     );
     let state = StreamState {
         first: Some(named_event("endpoint", &url)),
         outbound: out_rx,
-        keep_alive: keep_alive_interval(endpoint.config.keep_alive),
+        keep_alive: keep_alive_interval(endpoint.config().keep_alive),
         shutdown: endpoint.shutdown_token(),
         _guard: SessionGuard { id, sessions },
     };
@@ -218,8 +226,8 @@ fn session_param(query: Option<&str>) -> Option<String> {
 }
 
 /// POST on the message path: one message (or batch) for a session.
-pub(crate) async fn handle_message(
-    State(endpoint): State<Arc<McpEndpoint>>,
+pub(crate) async fn handle_message<E: LegacyHost>(
+    State(endpoint): State<Arc<E>>,
     RawQuery(query): RawQuery,
     extensions: Option<Extension<MessageExtensions>>,
     scope_guard: Option<Extension<ToolScopeGuard>>,
@@ -227,7 +235,7 @@ pub(crate) async fn handle_message(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let config = &endpoint.config;
+    let config = endpoint.config();
     let body = match read_body(body, config.max_body_bytes, config.body_read_timeout).await {
         Ok(body) => body,
         Err(refusal) => return *refusal,
@@ -240,7 +248,7 @@ pub(crate) async fn handle_message(
         return *refusal;
     }
     let Some(inbound) = endpoint
-        .legacy_sse
+        .legacy_sessions()
         .inbound(&id, owner.as_ref().map(|Extension(owner)| owner))
     else {
         let error = ErrorObject::invalid_request("unknown or ended session");
@@ -248,7 +256,7 @@ pub(crate) async fn handle_message(
     };
     let guard = scope_guard.as_ref().map(|Extension(g)| g);
     tracing::debug!(session = %id, bytes = body.len(), "legacy SSE message");
-    let frame = match read_message(body, None, endpoint.service.as_ref(), guard) {
+    let frame = match read_message(body, None, endpoint.service().as_ref(), guard) {
         Ok(read) => read.into_frame(),
         Err(refusal) => return *refusal,
     };

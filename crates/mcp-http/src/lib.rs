@@ -5,6 +5,19 @@
 //! The client side of HTTP ([`client`]): Streamable HTTP and legacy
 //! HTTP+SSE as an [`mcp_core::Transport`].
 //!
+//! A request to the endpoint meets, in order: `serve` (the socket),
+//! `guard` (Host and Origin), [`authz`] where a layer authorizes it, then
+//! `endpoint`: `endpoint/read.rs` reads and checks the POST (`headers`
+//! its headers), `endpoint/post.rs` and `endpoint/get_delete.rs` act by
+//! method, `session` finds or starts the legacy session (`session_store`,
+//! `persist` and [`relay`] where instances share them), `endpoint/handling.rs`
+//! follows the request while its response is open, `outbound` and
+//! `session/delivery.rs` carry what the engine sends, `endpoint/stream.rs`
+//! and [`sse`] write it ([`event_store`] keeps it for resumption), and
+//! `endpoint/reply.rs` answers errors. HTTP+SSE and WebSocket are mounted
+//! beside it, taking from the endpoint what `serving` names. The client
+//! side is in [`client`].
+//!
 //! ```no_run
 //! use std::sync::Arc;
 //! # async fn run() -> std::io::Result<()> {
@@ -29,6 +42,7 @@ mod outbound;
 mod persist;
 pub mod relay;
 mod serve;
+mod serving;
 mod session;
 pub mod session_store;
 mod spare_headers;

@@ -44,7 +44,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::{self, http as ws_http};
 
 use crate::authz::{MessageExtensions, ToolScopeGuard, refuse_tool_call_message};
-use crate::endpoint::{McpEndpoint, error_response};
+use crate::endpoint::reply::error_response;
+use crate::serving::Serving;
 use mcp_core::sync::MutexExt as _;
 
 /// The WebSocket subprotocol of MCP.
@@ -295,6 +296,12 @@ where
     sink.flush().await
 }
 
+/// An endpoint the WebSocket path is mounted on, with its connections.
+pub(crate) trait WebSocketHost: Serving {
+    /// The live WebSocket sessions.
+    fn websockets(&self) -> &Arc<Connections>;
+}
+
 /// The live WebSocket sessions of an endpoint.
 #[derive(Default)]
 pub(crate) struct Connections {
@@ -343,8 +350,8 @@ impl Drop for ConnectionGuard {
 
 /// GET on the WebSocket path: the upgrade, then one engine session for the
 /// connection.
-pub(crate) async fn handle_upgrade(
-    State(endpoint): State<Arc<McpEndpoint>>,
+pub(crate) async fn handle_upgrade<E: WebSocketHost>(
+    State(endpoint): State<Arc<E>>,
     extensions: Option<Extension<MessageExtensions>>,
     scope_guard: Option<Extension<ToolScopeGuard>>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
@@ -353,7 +360,7 @@ pub(crate) async fn handle_upgrade(
     // Tools that need scopes the connection's token lacks are refused
     // message by message (a WebSocket has no 403 to answer with).
     let filter = scope_guard.map(|Extension(guard)| {
-        let service = Arc::clone(&endpoint.service);
+        let service = Arc::clone(endpoint.service());
         Arc::new(move |text: &str| refuse_tool_call_message(text, service.as_ref(), &guard))
             as MessageFilter
     });
@@ -377,23 +384,28 @@ pub(crate) async fn handle_upgrade(
         ));
         return error_response(StatusCode::BAD_REQUEST, None, &error);
     }
-    if endpoint.websockets.len() >= endpoint.config.max_sessions {
+    if endpoint.websockets().len() >= endpoint.config().max_sessions {
         let error = ErrorObject::internal("too many sessions; try again later");
         return error_response(StatusCode::SERVICE_UNAVAILABLE, None, &error);
     }
-    let limit = endpoint.config.max_body_bytes;
+    let limit = endpoint.config().max_body_bytes;
     upgrade
         .protocols([SUBPROTOCOL])
         .max_message_size(limit)
         .max_frame_size(limit)
         .on_upgrade(move |socket| async move {
-            let transport = pump(socket, Some(endpoint.config.keep_alive), extensions, filter);
+            let transport = pump(
+                socket,
+                Some(endpoint.config().keep_alive),
+                extensions,
+                filter,
+            );
             let running = mcp_core::serve(
                 transport,
-                Arc::clone(&endpoint.service),
-                mcp_core::SessionConfig::clone(&endpoint.session_config),
+                Arc::clone(endpoint.service()),
+                mcp_core::SessionConfig::clone(endpoint.session_config()),
             );
-            let _guard = endpoint.websockets.register(running.peer().clone());
+            let _guard = endpoint.websockets().register(running.peer().clone());
             tracing::debug!("WebSocket session started");
             running.wait().await;
             tracing::debug!("WebSocket session ended");

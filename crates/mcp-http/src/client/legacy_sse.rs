@@ -1,32 +1,72 @@
 //! The legacy HTTP+SSE client (2024-11-05): a GET opens an event stream
 //! whose first `endpoint` event names where messages are POSTed; every
 //! server message arrives as a `message` event on that stream.
+//!
+//! It runs on the client's connection, as [`Connection`] gives it: the
+//! Streamable HTTP client's, which falls back to it.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use reqwest::Url;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use tokio::sync::oneshot;
+use tokio::task::AbortHandle;
 
+use super::config::HttpClientConfig;
 use super::message::{
-    Outgoing, connect_failure, error_for_reply, http_error, unreached, unreached_error, with_causes,
+    Outgoing, connect_failure, error_for_reply, http_error, media_type, unreached, unreached_error,
+    with_causes,
 };
-use super::streamable::{Inner, media_type};
 use crate::sse::SseParser;
-use mcp_core::sync::MutexExt as _;
+
+/// What the HTTP+SSE client needs of the connection it runs on.
+pub(crate) trait Connection: Send + Sync + 'static {
+    /// The client's settings.
+    fn config(&self) -> &HttpClientConfig;
+    /// The URL the event stream is opened at.
+    fn url(&self) -> &Url;
+    /// The HTTP client.
+    fn http(&self) -> &reqwest::Client;
+    /// Keeps the event stream's task, to stop it when the connection
+    /// closes.
+    fn keep_stream(&self, task: AbortHandle);
+    /// Keeps the endpoint messages are POSTed to.
+    fn set_endpoint(&self, endpoint: Url);
+    /// The endpoint, once the stream named it.
+    fn endpoint(&self) -> Option<Url>;
+    /// Hands a message to the engine.
+    fn deliver(&self, text: String) -> impl Future<Output = ()> + Send;
+    /// Ends the engine's inbound (the connection is over).
+    fn end_inbound(&self);
+}
+
+/// Sends the request `build` makes, signed in as the connection's
+/// authorizer says.
+async fn execute<C: Connection>(
+    inner: &C,
+    build: impl FnMut() -> reqwest::RequestBuilder,
+) -> Result<reqwest::Response, reqwest::Error> {
+    super::auth::execute(inner.config().authorizer.as_deref(), build).await
+}
 
 /// Opens the event stream at the configured URL and waits (bounded by the
 /// connect timeout) for its `endpoint` event; the stream is then read on
 /// its own task, and its end ends the connection.
-pub(crate) async fn open(inner: &Arc<Inner>) -> Result<(), String> {
-    let mut headers = inner.config.headers.clone();
+pub(crate) async fn open<C: Connection>(inner: &Arc<C>) -> Result<(), String> {
+    let mut headers = inner.config().headers.clone();
     headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-    let request = inner.execute(|| inner.http.get(inner.url.clone()).headers(headers.clone()));
-    let response = tokio::time::timeout(inner.config.connect_timeout, request)
+    let request = execute(&**inner, || {
+        inner
+            .http()
+            .get(inner.url().clone())
+            .headers(headers.clone())
+    });
+    let response = tokio::time::timeout(inner.config().connect_timeout, request)
         .await
         .map_err(|_| "timed out opening the event stream".to_owned())?
         .map_err(|e| {
-            connect_failure(&inner.url, &e).unwrap_or_else(|| format!("GET failed: {e}"))
+            connect_failure(inner.url(), &e).unwrap_or_else(|| format!("GET failed: {e}"))
         })?;
     let status = response.status();
     if !status.is_success() || media_type(&response) != "text/event-stream" {
@@ -37,12 +77,12 @@ pub(crate) async fn open(inner: &Arc<Inner>) -> Result<(), String> {
     }
     let (tx, rx) = oneshot::channel();
     let task = tokio::spawn(read(Arc::clone(inner), response, tx));
-    *inner.legacy_stream.locked() = Some(task.abort_handle());
-    let endpoint = tokio::time::timeout(inner.config.connect_timeout, rx).await;
+    inner.keep_stream(task.abort_handle());
+    let endpoint = tokio::time::timeout(inner.config().connect_timeout, rx).await;
     match endpoint {
         Ok(Ok(Ok(url))) => {
             tracing::debug!(endpoint = %url, "HTTP+SSE endpoint");
-            inner.set_legacy_endpoint(url);
+            inner.set_endpoint(url);
             Ok(())
         }
         Ok(Ok(Err(e))) => {
@@ -70,8 +110,8 @@ fn resolve_endpoint(base: &Url, data: &str) -> Result<Url, String> {
 }
 
 /// Reads the event stream: the endpoint first, then messages, until it ends.
-async fn read(
-    inner: Arc<Inner>,
+async fn read<C: Connection>(
+    inner: Arc<C>,
     mut response: reqwest::Response,
     endpoint: oneshot::Sender<Result<Url, String>>,
 ) {
@@ -91,7 +131,7 @@ async fn read(
             match event.event.as_deref() {
                 Some("endpoint") => {
                     if let Some(tx) = endpoint.take() {
-                        let resolved = resolve_endpoint(&inner.url, &event.data);
+                        let resolved = resolve_endpoint(inner.url(), &event.data);
                         established = resolved.is_ok();
                         let _ = tx.send(resolved);
                         if !established {
@@ -115,25 +155,23 @@ async fn read(
 
 /// POSTs one message to the endpoint; a failure answers the request with
 /// an error (the response itself comes on the event stream).
-pub(crate) async fn post(inner: Arc<Inner>, out: Outgoing) {
-    let Some(endpoint) = inner.legacy_endpoint() else {
+pub(crate) async fn post<C: Connection>(inner: Arc<C>, out: Outgoing) {
+    let Some(endpoint) = inner.endpoint() else {
         return;
     };
-    let mut headers = inner.config.headers.clone();
+    let mut headers = inner.config().headers.clone();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     if let Some(trace) = &out.trace {
         trace.insert_into(&mut headers);
     }
     tracing::debug!(method = ?out.method, id = ?out.id, "POST (HTTP+SSE)");
-    let sent = inner
-        .execute(|| {
-            inner
-                .http
-                .post(endpoint.clone())
-                .headers(headers.clone())
-                .body(out.text.clone())
-        })
-        .await;
+    let sent = execute(&*inner, || {
+        (inner.http())
+            .post(endpoint.clone())
+            .headers(headers.clone())
+            .body(out.text.clone())
+    })
+    .await;
     match sent {
         Ok(r) if r.status().is_success() => drop(r),
         Ok(r) => {

@@ -333,6 +333,20 @@ pub(crate) fn error_for_reply(id: &Value, status: reqwest::StatusCode, body: &st
     )
 }
 
+/// The media type of a response, without parameters, lower-cased.
+pub(crate) fn media_type(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

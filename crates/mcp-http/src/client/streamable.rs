@@ -20,8 +20,8 @@ use tokio::task::{AbortHandle, JoinSet};
 
 use super::config::{HttpClientConfig, HttpTransportKind};
 use super::message::{
-    IdKey, InProbe, Outgoing, error_for_reply, http_error, is_modern_jsonrpc_error, unreached,
-    unreached_error, with_causes,
+    IdKey, InProbe, Outgoing, error_for_reply, http_error, is_modern_jsonrpc_error, media_type,
+    unreached, unreached_error, with_causes,
 };
 use super::modern::{ToolHeaders, request_headers};
 use super::{WireProtocol, legacy_sse};
@@ -90,20 +90,6 @@ impl std::fmt::Debug for Inner {
             .field("state", &*self.state.locked())
             .finish_non_exhaustive()
     }
-}
-
-/// The media type of a response, without parameters, lower-cased.
-pub(crate) fn media_type(response: &Response) -> String {
-    response
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase()
 }
 
 /// One exchange: the request (if any) a reply answers.
@@ -966,5 +952,39 @@ pub(crate) async fn drive(inner: Arc<Inner>, mut outbound: mpsc::Receiver<Outbou
 async fn decided(deciding: &mut Option<oneshot::Receiver<()>>) {
     if let Some(rx) = deciding {
         let _ = rx.await;
+    }
+}
+
+impl super::legacy_sse::Connection for Inner {
+    fn config(&self) -> &HttpClientConfig {
+        &self.config
+    }
+
+    fn url(&self) -> &Url {
+        &self.url
+    }
+
+    fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    fn keep_stream(&self, task: AbortHandle) {
+        *self.legacy_stream.locked() = Some(task);
+    }
+
+    fn set_endpoint(&self, endpoint: Url) {
+        self.set_legacy_endpoint(endpoint);
+    }
+
+    fn endpoint(&self) -> Option<Url> {
+        self.legacy_endpoint()
+    }
+
+    async fn deliver(&self, text: String) {
+        Inner::deliver(self, text).await;
+    }
+
+    fn end_inbound(&self) {
+        Inner::end_inbound(self);
     }
 }

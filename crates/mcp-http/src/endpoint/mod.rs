@@ -2,7 +2,6 @@
 //! legacy sessions (`Mcp-Session-Id`) and stateless 2026-07-28 requests.
 
 use std::convert::Infallible;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -24,14 +23,13 @@ use crate::session::{Lookup, SessionManager};
 mod get_delete;
 mod handling;
 mod post;
-mod read;
-mod reply;
+pub(crate) mod read;
+pub(crate) mod reply;
 mod stream;
 
 use get_delete::{handle_delete, handle_get};
 use post::handle_post;
-pub(crate) use read::{check_json_content, read_body, read_message};
-pub(crate) use reply::error_response;
+pub(crate) use read::poll_once;
 
 /// The session id header.
 pub const SESSION_ID: &str = "mcp-session-id";
@@ -75,6 +73,36 @@ impl std::fmt::Debug for McpEndpoint {
         f.debug_struct("McpEndpoint")
             .field("config", &self.config)
             .finish_non_exhaustive()
+    }
+}
+
+impl crate::serving::Serving for McpEndpoint {
+    fn service(&self) -> &Arc<dyn Service> {
+        &self.service
+    }
+
+    fn session_config(&self) -> &SessionConfig {
+        &self.session_config
+    }
+
+    fn config(&self) -> &HttpConfig {
+        &self.config
+    }
+
+    fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+}
+
+impl crate::legacy_sse::LegacyHost for McpEndpoint {
+    fn legacy_sessions(&self) -> &Arc<LegacySessions> {
+        &self.legacy_sse
+    }
+}
+
+impl crate::ws::WebSocketHost for McpEndpoint {
+    fn websockets(&self) -> &Arc<crate::ws::Connections> {
+        &self.websockets
     }
 }
 
@@ -135,10 +163,13 @@ impl McpEndpoint {
                 && sse_path != message_path
             {
                 router = router
-                    .route(sse_path, guarded(get(crate::legacy_sse::handle_sse)))
+                    .route(
+                        sse_path,
+                        guarded(get(crate::legacy_sse::handle_sse::<McpEndpoint>)),
+                    )
                     .route(
                         message_path,
-                        guarded(post(crate::legacy_sse::handle_message)),
+                        guarded(post(crate::legacy_sse::handle_message::<McpEndpoint>)),
                     );
                 taken.push(sse_path);
                 taken.push(message_path);
@@ -157,7 +188,10 @@ impl McpEndpoint {
                     "WebSocket path clashes with another path; not mounted"
                 );
             } else {
-                router = router.route(ws_path, guarded(get(crate::ws::handle_upgrade)));
+                router = router.route(
+                    ws_path,
+                    guarded(get(crate::ws::handle_upgrade::<McpEndpoint>)),
+                );
             }
         }
         router.with_state(Arc::clone(self))
@@ -273,11 +307,6 @@ impl McpEndpoint {
         self.websockets.close_all();
     }
 
-    /// Cancelled when the shutdown begins.
-    pub(crate) fn shutdown_token(&self) -> CancellationToken {
-        self.shutdown.clone()
-    }
-
     /// Resolves when [`McpEndpoint::shutdown`] was called.
     pub async fn shutting_down(&self) {
         self.shutdown.cancelled().await
@@ -337,9 +366,4 @@ impl tower::Service<Request> for Answer {
     fn call(&mut self, request: Request) -> Self::Future {
         Answer::respond(&self.0, request)
     }
-}
-
-/// Polls `future` once, in the caller's task: whether it is done already.
-async fn poll_once<F: Future + Unpin>(future: &mut F) -> Poll<F::Output> {
-    std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut *future).poll(cx))).await
 }

@@ -13,7 +13,6 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use mcp_core::{ReadFrame, Service, SessionConfig};
 use mcp_schema::jsonrpc::{self, ErrorObject, Frame, Message, RequestId};
 
-use super::poll_once;
 use super::reply::{JSON_CONTENT, Refusal, bad_request, error_response, json_with_status};
 use crate::authz::{ToolScopeGuard, check_tool_scopes};
 
@@ -224,6 +223,11 @@ async fn read_limited(mut body: Limited<Body>) -> Result<Bytes, axum::BoxError> 
         }
     }
     Ok(more.map_or(first, BytesMut::freeze))
+}
+
+/// Polls `future` once, in the caller's task: whether it is done already.
+pub(crate) async fn poll_once<F: std::future::Future + Unpin>(future: &mut F) -> Poll<F::Output> {
+    std::future::poll_fn(|cx| Poll::Ready(std::pin::Pin::new(&mut *future).poll(cx))).await
 }
 
 #[cfg(test)]
