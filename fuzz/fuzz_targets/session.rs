@@ -306,7 +306,7 @@ struct Sent {
 }
 
 async fn drive(input: Input) {
-    let server = mcp_servers::everything::server();
+    let server = mcp_builtin::everything::server();
     let config = server.session_config();
     let recorder = Arc::new(Recorder::default());
     let session = DirectSession::new(

@@ -314,7 +314,7 @@ fn tool_text(reply: &Reply) -> String {
 async fn requests_without_a_valid_token_are_challenged() {
     let key = SigningKey::generate("k1");
     let jwks = start_jwks(json!({"keys": [key.jwk]})).await;
-    let mcp = start_mcp(mcp_servers::everything::server(), |r| {
+    let mcp = start_mcp(mcp_builtin::everything::server(), |r| {
         jwt_validator(&jwks.url, r)
     })
     .await;
@@ -431,7 +431,7 @@ async fn requests_without_a_valid_token_are_challenged() {
 async fn valid_tokens_reach_both_eras_and_keys_rotate() {
     let k1 = SigningKey::generate("k1");
     let jwks = start_jwks(json!({"keys": [k1.jwk]})).await;
-    let mcp = start_mcp(mcp_servers::everything::server(), |r| {
+    let mcp = start_mcp(mcp_builtin::everything::server(), |r| {
         jwt_validator(&jwks.url, r)
     })
     .await;
@@ -493,7 +493,7 @@ async fn valid_tokens_reach_both_eras_and_keys_rotate() {
 async fn sessions_and_tasks_belong_to_their_principal() {
     let key = SigningKey::generate("k1");
     let jwks = start_jwks(json!({"keys": [key.jwk]})).await;
-    let mcp = start_mcp(mcp_servers::everything::server(), |r| {
+    let mcp = start_mcp(mcp_builtin::everything::server(), |r| {
         jwt_validator(&jwks.url, r)
     })
     .await;
@@ -618,7 +618,7 @@ async fn sessions_and_tasks_belong_to_their_principal() {
 async fn metadata_is_served_at_both_well_known_paths() {
     let key = SigningKey::generate("k1");
     let jwks = start_jwks(json!({"keys": [key.jwk]})).await;
-    let mcp = start_mcp(mcp_servers::everything::server(), |r| {
+    let mcp = start_mcp(mcp_builtin::everything::server(), |r| {
         jwt_validator(&jwks.url, r)
     })
     .await;
@@ -876,7 +876,7 @@ async fn other_endpoints_name_their_own_metadata() {
         .authorization_server(ISSUER)
         .endpoint(&sse)
         .endpoint(&ws);
-    let server = mcp_servers::everything::server();
+    let server = mcp_builtin::everything::server();
     let endpoint = mcp_http::McpEndpoint::new(
         Arc::new(server.clone()),
         server.session_config(),

@@ -5,16 +5,16 @@
 //! read back), on a real database file of 100 000 rows (an integer key, a
 //! short text, a real).
 //!
-//! Run: `cargo bench -p mcp-servers --bench sqlite`
+//! Run: `cargo bench -p mcp-builtin --bench sqlite`
 
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use mcp_builtin::sqlite::{Config, server};
 use mcp_client::{Client, EraChoice};
 use mcp_schema::ProtocolVersion;
-use mcp_servers::sqlite::{Config, server};
 use serde_json::json;
 use tokio::runtime::Runtime;
 

@@ -1,4 +1,6 @@
-//! Ready MCP servers built on [`mcp_server`].
+//! The servers built into `mcp` (`mcp serve NAME`, and the host's
+//! built-in servers), written with the [`mcp_server`] framework: not to
+//! be confused with that framework, whose crate is `mcp-server`.
 //!
 //! - [`everything`]: every protocol feature, including the fixtures of the
 //!   official conformance suite; used by tests, benchmarks and interop.
@@ -15,7 +17,7 @@
 //!   SSRF guard.
 //!
 //! ```
-//! let server = mcp_servers::everything::server();
+//! let server = mcp_builtin::everything::server();
 //! assert_eq!(server.identity().info().name, "mcp-everything");
 //! ```
 

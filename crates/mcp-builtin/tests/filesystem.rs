@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcp_builtin::filesystem::{Config, Limits};
 use mcp_client::{Client, EraChoice, RequestOptions};
 use mcp_schema::{
     CallToolResult, CompleteResult, ContentBlock, ProtocolVersion, ResourceContents, Root,
 };
-use mcp_servers::filesystem::{Config, Limits};
 use serde_json::{Value, json};
 use support::serve_http;
 
@@ -78,7 +78,7 @@ async fn connect_with_roots(
     era: ProtocolVersion,
     roots: Option<Vec<Root>>,
 ) -> (Client, Seen) {
-    let server = mcp_servers::filesystem::server(config).expect("server");
+    let server = mcp_builtin::filesystem::server(config).expect("server");
     let (server_side, client_side) = mcp_core::Transport::pair();
     let _session = mcp_core::serve(
         server_side,
@@ -1045,7 +1045,7 @@ async fn client_roots_narrow_the_scope_and_never_widen_it() {
 
 /// Serves the server over Streamable HTTP on a free loopback port.
 async fn on_http(config: Config) -> String {
-    let server = mcp_servers::filesystem::server(config).expect("server");
+    let server = mcp_builtin::filesystem::server(config).expect("server");
     serve_http(&server).await
 }
 

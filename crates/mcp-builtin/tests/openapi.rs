@@ -17,9 +17,9 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
+use mcp_builtin::openapi::{Config, server};
 use mcp_client::{Client, ClientError};
 use mcp_schema::{CallToolResult, ProtocolVersion, ResourceContents, Tool};
-use mcp_servers::openapi::{Config, server};
 use serde_json::{Value, json};
 use support::{connect_in_process, within};
 

@@ -83,8 +83,8 @@ async fn filesystem_results_match_their_output_schemas() {
         std::fs::create_dir(dir.join("sub")).unwrap();
         std::fs::write(dir.join("sub/notes.md"), "# Notes\nTODO: more\n").unwrap();
         let root = dir.to_str().unwrap();
-        let config = mcp_servers::filesystem::Config::new([&dir]).write(true);
-        let server = mcp_servers::filesystem::server(config).expect("the server starts");
+        let config = mcp_builtin::filesystem::Config::new([&dir]).write(true);
+        let server = mcp_builtin::filesystem::server(config).expect("the server starts");
         let edit = |old: &str, new: &str| json!([{"oldText": old, "newText": new}]);
         check(
             &server,
@@ -148,8 +148,8 @@ async fn sqlite_results_match_their_output_schemas_for_every_kind_of_statement()
     let execute = |sql: &str, params: Value| ("execute", json!({"sql": sql, "params": params}));
     for era in ERAS {
         let temp = tempfile::tempdir().unwrap();
-        let config = mcp_servers::sqlite::Config::new(temp.path().join("shop.db")).write(true);
-        let server = mcp_servers::sqlite::server(config).expect("the server starts");
+        let config = mcp_builtin::sqlite::Config::new(temp.path().join("shop.db")).write(true);
+        let server = mcp_builtin::sqlite::server(config).expect("the server starts");
         check(
             &server,
             era,
@@ -237,10 +237,10 @@ async fn openapi_results_match_their_output_schemas() {
     let pet = json!({"id": 7, "name": "Rex", "photoUrls": [], "status": "available"});
     let user = json!({"id": 1, "username": "ada", "email": "ada@example.com"});
     for era in ERAS {
-        let config = mcp_servers::openapi::Config::from_text(PETSTORE)
+        let config = mcp_builtin::openapi::Config::from_text(PETSTORE)
             .base_url(base.clone())
             .allow_private_network(true);
-        let server = within("the server", mcp_servers::openapi::server(config))
+        let server = within("the server", mcp_builtin::openapi::server(config))
             .await
             .expect("the server starts");
         check(
@@ -284,10 +284,10 @@ async fn openapi_results_match_their_output_schemas() {
 #[tokio::test]
 async fn prompts_and_everything_results_match_their_output_schemas() {
     for era in ERAS {
-        let prompts = mcp_servers::prompts::server(mcp_servers::prompts::PromptsConfig::default())
+        let prompts = mcp_builtin::prompts::server(mcp_builtin::prompts::PromptsConfig::default())
             .expect("the default library");
         check(&prompts, era, &[]).await;
-        let everything = mcp_servers::everything::server();
+        let everything = mcp_builtin::everything::server();
         check(&everything, era, &[("add", json!({"a": 2, "b": 3.5}))]).await;
     }
 }

@@ -10,11 +10,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcp_builtin::prompts::{self, META_VERSION, META_VERSIONS, PromptsConfig};
 use mcp_client::{Client, ClientError, EraChoice};
 use mcp_core::RequestError;
 use mcp_schema::{ErrorObject, GetPromptResult, ProtocolVersion, Role, error_codes};
 use mcp_server::Server;
-use mcp_servers::prompts::{self, META_VERSION, META_VERSIONS, PromptsConfig};
 use serde_json::json;
 
 /// Both eras.

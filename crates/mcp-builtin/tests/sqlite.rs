@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use mcp_builtin::sqlite::{Config, server};
 use mcp_client::{Client, ClientError, RequestOptions};
 use mcp_schema::{
     CallToolResult, CompleteArgument, CompleteRequestParams, CompletionReference, ProtocolVersion,
     ResourceContents, ResourceTemplateReference,
 };
-use mcp_servers::sqlite::{Config, server};
 use serde_json::{Value, json};
 use support::{connect_in_process, within};
 

@@ -136,7 +136,7 @@ impl BuiltIn {
     /// Builds the server and serves it until its transport ends.
     pub async fn run(self) -> Result<()> {
         let (server, transport) = match self {
-            BuiltIn::Everything { transport } => (mcp_servers::everything::server(), transport),
+            BuiltIn::Everything { transport } => (mcp_builtin::everything::server(), transport),
             BuiltIn::Sqlite {
                 database,
                 write,
@@ -151,13 +151,13 @@ impl BuiltIn {
                         "--time-budget {time_budget}: give a positive number of seconds"
                     )
                 })?;
-                let config = mcp_servers::sqlite::Config::new(database)
+                let config = mcp_builtin::sqlite::Config::new(database)
                     .write(write)
                     .time_budget(budget)
                     .default_rows(default_rows as usize)
                     .max_rows(max_rows as usize)
                     .max_result_bytes(max_result_bytes as usize);
-                (mcp_servers::sqlite::server(config)?, transport)
+                (mcp_builtin::sqlite::server(config)?, transport)
             }
             BuiltIn::Prompts {
                 dir,
@@ -165,11 +165,11 @@ impl BuiltIn {
                 transport,
             } => {
                 let config = match dir {
-                    Some(dir) => mcp_servers::prompts::PromptsConfig::directory(dir),
-                    None => mcp_servers::prompts::PromptsConfig::default(),
+                    Some(dir) => mcp_builtin::prompts::PromptsConfig::directory(dir),
+                    None => mcp_builtin::prompts::PromptsConfig::default(),
                 };
                 (
-                    mcp_servers::prompts::server(config.watch(!no_watch))?,
+                    mcp_builtin::prompts::server(config.watch(!no_watch))?,
                     transport,
                 )
             }
@@ -182,11 +182,11 @@ impl BuiltIn {
                 max_read_bytes,
                 transport,
             } => {
-                let limits = mcp_servers::filesystem::Limits {
+                let limits = mcp_builtin::filesystem::Limits {
                     max_read_bytes: max_read_bytes as usize,
                     ..Default::default()
                 };
-                let mut config = mcp_servers::filesystem::Config::new(directories)
+                let mut config = mcp_builtin::filesystem::Config::new(directories)
                     .write(write)
                     .watch(watch)
                     .allow_secrets(allow_secrets)
@@ -194,7 +194,7 @@ impl BuiltIn {
                 for glob in deny {
                     config = config.deny(glob);
                 }
-                (mcp_servers::filesystem::server(config)?, transport)
+                (mcp_builtin::filesystem::server(config)?, transport)
             }
             BuiltIn::Openapi {
                 spec,
@@ -208,7 +208,7 @@ impl BuiltIn {
                 max_response_bytes,
                 transport,
             } => {
-                use mcp_servers::openapi;
+                use mcp_builtin::openapi;
                 let mut config = openapi::Config::new(spec)
                     .allow_private_network(allow_private_network)
                     .max_response_bytes(max_response_bytes);

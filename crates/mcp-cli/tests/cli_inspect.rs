@@ -89,7 +89,7 @@ async fn read_prints_text_and_tells_or_saves_binary() {
     assert_eq!(data["data"], "Data for ID: 42");
 
     let png = base64::engine::general_purpose::STANDARD
-        .decode(mcp_servers::everything::PNG_BASE64)
+        .decode(mcp_builtin::everything::PNG_BASE64)
         .unwrap();
     let told = ok(&["read", "test://static-binary"]).await;
     assert!(told.contains("image/png"), "{told}");
@@ -105,7 +105,7 @@ async fn read_prints_text_and_tells_or_saves_binary() {
     let result = json(&["read", "test://static-binary"]).await;
     assert_eq!(
         result["contents"][0]["blob"],
-        mcp_servers::everything::PNG_BASE64
+        mcp_builtin::everything::PNG_BASE64
     );
     let error = fails(&["read", "test://no-such-thing"]).await;
     assert!(error.contains("test://no-such-thing"), "{error}");

@@ -18,7 +18,7 @@
 //! use std::sync::Arc;
 //! use serde_json::json;
 //!
-//! let server = mcp_servers::everything::server();
+//! let server = mcp_builtin::everything::server();
 //! let (server_side, client_side) = mcp_core::Transport::pair();
 //! let _running = mcp_core::serve(server_side, Arc::new(server.clone()), server.session_config());
 //!

@@ -72,7 +72,7 @@ fn text(result: &mcp_schema::CallToolResult) -> String {
 
 #[tokio::test]
 async fn every_revision_offers_the_same_calls() {
-    let server = mcp_servers::everything::server();
+    let server = mcp_builtin::everything::server();
     let eras = [
         (EraChoice::Auto, ProtocolVersion::V2026_07_28),
         (
@@ -274,7 +274,7 @@ async fn legacy_list_changed_reaches_the_application() {
 
 #[tokio::test]
 async fn too_many_rounds_give_up() {
-    let server = mcp_servers::everything::server();
+    let server = mcp_builtin::everything::server();
     let (server_side, client_side) = mcp_core::Transport::pair();
     let _session = mcp_core::serve(
         server_side,

@@ -33,7 +33,7 @@ struct Servers {
 }
 
 async fn http_server(mode: ResponseMode) -> SocketAddr {
-    let server = mcp_servers::everything::server();
+    let server = mcp_builtin::everything::server();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let config = HttpConfig::loopback(addr.port()).response_mode(mode);
@@ -51,7 +51,7 @@ async fn transport(wire: Wire, servers: &Servers) -> Transport {
             // The stdio framing on both sides, over an in-process pipe.
             let (client_end, server_end) = tokio::io::duplex(64 * 1024);
             let (server_read, server_write) = tokio::io::split(server_end);
-            let server = mcp_servers::everything::server();
+            let server = mcp_builtin::everything::server();
             let server_side = mcp_core::stdio::from_streams(server_read, server_write);
             let _ = mcp_core::serve(
                 server_side,

@@ -240,7 +240,7 @@ async fn every_request_is_recorded_with_its_outcome_in_both_eras() {
 async fn a_servers_question_to_a_client_is_recorded() {
     let scratch = Scratch::new("audit-asked");
     let path = scratch.file("audit.db");
-    let url = on_http(mcp_servers::everything::server()).await;
+    let url = on_http(mcp_builtin::everything::server()).await;
     let mut options = HostOptions::default();
     options.audit = Some(AuditLog::open(AuditSettings::new(&path)).unwrap());
     let host = Host::start(
@@ -308,7 +308,7 @@ async fn a_servers_question_to_a_client_is_recorded() {
 async fn a_modern_servers_question_answered_by_a_legacy_client_is_a_row() {
     let scratch = Scratch::new("audit-rounds");
     let path = scratch.file("audit.db");
-    let url = on_http(mcp_servers::everything::server()).await;
+    let url = on_http(mcp_builtin::everything::server()).await;
     let mut options = HostOptions::default();
     options.audit = Some(AuditLog::open(AuditSettings::new(&path)).unwrap());
     let host = Host::start(
@@ -356,7 +356,7 @@ async fn a_modern_servers_question_answered_by_a_legacy_client_is_a_row() {
 async fn a_modern_calls_rounds_are_one_conversation() {
     let scratch = Scratch::new("audit-conversation");
     let path = scratch.file("audit.db");
-    let url = on_http(mcp_servers::everything::server()).await;
+    let url = on_http(mcp_builtin::everything::server()).await;
     let mut options = HostOptions::default();
     options.audit = Some(AuditLog::open(AuditSettings::new(&path)).unwrap());
     let servers = ["legacy", "modern"]

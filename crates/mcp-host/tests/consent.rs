@@ -4,7 +4,7 @@
 //! a registered approver; the person's answer (once, for the session,
 //! always, no, with edited arguments) decides it, grants are kept for
 //! their scope, and the audit records each answer. The upstream is
-//! `mcp_servers::everything` over loopback HTTP.
+//! `mcp_builtin::everything` over loopback HTTP.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -88,7 +88,7 @@ async fn host_asking(options_of: impl FnOnce(&mut HostOptions)) -> Host {
 
 /// A host of `everything` under the policy of `settings`.
 async fn host_with(settings: &str, options_of: impl FnOnce(&mut HostOptions)) -> Host {
-    let url = on_http(mcp_servers::everything::server()).await;
+    let url = on_http(mcp_builtin::everything::server()).await;
     let mut options = HostSettings::parse(settings).unwrap().options().unwrap();
     options_of(&mut options);
     let host = Host::start(

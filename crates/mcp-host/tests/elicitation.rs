@@ -89,7 +89,7 @@ fn asking_for_a_password() -> Server {
 }
 
 async fn host(era: &str, person: Arc<Person>, audit: Option<&std::path::Path>) -> Host {
-    let everything = on_http(mcp_servers::everything::server()).await;
+    let everything = on_http(mcp_builtin::everything::server()).await;
     let phisher = on_http(asking_for_a_password()).await;
     let mut options = HostOptions::default();
     options.elicitors.people.push(person);

@@ -122,10 +122,10 @@ async fn client(
     gateway_client(host, builder).await
 }
 
-/// A host in front of `mcp_servers::everything` over HTTP, spoken to in
+/// A host in front of `mcp_builtin::everything` over HTTP, spoken to in
 /// `era`, its names unprefixed.
 async fn everything_host(era: &str) -> Host {
-    let everything_url = on_http(mcp_servers::everything::server()).await;
+    let everything_url = on_http(mcp_builtin::everything::server()).await;
     start(vec![
         server_of_era("everything", &everything_url, era).namespace(""),
     ])
@@ -149,7 +149,7 @@ fn text(result: &mcp_schema::CallToolResult) -> String {
 async fn calls_are_routed_by_namespace_in_both_eras() {
     let (events, _) = mpsc::unbounded_channel();
     let probe_url = on_http(probe(events)).await;
-    let everything_url = on_http(mcp_servers::everything::server()).await;
+    let everything_url = on_http(mcp_builtin::everything::server()).await;
     let host = start(vec![
         ServerConfig::remote("probe", &probe_url),
         ServerConfig::remote("everything", &everything_url).namespace(""),
@@ -202,7 +202,7 @@ async fn calls_are_routed_by_namespace_in_both_eras() {
 
 #[tokio::test]
 async fn progress_comes_back_across_the_hop() {
-    let everything_url = on_http(mcp_servers::everything::server()).await;
+    let everything_url = on_http(mcp_builtin::everything::server()).await;
     let host = start(vec![ServerConfig::remote("e", &everything_url)]).await;
     for era in [LEGACY, MODERN] {
         let client = client(&host, era, None).await;
@@ -266,7 +266,7 @@ async fn a_legacy_servers_question_mid_call_reaches_clients_of_both_eras() {
     // middle of the call. A legacy client is asked with a request; a
     // 2026-07-28 client gets an input_required round, and its retry
     // resumes the same upstream call.
-    let everything_url = on_http(mcp_servers::everything::server()).await;
+    let everything_url = on_http(mcp_builtin::everything::server()).await;
     let host = start(vec![server_of_era("old", &everything_url, "2025-11-25")]).await;
     assert_eq!(
         host.status().servers[0].revision.as_deref(),
@@ -310,7 +310,7 @@ async fn a_legacy_session_the_server_forgot_is_started_again_unseen() {
     // The server loses its sessions (a restart behind the same address):
     // its 404 makes the host's client initialize again, and the call that
     // met it goes through.
-    let (url, endpoint) = on_http_endpoint(mcp_servers::everything::server()).await;
+    let (url, endpoint) = on_http_endpoint(mcp_builtin::everything::server()).await;
     let host = start(vec![server_of_era("s", &url, "legacy")]).await;
     let client = client(&host, MODERN, None).await;
     let first = client
@@ -338,7 +338,7 @@ async fn a_legacy_session_the_server_forgot_is_started_again_unseen() {
 
 #[tokio::test]
 async fn log_messages_reach_the_caller_at_the_level_it_chose() {
-    let everything_url = on_http(mcp_servers::everything::server()).await;
+    let everything_url = on_http(mcp_builtin::everything::server()).await;
     for upstream_era in ["legacy", "modern"] {
         let host = start(vec![server_of_era("s", &everything_url, upstream_era)]).await;
         let (tx, mut seen) = mpsc::unbounded_channel();
@@ -369,7 +369,7 @@ async fn log_messages_reach_the_caller_at_the_level_it_chose() {
 
 #[tokio::test]
 async fn resource_updates_reach_only_subscribers_from_servers_of_both_eras() {
-    let everything_url = on_http(mcp_servers::everything::server()).await;
+    let everything_url = on_http(mcp_builtin::everything::server()).await;
     for upstream_era in ["legacy", "modern"] {
         let host = start(vec![server_of_era("s", &everything_url, upstream_era)]).await;
         let (tx, mut subscriber_seen) = mpsc::unbounded_channel();
@@ -415,7 +415,7 @@ async fn resource_updates_reach_only_subscribers_from_servers_of_both_eras() {
 
 #[tokio::test]
 async fn a_change_upstream_reaches_clients_as_list_changed() {
-    let everything_url = on_http(mcp_servers::everything::server()).await;
+    let everything_url = on_http(mcp_builtin::everything::server()).await;
     let host = start(vec![ServerConfig::remote("e", &everything_url)]).await;
     let (tx, mut notifications) = mpsc::unbounded_channel();
     let client = client(&host, LEGACY, Some(tx)).await;
@@ -445,7 +445,7 @@ async fn a_dead_upstream_is_contained_and_named() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
     };
-    let everything_url = on_http(mcp_servers::everything::server()).await;
+    let everything_url = on_http(mcp_builtin::everything::server()).await;
     let host = start(vec![
         ServerConfig::remote("dead", format!("http://127.0.0.1:{dead}/mcp")),
         ServerConfig::remote("alive", &everything_url),
@@ -475,7 +475,7 @@ async fn a_dead_upstream_is_contained_and_named() {
 async fn reload_starts_stops_and_restarts_only_what_changed() {
     let (events, _) = mpsc::unbounded_channel();
     let probe_url = on_http(probe(events)).await;
-    let everything_url = on_http(mcp_servers::everything::server()).await;
+    let everything_url = on_http(mcp_builtin::everything::server()).await;
     let keep = ServerConfig::remote("keep", &everything_url);
     let host = start(vec![
         keep.clone(),
@@ -741,7 +741,7 @@ async fn a_modern_clients_call_of_a_legacy_task_only_tool_runs_as_its_task() {
 
 #[tokio::test]
 async fn a_disabled_server_leaves_the_catalog_until_it_is_enabled() {
-    let url = on_http(mcp_servers::everything::server()).await;
+    let url = on_http(mcp_builtin::everything::server()).await;
     let keep = ServerConfig::remote("keep", &url);
     let off = ServerConfig::remote("off", &url);
     let host = start(vec![keep.clone(), off.clone()]).await;

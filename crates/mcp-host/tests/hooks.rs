@@ -2,7 +2,7 @@
 //! settings file refuses, rewrites arguments before the server gets them,
 //! and replaces results; a hook of the embedding application refuses by
 //! its own logic; calls no hook sees pass untouched. The upstream is
-//! `mcp_servers::everything` over loopback HTTP.
+//! `mcp_builtin::everything` over loopback HTTP.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -78,7 +78,7 @@ timeout = 20
     );
     let mut options = HostSettings::parse(&settings).unwrap().options().unwrap();
     options.hooks.push(Arc::new(SmallSums));
-    let url = on_http(mcp_servers::everything::server()).await;
+    let url = on_http(mcp_builtin::everything::server()).await;
     let host = Host::start(
         HostConfig {
             servers: vec![ServerConfig::remote("everything", &url).namespace("")],

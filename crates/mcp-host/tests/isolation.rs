@@ -189,7 +189,7 @@ impl mcp_http::client::Authorizer for Operator {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_callers_connection_never_signs_in_as_the_operator() {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let url = support::on_http(mcp_servers::everything::server()).await;
+    let url = support::on_http(mcp_builtin::everything::server()).await;
     let made = std::sync::Arc::new(AtomicUsize::new(0));
     let counted = std::sync::Arc::clone(&made);
     let mut options = HostOptions::default();

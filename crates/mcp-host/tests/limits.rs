@@ -3,7 +3,7 @@
 //! budget is the caller's across both eras; other tools are not counted),
 //! the refusal is counted as `limited`; and a server's slots
 //! (`max_in_flight`) make a call wait at most `max_wait`, behind at most
-//! `max_waiting` others. The upstream is `mcp_servers::everything` over
+//! `max_waiting` others. The upstream is `mcp_builtin::everything` over
 //! loopback HTTP.
 
 use std::time::Duration;
@@ -19,7 +19,7 @@ mod support;
 use support::{gateway_client, on_http, within};
 
 async fn host_with(settings: &str) -> Host {
-    let url = on_http(mcp_servers::everything::server()).await;
+    let url = on_http(mcp_builtin::everything::server()).await;
     let mut options = HostSettings::parse(settings).unwrap().options().unwrap();
     options.metrics = true;
     let host = Host::start(

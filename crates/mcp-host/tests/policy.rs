@@ -2,7 +2,7 @@
 //! denies is left out of the lists and refused with an error naming the
 //! rule, `ask` without an approver is refused saying so, the rest goes
 //! through, and the audit records each decision and its rule. The
-//! upstream is `mcp_servers::everything` over loopback HTTP.
+//! upstream is `mcp_builtin::everything` over loopback HTTP.
 
 use std::time::Duration;
 
@@ -62,7 +62,7 @@ async fn names(client: &Client) -> (Vec<String>, Vec<String>) {
 async fn denied_items_are_hidden_and_refused_by_their_rule_in_both_eras() {
     let scratch = Scratch::new("policy");
     let path = scratch.file("audit.db");
-    let url = on_http(mcp_servers::everything::server()).await;
+    let url = on_http(mcp_builtin::everything::server()).await;
     let mut options = HostOptions::default();
     options.policy = policy();
     options.audit = Some(AuditLog::open(AuditSettings::new(&path)).unwrap());
@@ -428,8 +428,8 @@ arguments.path = {{ outside = {:?} }}
         project.display().to_string()
     );
     let mut options = HostSettings::parse(&settings).unwrap().options().unwrap();
-    let filesystem = mcp_servers::filesystem::Config::new([root.clone()]);
-    let url = on_http(mcp_servers::filesystem::server(filesystem).unwrap()).await;
+    let filesystem = mcp_builtin::filesystem::Config::new([root.clone()]);
+    let url = on_http(mcp_builtin::filesystem::server(filesystem).unwrap()).await;
     options.audit = None;
     let host = Host::start(
         HostConfig {

@@ -32,7 +32,7 @@ async fn the_users_roots_reach_servers_of_both_eras_and_change_at_once() {
     std::fs::create_dir_all(&second).unwrap();
     let settings = format!("[roots]\npaths = [{:?}]\n", first.display().to_string());
     let options = HostSettings::parse(&settings).unwrap().options().unwrap();
-    let url = on_http(mcp_servers::everything::server()).await;
+    let url = on_http(mcp_builtin::everything::server()).await;
     let host = Host::start(
         HostConfig {
             servers: vec![

@@ -6,7 +6,7 @@
 //! it, and where that cannot be told, to the host or nowhere. The model is
 //! a scripted server answering as OpenAI's Chat Completions reference
 //! describes (the real model is in `model.rs` and the CLI's tests); the
-//! upstream is `mcp_servers::everything` over loopback HTTP.
+//! upstream is `mcp_builtin::everything` over loopback HTTP.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -48,7 +48,7 @@ async fn host_with_model(
     audit: Option<&std::path::Path>,
     reviewer: Option<Arc<dyn Reviewer>>,
 ) -> Host {
-    let url = on_http(mcp_servers::everything::server()).await;
+    let url = on_http(mcp_builtin::everything::server()).await;
     let settings = format!(
         "[model]\nbase_url = \"{}\"\nmodel = \"scripted\"\nretries = 0\n[sampling]\n{sampling}\n",
         provider.base_url

@@ -3,7 +3,7 @@
 //! one holds on the other, a 2026-07-28 caller's grant for the session
 //! too, and the retry of an approval round sent by one is taken by the
 //! other. Each host keeps its own store; the upstream is
-//! `mcp_servers::everything` over loopback HTTP.
+//! `mcp_builtin::everything` over loopback HTTP.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -102,7 +102,7 @@ async fn host(url: &str, store: &std::path::Path, shared: &Arc<Memory>) -> Host 
 /// Two hosts of one `everything`, sharing their guard, each with a store
 /// of its own in `scratch`.
 async fn two_hosts(scratch: &Scratch) -> (Host, Host, Arc<Memory>) {
-    let url = on_http(mcp_servers::everything::server()).await;
+    let url = on_http(mcp_builtin::everything::server()).await;
     let shared = Arc::new(Memory {
         log: Mutex::default(),
         appended: broadcast::channel(64).0,

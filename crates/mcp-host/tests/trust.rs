@@ -85,7 +85,7 @@ async fn until_running(host: &Host, names: &[&str]) {
 async fn a_workspace_server_runs_once_a_person_trusts_it() {
     let scratch = Scratch::new("trust-workspace");
     let store = Arc::new(GuardStore::open(&scratch.file("guard.db")).unwrap());
-    let url = on_http(mcp_servers::everything::server()).await;
+    let url = on_http(mcp_builtin::everything::server()).await;
     let config = || HostConfig {
         servers: vec![
             ServerConfig::remote("own", &url),
@@ -133,8 +133,8 @@ async fn a_workspace_server_runs_once_a_person_trusts_it() {
 async fn a_reload_asks_for_what_it_adds_or_runs_otherwise() {
     let scratch = Scratch::new("trust-reload");
     let store = Arc::new(GuardStore::open(&scratch.file("guard.db")).unwrap());
-    let url = on_http(mcp_servers::everything::server()).await;
-    let other = on_http(mcp_servers::everything::server()).await;
+    let url = on_http(mcp_builtin::everything::server()).await;
+    let other = on_http(mcp_builtin::everything::server()).await;
     let config = |servers: Vec<ServerConfig>| HostConfig {
         servers,
         problems: Vec::new(),

@@ -351,7 +351,7 @@ async fn watching_client(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_change_reaches_only_the_views_of_its_server() {
-    let everything = on_http(mcp_servers::everything::server()).await;
+    let everything = on_http(mcp_builtin::everything::server()).await;
     let calendar = on_http(domain_server("calendar")).await;
     let settings = HostSettings::parse(
         "[views.e]\nservers = [\"everything\"]\n\n[views.c]\nservers = [\"calendar\"]\n",

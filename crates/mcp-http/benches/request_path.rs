@@ -88,7 +88,7 @@ fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
 
 /// The endpoint's router for the `everything` server.
 fn endpoint_router() -> axum::Router {
-    let server = mcp_servers::everything::server();
+    let server = mcp_builtin::everything::server();
     let endpoint = McpEndpoint::new(
         Arc::new(server.clone()),
         server.session_config(),

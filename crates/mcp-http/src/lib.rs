@@ -21,7 +21,7 @@
 //! ```no_run
 //! use std::sync::Arc;
 //! # async fn run() -> std::io::Result<()> {
-//! let server = mcp_servers::everything::server();
+//! let server = mcp_builtin::everything::server();
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
 //! let config = mcp_http::HttpConfig::loopback(listener.local_addr()?.port());
 //! let endpoint = mcp_http::McpEndpoint::new(Arc::new(server.clone()), server.session_config(), config);

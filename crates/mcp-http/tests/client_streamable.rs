@@ -787,7 +787,7 @@ async fn require_bearer(
 async fn an_authorizer_answers_challenges_and_supplies_credentials() {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let port = listener.local_addr().expect("addr").port();
-    let server = mcp_servers::everything::server();
+    let server = mcp_builtin::everything::server();
     let endpoint = mcp_http::McpEndpoint::new(
         Arc::new(server.clone()),
         server.session_config(),

@@ -975,7 +975,7 @@ async fn request_state_from_one_instance_is_accepted_by_another_with_the_same_ke
     };
     let conn = redis.connect().await;
     let keyed = |key: &[u8]| {
-        let server = mcp_servers::everything::server();
+        let server = mcp_builtin::everything::server();
         server.set_state_key(key);
         server
     };

@@ -64,7 +64,7 @@ async fn a_task_is_reached_through_any_instance_and_one_whose_instance_died_ends
         return;
     };
     let conn = redis.connect().await;
-    let everything = mcp_servers::everything::server;
+    let everything = mcp_builtin::everything::server;
     let a = Instance::start_delivering(everything(), &redis, &conn).await;
     let b = Instance::start_delivering(everything(), &redis, &conn).await;
     let mut c = Killable::start(&redis, everything);
@@ -162,7 +162,7 @@ async fn a_task_outlives_its_sessions_idle_copy_on_the_instance_running_it() {
     let url = redis.url();
     let start = || {
         Instance::start_delivering_tweaked(
-            mcp_servers::everything::server(),
+            mcp_builtin::everything::server(),
             &url,
             &conn,
             move |c| c.session_idle_timeout(idle),
@@ -226,7 +226,7 @@ async fn a_stateless_task_is_reached_through_any_instance() {
         return;
     };
     let conn = redis.connect().await;
-    let everything = mcp_servers::everything::server;
+    let everything = mcp_builtin::everything::server;
     let a = Instance::start_delivering(everything(), &redis, &conn).await;
     let b = Instance::start_delivering(everything(), &redis, &conn).await;
     let http = client();

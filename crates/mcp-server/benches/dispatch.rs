@@ -59,7 +59,7 @@ impl Client {
     /// Starts the server on its own task and, for the legacy era, runs the
     /// handshake. Must run inside the runtime (the pair spawns tasks).
     async fn start(era: Era) -> Client {
-        let server = mcp_servers::everything::server();
+        let server = mcp_builtin::everything::server();
         let (server_side, client_side) = Transport::pair();
         let session = mcp_core::serve(
             server_side,

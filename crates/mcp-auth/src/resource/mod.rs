@@ -24,7 +24,7 @@
 //! let config = ResourceServerConfig::new("https://mcp.example.com/mcp", Arc::new(validator))
 //!     .authorization_server("https://auth.example.com")
 //!     .scopes_supported(["files:read", "files:write"]);
-//! let server = mcp_servers::everything::server();
+//! let server = mcp_builtin::everything::server();
 //! let endpoint = mcp_http::McpEndpoint::new(
 //!     Arc::new(server.clone()),
 //!     server.session_config(),

@@ -5,8 +5,8 @@
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), String> {
-//! let config = mcp_servers::filesystem::Config::new(["/srv/docs"]).write(true);
-//! let server = mcp_servers::filesystem::server(config)?;
+//! let config = mcp_builtin::filesystem::Config::new(["/srv/docs"]).write(true);
+//! let server = mcp_builtin::filesystem::server(config)?;
 //! server.serve_stdio().await;
 //! # Ok(()) }
 //! ```

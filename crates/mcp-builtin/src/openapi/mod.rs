@@ -58,13 +58,13 @@
 //! name resolves to, and each redirect hop (at most 5).
 //!
 //! ```no_run
-//! # async fn run() -> Result<(), mcp_servers::openapi::Error> {
-//! let (name, value) = mcp_servers::openapi::parse_header("Authorization: Bearer ${API_TOKEN}")?;
-//! let config = mcp_servers::openapi::Config::new("petstore.yaml")
+//! # async fn run() -> Result<(), mcp_builtin::openapi::Error> {
+//! let (name, value) = mcp_builtin::openapi::parse_header("Authorization: Bearer ${API_TOKEN}")?;
+//! let config = mcp_builtin::openapi::Config::new("petstore.yaml")
 //!     .base_url("https://petstore3.swagger.io/api/v3")
 //!     .header(name, value)
 //!     .include_tag("pet");
-//! let server = mcp_servers::openapi::server(config).await?;
+//! let server = mcp_builtin::openapi::server(config).await?;
 //! server.serve_stdio().await;
 //! # Ok(()) }
 //! ```

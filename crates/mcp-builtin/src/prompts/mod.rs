@@ -62,8 +62,8 @@
 //!   broken, `prompts/get` answers why.
 //!
 //! ```no_run
-//! # async fn run() -> Result<(), mcp_servers::prompts::PromptsError> {
-//! use mcp_servers::prompts::{self, PromptsConfig};
+//! # async fn run() -> Result<(), mcp_builtin::prompts::PromptsError> {
+//! use mcp_builtin::prompts::{self, PromptsConfig};
 //! let server = prompts::server(PromptsConfig::directory("./prompts"))?;
 //! server.serve_stdio().await;
 //! # Ok(()) }

@@ -24,10 +24,10 @@
 //! as `{"$base64": "..."}` (the same object binds a BLOB parameter).
 //!
 //! ```no_run
-//! let config = mcp_servers::sqlite::Config::new("shop.db").write(true);
-//! let server = mcp_servers::sqlite::server(config)?;
+//! let config = mcp_builtin::sqlite::Config::new("shop.db").write(true);
+//! let server = mcp_builtin::sqlite::server(config)?;
 //! # let _ = server;
-//! # Ok::<(), mcp_servers::sqlite::Error>(())
+//! # Ok::<(), mcp_builtin::sqlite::Error>(())
 //! ```
 
 mod engine;

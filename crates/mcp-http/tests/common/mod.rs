@@ -88,7 +88,7 @@ pub fn client() -> reqwest::Client {
 impl TestServer {
     /// The `everything` server with the loopback defaults changed by `tweak`.
     pub async fn start(tweak: impl FnOnce(HttpConfig) -> HttpConfig) -> TestServer {
-        Self::start_with(mcp_servers::everything::server(), tweak).await
+        Self::start_with(mcp_builtin::everything::server(), tweak).await
     }
 
     /// `server` with the loopback defaults changed by `tweak`.
