@@ -72,7 +72,6 @@ pub mod policy;
 pub mod roots;
 mod rounds;
 pub mod sampler;
-mod scan;
 pub mod secrets;
 pub mod settings;
 pub mod suspicious;

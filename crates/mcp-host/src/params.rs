@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 use mcp_schema::ErrorObject;
 
-use crate::scan;
+use mcp_schema::json_scan as scan;
 use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::value::RawValue;

@@ -48,6 +48,7 @@ pub mod sampling;
 pub mod subscriptions;
 #[macro_use]
 mod tags;
+pub mod json_scan;
 pub mod tasks;
 pub mod text_search;
 pub mod tools;

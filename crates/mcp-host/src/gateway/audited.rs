@@ -128,17 +128,16 @@ fn round_asked(result: &str) -> Option<String> {
     if !super::forward::asks_for_input(result) {
         return None;
     }
-    #[derive(serde::Deserialize)]
-    struct Round {
-        #[serde(rename = "resultType")]
-        result_type: Option<String>,
-        #[serde(rename = "requestState")]
-        request_state: Option<String>,
+    let (mut input_required, mut state) = (false, None);
+    for member in mcp_schema::json_scan::Members::of(result)? {
+        if member.key_is("resultType") {
+            input_required = member.value == "\"input_required\"";
+        } else if member.key_is("requestState") {
+            state = serde_json::from_str::<String>(member.value).ok();
+        }
     }
-    let round: Round = serde_json::from_str(result).ok()?;
-    (round.result_type.as_deref() == Some("input_required"))
-        .then_some(round.request_state)
-        .flatten()
+    state
+        .filter(|_| input_required)
         .map(|state| round_digest(&state))
 }
 
@@ -156,7 +155,7 @@ fn flags_of(host: &Host, target: &Target) -> Option<String> {
 /// Whether a tool's result says it failed (`isError: true`), found by a
 /// scan of its top-level members rather than a second parse.
 pub(super) fn is_tool_error(result: &str) -> bool {
-    crate::scan::Members::of(result)
+    mcp_schema::json_scan::Members::of(result)
         .is_some_and(|mut members| members.any(|m| m.key_is("isError") && m.value == "true"))
 }
 

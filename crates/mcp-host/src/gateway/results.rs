@@ -8,7 +8,7 @@ use mcp_schema::text_search::TextSearch;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::scan;
+use mcp_schema::json_scan as scan;
 
 /// An upstream's result as the client should see it: without the
 /// upstream's own identity in `_meta` (the host is the server this client

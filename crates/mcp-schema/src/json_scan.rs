@@ -1,25 +1,26 @@
 //! The top-level members of a JSON object that was parsed once already,
 //! found by scanning for strings and brackets instead of parsing it again:
-//! what the host reads of a client's params or changes in an upstream's
+//! what a gateway reads of a client's params or changes in a server's
 //! result is a member or two, and a second full parse would cost more than
-//! the rest of the work.
+//! the rest of the work. With [`crate::text_search`], the one place this
+//! project reads raw JSON text by hand.
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
 
 /// One top-level member of an object, as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Member<'a> {
+pub struct Member<'a> {
     /// The key with its quotes (and escapes, if it has any).
-    pub(crate) key: &'a str,
+    pub key: &'a str,
     /// The value's text.
-    pub(crate) value: &'a str,
+    pub value: &'a str,
 }
 
 impl<'a> Member<'a> {
     /// The key, unquoted and (where it has escapes) decoded; `None` when
     /// it is not a string.
-    pub(crate) fn key_text(&self) -> Option<Cow<'a, str>> {
+    pub fn key_text(&self) -> Option<Cow<'a, str>> {
         let written = self.written_key()?;
         if !written.contains('\\') {
             return Some(Cow::Borrowed(written));
@@ -35,7 +36,7 @@ impl<'a> Member<'a> {
     }
 
     /// Whether the key is `name`.
-    pub(crate) fn key_is(&self, name: &str) -> bool {
+    pub fn key_is(&self, name: &str) -> bool {
         let Some(written) = self.written_key() else {
             return false;
         };
@@ -55,7 +56,7 @@ impl<'a> Member<'a> {
 
 /// The members of a JSON object known to be valid, read one at a time, so
 /// that a reader that stops early reads no further and keeps nothing.
-pub(crate) struct Members<'a> {
+pub struct Members<'a> {
     text: &'a str,
     /// Where the next member starts, or the comma or brace after the last
     /// one read.
@@ -77,7 +78,7 @@ enum State {
 
 impl<'a> Members<'a> {
     /// A scan of `text`; `None` when it does not open an object.
-    pub(crate) fn of(text: &'a str) -> Option<Members<'a>> {
+    pub fn of(text: &'a str) -> Option<Members<'a>> {
         let bytes = text.as_bytes();
         let at = skip_space(bytes, 0);
         if bytes.get(at) != Some(&b'{') {
@@ -93,7 +94,7 @@ impl<'a> Members<'a> {
     /// The text after the members read so far: from the comma before the
     /// next member, or from the closing brace; `None` when the object
     /// turned out not to be valid.
-    pub(crate) fn rest(&self) -> Option<&'a str> {
+    pub fn rest(&self) -> Option<&'a str> {
         let next = self.text.as_bytes().get(self.at);
         match self.state {
             State::Invalid => None,
