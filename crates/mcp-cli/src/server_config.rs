@@ -9,8 +9,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result, anyhow, bail};
 use http::{HeaderName, HeaderValue};
 use mcp_client::EraChoice;
-use mcp_host::config::{HostConfig, HttpKind, ServerConfig, TransportSpec, Variables};
-use mcp_http::HttpTransportKind;
+use mcp_host::config::{HostConfig, ServerConfig, TransportSpec, Variables};
 
 use crate::connection_setup::Setup;
 use crate::target::Target;
@@ -163,11 +162,7 @@ fn from_entry(entry: &ServerConfig, era: EraChoice) -> Result<Resolved> {
             for (name, value) in headers {
                 setup.headers.push(header(name, value)?);
             }
-            setup.http_kind = match kind {
-                HttpKind::StreamableHttp => HttpTransportKind::StreamableHttp,
-                HttpKind::Sse => HttpTransportKind::LegacySse,
-                HttpKind::Auto => HttpTransportKind::Auto,
-            };
+            setup.http_kind = (*kind).into();
             Target::Http(url.clone())
         }
         TransportSpec::WebSocket { url } => Target::WebSocket(url.clone()),
@@ -198,11 +193,7 @@ fn parse_header(text: &str, vars: &Variables) -> Result<(HeaderName, HeaderValue
 
 /// A header, checked.
 fn header(name: &str, value: &str) -> Result<(HeaderName, HeaderValue)> {
-    let name = HeaderName::from_bytes(name.as_bytes())
-        .map_err(|_| anyhow!("{name:?} is not a header name"))?;
-    let value = HeaderValue::from_str(value)
-        .map_err(|_| anyhow!("the value of header {name} cannot be sent in a header"))?;
-    Ok((name, value))
+    mcp_host::config::http_header(name, value).map_err(anyhow::Error::msg)
 }
 
 #[cfg(test)]

@@ -68,6 +68,29 @@ pub enum HttpKind {
     Sse,
 }
 
+impl From<HttpKind> for mcp_http::HttpTransportKind {
+    fn from(kind: HttpKind) -> Self {
+        match kind {
+            HttpKind::Auto => mcp_http::HttpTransportKind::Auto,
+            HttpKind::StreamableHttp => mcp_http::HttpTransportKind::StreamableHttp,
+            HttpKind::Sse => mcp_http::HttpTransportKind::LegacySse,
+        }
+    }
+}
+
+/// An HTTP header of a remote server's entry (or a command line), checked:
+/// a name and a value that can be sent.
+pub fn http_header(
+    name: &str,
+    value: &str,
+) -> Result<(http::HeaderName, http::HeaderValue), String> {
+    let name = http::HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| format!("{name:?} is not a header name"))?;
+    let value = http::HeaderValue::from_str(value)
+        .map_err(|_| format!("the value of header {name} cannot be sent in a header"))?;
+    Ok((name, value))
+}
+
 /// Whose connection a server's requests go over.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -9,7 +9,6 @@ use std::time::Duration;
 use mcp_client::Client;
 use mcp_core::Transport;
 use mcp_core::child::{ChildOptions, ChildProcess};
-use mcp_http::HttpTransportKind;
 
 use crate::config::{HttpKind, TransportSpec};
 
@@ -108,11 +107,7 @@ pub(crate) async fn open(
         TransportSpec::Http { url, headers, kind } => {
             let mut config = mcp_http::HttpClientConfig::new(url)
                 .connect_timeout(connect_timeout)
-                .transport(match kind {
-                    HttpKind::Auto => HttpTransportKind::Auto,
-                    HttpKind::StreamableHttp => HttpTransportKind::StreamableHttp,
-                    HttpKind::Sse => HttpTransportKind::LegacySse,
-                });
+                .transport((*kind).into());
             config = add_headers(config, headers)?;
             let authorized = headers
                 .keys()
@@ -165,10 +160,7 @@ fn add_headers(
     headers: &BTreeMap<String, String>,
 ) -> Result<mcp_http::HttpClientConfig, String> {
     for (name, value) in headers {
-        let name = http::HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("{name:?} is not a header name"))?;
-        let value = http::HeaderValue::from_str(value)
-            .map_err(|_| format!("the value of header {name} is not valid in a header"))?;
+        let (name, value) = crate::config::http_header(name, value)?;
         config = config.header(name, value);
     }
     Ok(config)

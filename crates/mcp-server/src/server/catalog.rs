@@ -4,7 +4,7 @@
 use super::*;
 
 impl Server {
-    pub(super) fn read_catalog(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
+    pub(super) fn read_catalog(&self) -> std::sync::RwLockReadGuard<'_, Definitions> {
         self.inner.catalog.read_locked()
     }
 
@@ -13,7 +13,7 @@ impl Server {
     pub(super) fn change_catalog(
         &self,
         kind: ListKind,
-        change: impl FnOnce(&mut Catalog) -> bool,
+        change: impl FnOnce(&mut Definitions) -> bool,
     ) -> bool {
         let changed = {
             let mut catalog = self.inner.catalog.write_locked();

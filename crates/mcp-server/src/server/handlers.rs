@@ -131,7 +131,7 @@ impl Server {
         &self,
         kind: &str,
         params: Option<&str>,
-        items: impl Fn(&Catalog) -> &Vec<Arc<D>>,
+        items: impl Fn(&Definitions) -> &Vec<Arc<D>>,
         describe: impl Fn(&D) -> T,
     ) -> Result<(Vec<T>, Option<String>), ErrorObject> {
         let cursor = jsonrpc::from_params_text::<PaginatedRequestParams>(params)?.cursor;

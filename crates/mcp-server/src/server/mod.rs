@@ -53,7 +53,7 @@ const DEFAULT_STATE_TTL: Duration = Duration::from_secs(15 * 60);
 pub struct ServerBuilder {
     info: Implementation,
     instructions: Option<String>,
-    catalog: Catalog,
+    catalog: Definitions,
     page_size: usize,
     cache_ttl: Option<Duration>,
     task_config: TaskConfig,
@@ -190,8 +190,11 @@ impl ServerBuilder {
     }
 }
 
+/// What this server defines (its tools, resources, templates and
+/// prompts), as it stands: not to be confused with a host's catalog, which
+/// merges several servers'.
 #[derive(Debug, Default)]
-struct Catalog {
+struct Definitions {
     tools: Vec<Arc<ToolDef>>,
     resources: Vec<Arc<ResourceDef>>,
     templates: Vec<Arc<TemplateDef>>,
@@ -203,7 +206,7 @@ struct Catalog {
     tool_index: HashMap<String, usize>,
 }
 
-impl Catalog {
+impl Definitions {
     /// The tool named `name`.
     fn tool(&self, name: &str) -> Option<&Arc<ToolDef>> {
         self.tool_index.get(name).map(|&i| &self.tools[i])
@@ -254,7 +257,7 @@ struct Inner {
     /// Server-wide changes for other instances, once set.
     broadcast: std::sync::OnceLock<Broadcast>,
     identity: Arc<ServerIdentity>,
-    catalog: RwLock<Catalog>,
+    catalog: RwLock<Definitions>,
     signer: RwLock<Signer>,
     page_size: usize,
     cache_ttl: Duration,
@@ -311,7 +314,7 @@ impl Server {
         ServerBuilder {
             info: Implementation::new(name, version),
             instructions: None,
-            catalog: Catalog::default(),
+            catalog: Definitions::default(),
             page_size: 100,
             cache_ttl: None,
             task_config: TaskConfig::default(),
