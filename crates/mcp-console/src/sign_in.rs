@@ -126,9 +126,14 @@ impl UserAgent for Browser {
                     "the sign-in was abandoned".to_owned(),
                 ));
             }
-            back.await.map_err(|_| {
-                OAuthError::Authorization("the browser did not come back in time".to_owned())
-            })
+            // A person who never comes back ends the flow when the
+            // sign-in expires, so that nothing waits for them after.
+            match tokio::time::timeout(PENDING_LIFE, back).await {
+                Ok(Ok(callback)) => Ok(callback),
+                _ => Err(OAuthError::Authorization(
+                    "the browser did not come back in time".to_owned(),
+                )),
+            }
         })
     }
 }
