@@ -94,6 +94,12 @@ impl ConsoleApprover {
         let _ = self.changed.send(());
     }
 
+    /// Whether a person can be asked here now: an operator's browser
+    /// holds the event stream open.
+    pub(crate) fn watched(&self) -> bool {
+        self.watching.load(Ordering::Relaxed) > 0
+    }
+
     /// A number for the next request or question.
     pub(crate) fn next_id(&self) -> u64 {
         self.next.fetch_add(1, Ordering::Relaxed) + 1
@@ -150,7 +156,7 @@ impl Approver for ConsoleApprover {
     }
 
     fn reachable(&self) -> bool {
-        self.watching.load(Ordering::Relaxed) > 0
+        self.watched()
     }
 
     fn ask<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Result<Approval, String>> {

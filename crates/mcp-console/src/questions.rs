@@ -4,7 +4,6 @@
 //! schema (or a link, in URL mode), until a person submits, declines or
 //! cancels it.
 
-use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
 use mcp_core::BoxFuture;
@@ -19,7 +18,7 @@ impl Elicitor for ConsoleApprover {
     }
 
     fn reachable(&self) -> bool {
-        self.watching.load(Ordering::Relaxed) > 0
+        self.watched()
     }
 
     fn elicit<'a>(

@@ -5,7 +5,6 @@
 //! until the person gives it to the server or refuses it. Asked before
 //! the terminal, while a browser has the page open.
 
-use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
 use mcp_core::BoxFuture;
@@ -20,7 +19,7 @@ impl Reviewer for ConsoleApprover {
     }
 
     fn reachable(&self) -> bool {
-        self.watching.load(Ordering::Relaxed) > 0
+        self.watched()
     }
 
     fn review_request<'a>(
