@@ -22,7 +22,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::cursor::Signer;
-use crate::server::Server;
 use mcp_core::sync::MutexExt as _;
 
 /// Why a handler did not produce its result.
@@ -84,9 +83,31 @@ impl std::error::Error for HandlerError {}
 pub struct Context {
     /// The engine's view of the request.
     pub request: RequestContext,
-    server: Server,
+    /// The server that made this context, with its type erased: the
+    /// handler types name `Context` and the server holds the handlers, so
+    /// naming the server here would tie this module and the server's into a
+    /// circle. [`Context::server`] gives it back typed.
+    server: ErasedServer,
     round: Arc<InputRound>,
     task_deferred: bool,
+}
+
+/// The server behind a [`Context`], as the server module hands it over.
+pub(crate) type ErasedServer = Arc<dyn std::any::Any + Send + Sync>;
+
+/// A legacy session's `logging/setLevel` choice, kept in the session's
+/// extensions and read by [`Context::log`].
+#[derive(Debug, Default)]
+pub(crate) struct SessionLogLevel(Mutex<Option<LoggingLevel>>);
+
+impl SessionLogLevel {
+    pub(crate) fn get(&self) -> Option<LoggingLevel> {
+        *self.0.locked()
+    }
+
+    pub(crate) fn set(&self, level: LoggingLevel) {
+        *self.0.locked() = Some(level);
+    }
 }
 
 /// The modern-era exchange of one request: answers received so far, what
@@ -223,7 +244,7 @@ impl InputRound {
 }
 
 impl Context {
-    pub(crate) fn new(request: RequestContext, server: Server, round: InputRound) -> Self {
+    pub(crate) fn new(request: RequestContext, server: ErasedServer, round: InputRound) -> Self {
         Context {
             request,
             server,
@@ -264,9 +285,9 @@ impl Context {
         Arc::clone(&self.round)
     }
 
-    /// The server this request runs on (to add or remove tools, notify
-    /// resource updates ...).
-    pub fn server(&self) -> &Server {
+    /// The server that made this context, erased; typed by
+    /// [`Context::server`].
+    pub(crate) fn erased_server(&self) -> &ErasedServer {
         &self.server
     }
 
@@ -329,7 +350,7 @@ impl Context {
             self.request
                 .peer
                 .extensions()
-                .get::<crate::server::SessionLogLevel>()
+                .get::<SessionLogLevel>()
                 .and_then(|l| l.get())
         } else {
             match self.request.meta.log_level {

@@ -108,7 +108,7 @@ impl Server {
                     .peer
                     .extensions()
                     .get_or_insert_with(SessionLogLevel::default);
-                *stored.0.locked() = Some(level);
+                stored.set(level);
                 to_result(&serde_json::json!({}))
             }
             // Boxed: a long-lived stream, and the largest future here.
@@ -176,7 +176,7 @@ impl Server {
         } else {
             InputRound::default()
         };
-        Ok(Context::new(ctx, self.clone(), round))
+        Ok(self.handler_context(ctx, round))
     }
 
     /// Turns a handler's outcome into the response: the result, an

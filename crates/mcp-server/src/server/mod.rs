@@ -19,8 +19,8 @@ use mcp_schema::{
     CacheScope, CallToolResult, CompleteRequestParams, CompleteResult, CompletionReference,
     ContentBlock, ErrorObject, GetPromptRequestParams, Implementation, InputRequiredResult,
     ListChangedCapability, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, LoggingLevel, Meta, NotificationParams, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, ResourceRequestParams,
+    ListToolsResult, Meta, NotificationParams, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResult, ResourceRequestParams,
     ResourceUpdatedNotificationParams, ResourcesCapability, ServerCapabilities,
     SetLevelRequestParams, SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams,
     SubscriptionsListenRequestParams, TaskNotificationParams, TaskRequestsCapability,
@@ -30,7 +30,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::compat;
-use crate::context::{Context, HandlerError, InputRound, Purpose};
+use crate::context::{Context, HandlerError, InputRound, Purpose, SessionLogLevel};
 use crate::cursor::{Signer, page};
 use crate::prompt::PromptDef;
 use crate::resource::{ResourceDef, TemplateDef};
@@ -286,13 +286,20 @@ impl std::fmt::Debug for Server {
     }
 }
 
-/// A legacy session's `logging/setLevel` choice.
-#[derive(Debug, Default)]
-pub(crate) struct SessionLogLevel(Mutex<Option<LoggingLevel>>);
+impl Server {
+    /// The context a handler gets for `request` on this server.
+    pub(crate) fn handler_context(&self, request: RequestContext, round: InputRound) -> Context {
+        Context::new(request, Arc::clone(&self.inner) as _, round)
+    }
+}
 
-impl SessionLogLevel {
-    pub(crate) fn get(&self) -> Option<LoggingLevel> {
-        *self.0.locked()
+impl Context {
+    /// The server this request runs on (to add or remove tools, notify
+    /// resource updates ...): a handle, cheap to clone.
+    pub fn server(&self) -> Server {
+        let inner = Arc::downcast::<Inner>(Arc::clone(self.erased_server()))
+            .unwrap_or_else(|_| unreachable!("a context is made by Server::handler_context"));
+        Server { inner }
     }
 }
 

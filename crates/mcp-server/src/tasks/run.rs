@@ -7,7 +7,7 @@ use mcp_schema::{CallToolResult, ErrorObject, JsonObject, TaskStatus};
 use serde_json::Value;
 
 use super::store::{Outcome, TaskEntry};
-use crate::context::{Context, HandlerError, InputRound};
+use crate::context::{HandlerError, InputRound};
 use crate::server::Server;
 use crate::tool::ToolDef;
 
@@ -26,7 +26,7 @@ pub(super) async fn run_task(
     let revision = request.revision;
     let mut round = first_round;
     loop {
-        let ctx = Context::new(request.clone(), server.clone(), round);
+        let ctx = server.handler_context(request.clone(), round);
         let work = (tool.handler)(args.clone(), ctx.clone());
         let outcome = tokio::select! {
             biased;

@@ -58,7 +58,7 @@ pub(super) fn execute(database: &Arc<Database>) -> ToolDef {
                         })
                     })
                     .await?;
-                resources::refresh(&database, ctx.server()).await;
+                resources::refresh(&database, &ctx.server()).await;
                 outcome.map_err(HandlerError::failed)
             }
         },
