@@ -18,7 +18,9 @@
 //! answers what the protocol itself defines; `in_flight` correlates
 //! requests and responses; `context` and `service` hand a request to the
 //! role's handler (`future` boxes what handlers return); `peer` and
-//! `outbox` send back; `error` says why a request failed.
+//! `outbox` send back; `error` says why a request failed. A legacy
+//! session's lasting choices (log level, subscriptions) are in
+//! `session_choices`.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -57,6 +59,7 @@ mod replies;
 mod request_meta;
 mod service;
 mod session;
+mod session_choices;
 pub mod stdio;
 #[cfg(unix)]
 mod stdio_pipes;
@@ -75,6 +78,7 @@ pub use peer::{Peer, ProgressCallback, RequestOptions};
 pub use request_meta::KnownMeta;
 pub use service::{HandlerResult, IncomingRequest, Service};
 pub use session::{DirectSession, ReadFrame, RunningSession, serve};
+pub use session_choices::{ResourceSubscriptions, SessionLogLevel};
 pub use task_scope::TaskScope;
 pub use transport::{
     DEFAULT_CHANNEL_CAPACITY, FrameKind, FrameSink, Inbound, InboundFrame, OutboundFrame,

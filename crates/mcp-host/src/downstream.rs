@@ -3,12 +3,12 @@
 //! which get what they asked for. Fan-out of list changes, resource
 //! updates and log messages.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use mcp_core::{Outbox, Peer};
+use mcp_core::{Outbox, Peer, ResourceSubscriptions, SessionLogLevel};
 use mcp_schema::jsonrpc::RequestId;
-use mcp_schema::{LoggingLevel, Meta, SubscriptionFilter, methods};
+use mcp_schema::{LoggingLevel, SubscriptionFilter, methods, subscription_meta};
 use serde_json::{Value, json};
 
 use crate::views::View;
@@ -43,14 +43,6 @@ impl ListKind {
         wanted == Some(true)
     }
 }
-
-/// A legacy session's resource subscriptions (exposed URIs).
-#[derive(Debug, Default)]
-pub(crate) struct Subscriptions(pub(crate) Mutex<HashSet<String>>);
-
-/// A legacy session's `logging/setLevel` choice.
-#[derive(Debug, Default)]
-pub(crate) struct LogLevel(pub(crate) Mutex<Option<LoggingLevel>>);
 
 struct Listener {
     peer: Peer,
@@ -162,10 +154,7 @@ impl Downstream {
         let mut outbox = Outbox::new();
         for peer in self.sessions.locked().values() {
             let subscribed = crate::isolation::belongs(peer, only)
-                && peer
-                    .extensions()
-                    .get::<Subscriptions>()
-                    .is_some_and(|s| s.0.locked().contains(uri));
+                && ResourceSubscriptions::includes(peer.extensions(), uri);
             if subscribed {
                 outbox.push(peer, methods::NOTIFICATION_RESOURCES_UPDATED, &params, ());
             }
@@ -187,15 +176,11 @@ impl Downstream {
         let mut outbox = Outbox::new();
         for listener in self.listeners.locked().1.values() {
             let wanted = crate::isolation::belongs(&listener.peer, only)
-                && listener
-                    .filter
-                    .resource_subscriptions
-                    .iter()
-                    .flatten()
-                    .any(|u| u == uri);
+                && listener.filter.wants_resource(uri);
             if wanted {
                 let mut params = params.clone();
-                params.insert("_meta".into(), subscription_meta(&listener.id));
+                let meta = subscription_meta(&listener.id);
+                params.insert("_meta".into(), Value::Object(meta));
                 let method = methods::NOTIFICATION_RESOURCES_UPDATED;
                 outbox.push(&listener.peer, method, &params, ());
             }
@@ -218,11 +203,7 @@ impl Downstream {
         let level: Option<LoggingLevel> = params
             .get("level")
             .and_then(|l| serde_json::from_value(l.clone()).ok());
-        let chosen = |peer: &Peer| {
-            peer.extensions()
-                .get::<LogLevel>()
-                .and_then(|l| *l.0.locked())
-        };
+        let chosen = |peer: &Peer| SessionLogLevel::of(peer.extensions());
         let targets: Vec<Peer> = match callers.len() {
             0 => (self.sessions.locked().values())
                 .filter(|peer| crate::isolation::belongs(peer, only))
@@ -247,14 +228,4 @@ impl Downstream {
         }
         outbox.send();
     }
-}
-
-/// The `_meta` naming the subscription a notification belongs to.
-pub(crate) fn subscription_meta(id: &RequestId) -> Value {
-    let mut meta = Meta::new();
-    meta.insert(
-        mcp_schema::META_SUBSCRIPTION_ID.into(),
-        serde_json::to_value(id).unwrap_or(Value::Null),
-    );
-    Value::Object(meta)
 }

@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Meta, ResultType};
+use crate::jsonrpc::RequestId;
+use crate::{META_SUBSCRIPTION_ID, Meta, ResultType};
 
 /// Which notifications a subscription stream carries.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -24,6 +25,29 @@ pub struct SubscriptionFilter {
     /// `notifications/tasks` for these task ids (tasks extension).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_ids: Option<Vec<String>>,
+}
+
+impl SubscriptionFilter {
+    /// The resource URIs whose updates the stream carries.
+    pub fn resources(&self) -> impl Iterator<Item = &String> {
+        self.resource_subscriptions.iter().flatten()
+    }
+
+    /// Whether the stream carries the updates of resource `uri`.
+    pub fn wants_resource(&self, uri: &str) -> bool {
+        self.resources().any(|u| u == uri)
+    }
+}
+
+/// The `_meta` that names the subscription stream `id` (the id of its
+/// `subscriptions/listen` request) on each notification it carries.
+pub fn subscription_meta(id: &RequestId) -> Meta {
+    let mut meta = Meta::new();
+    meta.insert(
+        META_SUBSCRIPTION_ID.into(),
+        serde_json::to_value(id).unwrap_or(serde_json::Value::Null),
+    );
+    meta
 }
 
 /// Params of `subscriptions/listen`.

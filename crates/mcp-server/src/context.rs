@@ -11,7 +11,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mcp_core::{RequestContext, RequestError, RequestOptions};
+use mcp_core::{RequestContext, RequestError, RequestOptions, SessionLogLevel};
 use mcp_schema::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, ErrorObject, InputRequest, InputRequests, InputResponses, ListRootsResult,
@@ -94,21 +94,6 @@ pub struct Context {
 
 /// The server behind a [`Context`], as the server module hands it over.
 pub(crate) type ErasedServer = Arc<dyn std::any::Any + Send + Sync>;
-
-/// A legacy session's `logging/setLevel` choice, kept in the session's
-/// extensions and read by [`Context::log`].
-#[derive(Debug, Default)]
-pub(crate) struct SessionLogLevel(Mutex<Option<LoggingLevel>>);
-
-impl SessionLogLevel {
-    pub(crate) fn get(&self) -> Option<LoggingLevel> {
-        *self.0.locked()
-    }
-
-    pub(crate) fn set(&self, level: LoggingLevel) {
-        *self.0.locked() = Some(level);
-    }
-}
 
 /// The modern-era exchange of one request: answers received so far, what
 /// this round asks, and the handler's own state.
@@ -347,11 +332,7 @@ impl Context {
         data: impl Serialize,
     ) -> bool {
         let threshold = if self.revision().is_legacy() {
-            self.request
-                .peer
-                .extensions()
-                .get::<SessionLogLevel>()
-                .and_then(|l| l.get())
+            SessionLogLevel::of(self.request.peer.extensions())
         } else {
             match self.request.meta.log_level {
                 Some(level) => Some(level),

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use mcp_core::{HandlerResult, RequestContext, RequestError, RequestOptions};
+use mcp_core::{HandlerResult, RequestContext, RequestError, RequestOptions, SessionLogLevel};
 use mcp_schema::jsonrpc;
 use mcp_schema::text_search::TextSearch;
 use mcp_schema::{ErrorObject, error_codes};
@@ -16,12 +16,10 @@ use tokio::sync::mpsc;
 use tracing::{Instrument as _, Span};
 
 use super::results::adapt_result;
-use crate::downstream::LogLevel;
 use crate::params::Params;
 use crate::rounds::{HeldCall, HeldCalls};
 use crate::upstream::{Asked, Upstream};
 use crate::upstream_meta::ModernMeta;
-use mcp_core::sync::MutexExt as _;
 
 /// How many `input_required` rounds the host answers for a legacy client.
 const MAX_ROUNDS: usize = 8;
@@ -48,12 +46,7 @@ fn upstream_params(
     let modern = (!client.revision().is_legacy()).then(|| ModernMeta {
         revision: client.revision(),
         capabilities,
-        log_level: ctx.meta.log_level.or_else(|| {
-            ctx.peer
-                .extensions()
-                .get::<LogLevel>()
-                .and_then(|l| *l.0.locked())
-        }),
+        log_level: (ctx.meta.log_level).or_else(|| SessionLogLevel::of(ctx.peer.extensions())),
     });
     // A traced hop carries its own span's context, not the caller's.
     let traced = hop.map(|span| crate::traces::with_context(span, &ctx.meta.other));

@@ -15,13 +15,14 @@
 use std::sync::Arc;
 
 use mcp_core::{
-    BoxFuture, HandlerResult, IncomingRequest, Peer, RequestContext, Role, ServerIdentity, Service,
-    SessionConfig, TaskScope, box_future,
+    BoxFuture, HandlerResult, IncomingRequest, Peer, RequestContext, ResourceSubscriptions, Role,
+    ServerIdentity, Service, SessionConfig, SessionLogLevel, TaskScope, box_future,
 };
 use mcp_schema::header_params::HeaderParam;
 use mcp_schema::jsonrpc;
 use mcp_schema::{
     ErrorObject, Implementation, LoggingLevel, ServerCapabilities, SubscriptionFilter, methods,
+    subscription_meta,
 };
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -41,7 +42,6 @@ mod target;
 mod task_bridge;
 
 use crate::catalog::{Catalog, Route};
-use crate::downstream::{LogLevel, Subscriptions, subscription_meta};
 use crate::host::Host;
 use crate::params::Params;
 use crate::policy::{Caller, Decision, Verdict};
@@ -49,7 +49,6 @@ use crate::upstream::Item;
 use audited::Audited;
 use consent::Settled;
 use forward::forward;
-use mcp_core::sync::MutexExt as _;
 use measured::Measured;
 use observed::Observed;
 pub use observed::{Decided, DecisionObserver};
@@ -379,8 +378,7 @@ impl Gateway {
                     .raw("level")
                     .and_then(|l| serde_json::from_str(l.get()).ok())
                     .ok_or_else(|| ErrorObject::invalid_params("\"level\" must be a log level"))?;
-                let stored = ctx.peer.extensions().get_or_insert_with(LogLevel::default);
-                *stored.0.locked() = Some(level);
+                SessionLogLevel::choose(ctx.peer.extensions(), level);
                 for upstream in self.host.upstreams() {
                     upstream.want_log_level(level);
                 }
@@ -493,16 +491,8 @@ impl Gateway {
                 .await?;
             }
         }
-        let subscriptions = ctx
-            .peer
-            .extensions()
-            .get_or_insert_with(Subscriptions::default);
-        let mut set = subscriptions.0.locked();
-        if method == methods::RESOURCES_SUBSCRIBE {
-            set.insert(exposed);
-        } else {
-            set.remove(&exposed);
-        }
+        let subscribe = method == methods::RESOURCES_SUBSCRIBE;
+        ResourceSubscriptions::change(ctx.peer.extensions(), exposed, subscribe);
         to_result(&json!({}))
     }
 
@@ -677,7 +667,7 @@ impl Gateway {
             ));
         }
         let mut ack = Map::new();
-        ack.insert("_meta".into(), subscription_meta(&ctx.id));
+        ack.insert("_meta".into(), Value::Object(subscription_meta(&ctx.id)));
         ack.insert(
             "notifications".into(),
             serde_json::to_value(&filter).unwrap_or_default(),
@@ -686,12 +676,7 @@ impl Gateway {
             .notify(methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, &ack)
             .await
             .map_err(ErrorObject::internal)?;
-        let uris: Vec<String> = filter
-            .resource_subscriptions
-            .iter()
-            .flatten()
-            .cloned()
-            .collect();
+        let uris: Vec<String> = filter.resources().cloned().collect();
         let _registered =
             (self.host.downstream()).listen(&ctx.peer, &ctx.id, filter, self.view.clone());
         // The servers of the resources asked for send their updates.

@@ -72,16 +72,8 @@ impl Server {
             }
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
                 let uri = jsonrpc::from_params_text::<ResourceRequestParams>(params)?.uri;
-                let subscriptions = ctx
-                    .peer
-                    .extensions()
-                    .get_or_insert_with(SessionSubscriptions::default);
-                let changed = if request.method == methods::RESOURCES_SUBSCRIBE {
-                    subscriptions.0.locked().insert(uri)
-                } else {
-                    subscriptions.0.locked().remove(&uri)
-                };
-                if changed {
+                let subscribe = request.method == methods::RESOURCES_SUBSCRIBE;
+                if ResourceSubscriptions::change(ctx.peer.extensions(), uri, subscribe) {
                     self.subscriptions_changed();
                 }
                 to_result(&serde_json::json!({}))
@@ -104,11 +96,7 @@ impl Server {
             methods::COMPLETION_COMPLETE => self.complete(jsonrpc::from_params_text(params)?),
             methods::LOGGING_SET_LEVEL => {
                 let level = jsonrpc::from_params_text::<SetLevelRequestParams>(params)?.level;
-                let stored = ctx
-                    .peer
-                    .extensions()
-                    .get_or_insert_with(SessionLogLevel::default);
-                stored.set(level);
+                SessionLogLevel::choose(ctx.peer.extensions(), level);
                 to_result(&serde_json::json!({}))
             }
             // Boxed: a long-lived stream, and the largest future here.

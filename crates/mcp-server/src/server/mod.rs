@@ -3,15 +3,16 @@
 //! request for it.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use foldhash::{HashMap, HashMapExt as _};
 use mcp_core::{
-    BoxFuture, HandlerResult, IncomingRequest, Outbox, Peer, RequestContext, Role, ServerIdentity,
-    Service, SessionConfig, TaskScope, Transport, box_future,
+    BoxFuture, HandlerResult, IncomingRequest, Outbox, Peer, RequestContext, ResourceSubscriptions,
+    Role, ServerIdentity, Service, SessionConfig, SessionLogLevel, TaskScope, Transport,
+    box_future,
 };
 use mcp_schema::header_params::HeaderParam;
 use mcp_schema::jsonrpc::{self, RequestId};
@@ -19,18 +20,17 @@ use mcp_schema::{
     CacheScope, CallToolResult, CompleteRequestParams, CompleteResult, CompletionReference,
     ContentBlock, ErrorObject, GetPromptRequestParams, Implementation, InputRequiredResult,
     ListChangedCapability, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, Meta, NotificationParams, PaginatedRequestParams, ProtocolVersion,
+    ListToolsResult, NotificationParams, PaginatedRequestParams, ProtocolVersion,
     ReadResourceRequestParams, ReadResourceResult, ResourceRequestParams,
     ResourceUpdatedNotificationParams, ResourcesCapability, ServerCapabilities,
     SetLevelRequestParams, SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams,
     SubscriptionsListenRequestParams, TaskNotificationParams, TaskRequestsCapability,
-    TaskStatusNotificationParams, TaskToolsRequests, TasksCapability, methods,
+    TaskStatusNotificationParams, TaskToolsRequests, TasksCapability, methods, subscription_meta,
 };
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::compat;
-use crate::context::{Context, HandlerError, InputRound, Purpose, SessionLogLevel};
+use crate::context::{Context, HandlerError, InputRound, Purpose};
 use crate::cursor::{Signer, page};
 use crate::prompt::PromptDef;
 use crate::resource::{ResourceDef, TemplateDef};
@@ -303,10 +303,6 @@ impl Context {
     }
 }
 
-/// A legacy session's resource subscriptions.
-#[derive(Debug, Default)]
-struct SessionSubscriptions(Mutex<HashSet<String>>);
-
 /// Which list changed.
 #[derive(Clone, Copy, Debug)]
 enum ListKind {
@@ -440,15 +436,6 @@ fn remove<T>(items: &mut Vec<Arc<T>>, name: &str, key: impl Fn(&T) -> &String) -
     items.len() != before
 }
 
-fn subscription_meta(id: &RequestId) -> Meta {
-    let mut meta = Meta::new();
-    meta.insert(
-        mcp_schema::META_SUBSCRIPTION_ID.into(),
-        serde_json::to_value(id).unwrap_or(Value::Null),
-    );
-    meta
-}
-
 /// The list changes waiting to go to one client: a legacy session or a
 /// `subscriptions/listen` stream. A change raised while the same
 /// `list_changed` still waits is told by that one, which goes out after it
@@ -521,11 +508,7 @@ impl Service for Server {
         if let (Some(owner), None) = (TaskScope::of_session(peer), continues) {
             self.inner.tasks.forget_owner(owner);
         }
-        let had_subscriptions = peer
-            .extensions()
-            .get::<SessionSubscriptions>()
-            .is_some_and(|s| !s.0.locked().is_empty());
-        if had_subscriptions {
+        if !ResourceSubscriptions::of(peer.extensions()).is_empty() {
             self.subscriptions_changed();
         }
     }

@@ -9,19 +9,10 @@ impl Server {
     pub fn subscribed_resources(&self) -> BTreeSet<String> {
         let mut uris = BTreeSet::new();
         for (peer, _) in self.inner.sessions.locked().values() {
-            if let Some(subscriptions) = peer.extensions().get::<SessionSubscriptions>() {
-                uris.extend(subscriptions.0.locked().iter().cloned());
-            }
+            uris.extend(ResourceSubscriptions::of(peer.extensions()));
         }
         for listener in self.inner.listeners.locked().values() {
-            uris.extend(
-                listener
-                    .filter
-                    .resource_subscriptions
-                    .iter()
-                    .flatten()
-                    .cloned(),
-            );
+            uris.extend(listener.filter.resources().cloned());
         }
         uris
     }
@@ -75,22 +66,12 @@ impl Server {
         let method = methods::NOTIFICATION_RESOURCES_UPDATED;
         let mut outbox = Outbox::new();
         for (peer, _) in self.inner.sessions.locked().values() {
-            let subscribed = peer
-                .extensions()
-                .get::<SessionSubscriptions>()
-                .is_some_and(|s| s.0.locked().contains(uri));
-            if subscribed {
+            if ResourceSubscriptions::includes(peer.extensions(), uri) {
                 outbox.push(peer, method, &params, ());
             }
         }
         for listener in self.inner.listeners.locked().values() {
-            if listener
-                .filter
-                .resource_subscriptions
-                .iter()
-                .flatten()
-                .any(|u| u == uri)
-            {
+            if listener.filter.wants_resource(uri) {
                 let mut params = params.clone();
                 params.meta = Some(subscription_meta(&listener.id));
                 outbox.push(&listener.peer, method, &params, ());
@@ -159,10 +140,7 @@ impl Server {
             .await
             .map_err(ErrorObject::internal)?;
         let key = self.inner.next_listener.fetch_add(1, Ordering::Relaxed);
-        let names_resources = agreed
-            .resource_subscriptions
-            .as_ref()
-            .is_some_and(|uris| !uris.is_empty());
+        let names_resources = agreed.resources().next().is_some();
         self.inner.listeners.locked().insert(
             key,
             Listener {
