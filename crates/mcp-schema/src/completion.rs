@@ -1,10 +1,11 @@
 //! Completion: argument autocompletion for prompts and resource templates.
 
+use crate::result::result_struct;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Meta, ResultType};
+use crate::Meta;
 
 /// The most values one completion result may carry.
 pub const MAX_COMPLETION_VALUES: usize = 100;
@@ -93,18 +94,14 @@ pub struct Completion {
     pub has_more: Option<bool>,
 }
 
-/// Result of `completion/complete`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CompleteResult {
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// `complete` (2026-07-28).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// The values.
-    pub completion: Completion,
+result_struct! {
+    /// Result of `completion/complete`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct CompleteResult {
+        /// The values.
+        pub completion: Completion,
+    }
 }
 
 impl CompleteResult {

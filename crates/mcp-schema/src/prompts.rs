@@ -1,10 +1,11 @@
 //! Prompts: listing and getting prompt templates.
 
+use crate::result::{cached_result_struct, result_struct};
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{CacheScope, ContentBlock, Icon, InputResponses, Meta, ResultType, Role};
+use crate::{ContentBlock, Icon, InputResponses, Meta, Role};
 
 /// An argument a prompt template accepts.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -124,21 +125,17 @@ impl GetPromptRequestParams {
     }
 }
 
-/// Result of `prompts/get`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GetPromptResult {
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// `complete` (2026-07-28).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// What the prompt is for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// The expanded messages.
-    pub messages: Vec<PromptMessage>,
+result_struct! {
+    /// Result of `prompts/get`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct GetPromptResult {
+        /// What the prompt is for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub description: Option<String>,
+        /// The expanded messages.
+        pub messages: Vec<PromptMessage>,
+    }
 }
 
 impl GetPromptResult {
@@ -151,27 +148,17 @@ impl GetPromptResult {
     }
 }
 
-/// Result of `prompts/list`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListPromptsResult {
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// `complete` (2026-07-28).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// One page of prompts.
-    pub prompts: Vec<Prompt>,
-    /// Where the next page starts; absent on the last page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Cache lifetime in milliseconds (2026-07-28).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// Cache sharing scope (2026-07-28).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
+cached_result_struct! {
+    /// Result of `prompts/list`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ListPromptsResult {
+        /// One page of prompts.
+        pub prompts: Vec<Prompt>,
+        /// Where the next page starts; absent on the last page.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub next_cursor: Option<String>,
+    }
 }
 
 impl ListPromptsResult {

@@ -1,8 +1,9 @@
 //! Resources: listing, templates, reading and subscriptions.
 
+use crate::result::cached_result_struct;
 use serde::{Deserialize, Serialize};
 
-use crate::{Annotations, CacheScope, Icon, InputResponses, Meta, ResultType};
+use crate::{Annotations, Icon, InputResponses, Meta};
 
 /// A resource the server can read.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -165,50 +166,30 @@ impl ResourceContents {
     }
 }
 
-/// Result of `resources/list`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListResourcesResult {
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// `complete` (2026-07-28).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// One page of resources.
-    pub resources: Vec<Resource>,
-    /// Where the next page starts; absent on the last page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Cache lifetime in milliseconds (2026-07-28).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// Cache sharing scope (2026-07-28).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
+cached_result_struct! {
+    /// Result of `resources/list`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ListResourcesResult {
+        /// One page of resources.
+        pub resources: Vec<Resource>,
+        /// Where the next page starts; absent on the last page.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub next_cursor: Option<String>,
+    }
 }
 
-/// Result of `resources/templates/list`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListResourceTemplatesResult {
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// `complete` (2026-07-28).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// One page of templates.
-    pub resource_templates: Vec<ResourceTemplate>,
-    /// Where the next page starts; absent on the last page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Cache lifetime in milliseconds (2026-07-28).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// Cache sharing scope (2026-07-28).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
+cached_result_struct! {
+    /// Result of `resources/templates/list`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ListResourceTemplatesResult {
+        /// One page of templates.
+        pub resource_templates: Vec<ResourceTemplate>,
+        /// Where the next page starts; absent on the last page.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub next_cursor: Option<String>,
+    }
 }
 
 /// Params of `resources/read`.
@@ -238,24 +219,14 @@ impl ReadResourceRequestParams {
     }
 }
 
-/// Result of `resources/read`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReadResourceResult {
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// `complete` (2026-07-28).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// The contents (a template may expand to several).
-    pub contents: Vec<ResourceContents>,
-    /// Cache lifetime in milliseconds (2026-07-28).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// Cache sharing scope (2026-07-28).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
+cached_result_struct! {
+    /// Result of `resources/read`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ReadResourceResult {
+        /// The contents (a template may expand to several).
+        pub contents: Vec<ResourceContents>,
+    }
 }
 
 impl ReadResourceResult {

@@ -29,16 +29,52 @@ pub enum CacheScope {
     Public,
 }
 
-/// A result with no content (`EmptyResult`), e.g. for `ping`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EmptyResult {
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// `complete` in 2026-07-28; absent before.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
+/// Declares a result type whose first members are the two every result
+/// has, `_meta` and (2026-07-28) `resultType`, followed by its own. Plain
+/// members, not a flattened struct: serde would buffer every result into a
+/// map to flatten one.
+macro_rules! result_struct {
+    ($(#[$attr:meta])* pub struct $name:ident { $($members:tt)* }) => {
+        $(#[$attr])*
+        pub struct $name {
+            /// Result metadata.
+            #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+            pub meta: Option<$crate::Meta>,
+            /// `complete` in 2026-07-28; absent before.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub result_type: Option<$crate::ResultType>,
+            $($members)*
+        }
+    };
+}
+pub(crate) use result_struct;
+
+/// Declares a result type a client may cache (a list or a read): as
+/// [`result_struct`], with the 2026-07-28 cache hints `ttlMs` and
+/// `cacheScope` after its own members.
+macro_rules! cached_result_struct {
+    ($(#[$attr:meta])* pub struct $name:ident { $($members:tt)* }) => {
+        $crate::result::result_struct! {
+            $(#[$attr])*
+            pub struct $name {
+                $($members)*
+                /// Cache lifetime in milliseconds (2026-07-28).
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                pub ttl_ms: Option<u64>,
+                /// Cache sharing scope (2026-07-28).
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                pub cache_scope: Option<$crate::CacheScope>,
+            }
+        }
+    };
+}
+pub(crate) use cached_result_struct;
+
+result_struct! {
+    /// A result with no content (`EmptyResult`), e.g. for `ping`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct EmptyResult {}
 }
 
 /// Params of a request that only carries `_meta` (`RequestParams`), e.g.

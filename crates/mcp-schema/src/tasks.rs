@@ -7,6 +7,7 @@
 //! `CreateTaskResult` with `resultType: "task"`, and `tasks/get` inlining
 //! the result, error or input requests.
 
+use crate::result::result_struct;
 use serde::{Deserialize, Serialize};
 
 use crate::{ErrorObject, InputRequests, InputResponses, JsonObject, Meta, ResultType};
@@ -106,19 +107,15 @@ pub type GetTaskPayloadRequestParams = TaskIdParams;
 /// Params of `tasks/cancel`.
 pub type CancelTaskRequestParams = TaskIdParams;
 
-/// A result that is a task's state: `tasks/get`, `tasks/cancel`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TaskResult {
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// `complete` (2026-07-28 results only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// The task's state.
-    #[serde(flatten)]
-    pub task: Task,
+result_struct! {
+    /// A result that is a task's state: `tasks/get`, `tasks/cancel`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct TaskResult {
+        /// The task's state.
+        #[serde(flatten)]
+        pub task: Task,
+    }
 }
 
 /// Result of `tasks/get`.

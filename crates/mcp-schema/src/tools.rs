@@ -1,11 +1,10 @@
 //! Tools: listing and calling.
 
+use crate::result::{cached_result_struct, result_struct};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{
-    CacheScope, ContentBlock, Icon, InputResponses, JsonObject, Meta, ResultType, TaskMetadata,
-};
+use crate::{ContentBlock, Icon, InputResponses, JsonObject, Meta, TaskMetadata};
 
 /// Hints about a tool's behaviour; untrusted unless the server is trusted.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -170,25 +169,21 @@ impl CallToolRequestParams {
     }
 }
 
-/// Result of `tools/call`. Tool failures are results with `isError: true`,
-/// not JSON-RPC errors.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CallToolResult {
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// `complete` (2026-07-28).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// Unstructured result.
-    pub content: Vec<ContentBlock>,
-    /// Structured result matching the tool's output schema (2025-06-18 onwards).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structured_content: Option<Value>,
-    /// Whether the tool failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub is_error: Option<bool>,
+result_struct! {
+    /// Result of `tools/call`. Tool failures are results with `isError: true`,
+    /// not JSON-RPC errors.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct CallToolResult {
+        /// Unstructured result.
+        pub content: Vec<ContentBlock>,
+        /// Structured result matching the tool's output schema (2025-06-18 onwards).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub structured_content: Option<Value>,
+        /// Whether the tool failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub is_error: Option<bool>,
+    }
 }
 
 impl CallToolResult {
@@ -230,27 +225,17 @@ impl CallToolResult {
     }
 }
 
-/// Result of `tools/list`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListToolsResult {
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-    /// `complete` (2026-07-28).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// One page of tools.
-    pub tools: Vec<Tool>,
-    /// Where the next page starts; absent on the last page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Cache lifetime in milliseconds (2026-07-28).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// Cache sharing scope (2026-07-28).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
+cached_result_struct! {
+    /// Result of `tools/list`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ListToolsResult {
+        /// One page of tools.
+        pub tools: Vec<Tool>,
+        /// Where the next page starts; absent on the last page.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub next_cursor: Option<String>,
+    }
 }
 
 impl ListToolsResult {

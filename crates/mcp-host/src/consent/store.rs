@@ -47,6 +47,29 @@ CREATE TABLE IF NOT EXISTS trusted_servers (
 const PIN: &str = "INSERT INTO pins (server_identity, server, kind, name, pinned, pinned_text, \
                    seen, seen_text, pinned_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?5, ?6, ?7)";
 
+/// Pins `key`'s definition (`text`) as seen on `server` now;
+/// `on_conflict` says what an existing pin becomes (SQL, or empty).
+fn insert_pin(
+    connection: &rusqlite::Connection,
+    on_conflict: &str,
+    server: &str,
+    key: &GrantKey,
+    text: &str,
+) -> rusqlite::Result<usize> {
+    connection.execute(
+        &format!("{PIN}{on_conflict}"),
+        params![
+            key.server_identity,
+            server,
+            key.kind,
+            key.name,
+            key.definition,
+            text,
+            crate::audit::now_ms()
+        ],
+    )
+}
+
 /// What a definition is against its pin.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Pinned {
@@ -132,18 +155,7 @@ impl GuardStore {
         } else {
             " ON CONFLICT DO NOTHING"
         };
-        let kept = connection.execute(
-            &format!("{PIN}{on_conflict}"),
-            params![
-                key.server_identity,
-                server,
-                key.kind,
-                key.name,
-                key.definition,
-                text,
-                crate::audit::now_ms()
-            ],
-        );
+        let kept = insert_pin(&connection, on_conflict, server, key, text);
         kept.map_err(|e| format!("{}: {e}", self.path.display()))?;
         Ok(first && own.is_some_and(|own| own != key.definition))
     }
@@ -247,18 +259,7 @@ impl GuardStore {
                 .optional()?;
             match pinned {
                 None => {
-                    connection.execute(
-                        PIN,
-                        params![
-                            key.server_identity,
-                            server,
-                            key.kind,
-                            key.name,
-                            key.definition,
-                            text,
-                            crate::audit::now_ms()
-                        ],
-                    )?;
+                    insert_pin(&connection, "", server, key, text)?;
                     if let Some(hook) = self.on_pinned.get() {
                         hook(server, key, text);
                     }

@@ -28,16 +28,8 @@ pub(super) async fn run_task(
     loop {
         let ctx = server.handler_context(request.clone(), round);
         let work = (tool.handler)(args.clone(), ctx.clone());
-        let outcome = tokio::select! {
-            biased;
-            _ = entry.cancel.cancelled() => return,
-            _ = tokio::time::sleep_until(deadline) => {
-                if entry.expire() {
-                    server.task_changed(&entry);
-                }
-                return;
-            }
-            outcome = work => outcome,
+        let Some(outcome) = until_ended(&server, &entry, deadline, work).await else {
+            return;
         };
         let (status, outcome, message) = match outcome {
             Err(HandlerError::InputRequired) if ctx.round().has_questions() => {
@@ -45,16 +37,9 @@ pub(super) async fn run_task(
                 if entry.ask(asked) {
                     server.task_changed(&entry);
                 }
-                let answers = tokio::select! {
-                    biased;
-                    _ = entry.cancel.cancelled() => return,
-                    _ = tokio::time::sleep_until(deadline) => {
-                        if entry.expire() {
-                            server.task_changed(&entry);
-                        }
-                        return;
-                    }
-                    answers = entry.answered() => answers,
+                let Some(answers) = until_ended(&server, &entry, deadline, entry.answered()).await
+                else {
+                    return;
                 };
                 responses.extend(answers);
                 round = InputRound::resume(responses, state);
@@ -78,6 +63,28 @@ pub(super) async fn run_task(
             server.task_changed(&entry);
         }
         return;
+    }
+}
+
+/// What `work` comes to, unless the task is cancelled or reaches its
+/// `deadline` first (then `None`; an expiry is told to the task's
+/// watchers).
+async fn until_ended<T>(
+    server: &Server,
+    entry: &TaskEntry,
+    deadline: tokio::time::Instant,
+    work: impl Future<Output = T>,
+) -> Option<T> {
+    tokio::select! {
+        biased;
+        _ = entry.cancel.cancelled() => None,
+        _ = tokio::time::sleep_until(deadline) => {
+            if entry.expire() {
+                server.task_changed(entry);
+            }
+            None
+        }
+        outcome = work => Some(outcome),
     }
 }
 
