@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::Console;
-use crate::approvals::Reviewing;
+use crate::approvals::{ConsoleApprover, Reviewing};
 use crate::auth::Session;
 use crate::layout::{json_block, page};
 use crate::review::{edited, shown};
@@ -312,25 +312,46 @@ pub(crate) async fn answer_sampling(
         other => return (StatusCode::BAD_REQUEST, format!("no action {other:?}")).into_response(),
     };
     let approver = &console.inner.approver;
-    let mut samplings = approver.samplings.locked();
-    let Some(waiting) = samplings.get(&answer.id) else {
-        drop(samplings);
-        return (
+    match take_sampling(approver, &answer, send) {
+        SamplingTaken::Gone => (
             StatusCode::NOT_FOUND,
             html! { p.error { "That request is no longer waiting." } (queue(&console)) },
         )
-            .into_response();
+            .into_response(),
+        // The person is told what is wrong, and the request keeps waiting.
+        SamplingTaken::Invalid(error) => {
+            html! { p.error role="alert" { (error) } (queue(&console)) }.into_response()
+        }
+        SamplingTaken::Answered => {
+            approver.changed();
+            queue(&console).into_response()
+        }
+    }
+}
+
+/// What became of a person's answer to a waiting sampling request or
+/// reply.
+enum SamplingTaken {
+    /// It no longer waits.
+    Gone,
+    /// The edited request is not a sampling request (why).
+    Invalid(String),
+    /// Its waiter has the answer.
+    Answered,
+}
+
+/// Hands `answer` (send, when `send`, or refuse) to the sampling it names,
+/// under the queue's lock: an edited request must still be one.
+fn take_sampling(approver: &ConsoleApprover, answer: &SamplingAnswer, send: bool) -> SamplingTaken {
+    let mut samplings = approver.samplings.locked();
+    let Some(waiting) = samplings.get(&answer.id) else {
+        return SamplingTaken::Gone;
     };
-    // An edited request must still be one; the person is told what is
-    // wrong and it keeps waiting.
     let edited = match (&waiting.what, send) {
-        (Reviewing::Request { params, .. }, true) => match edited(params, &answer.request) {
+        (Reviewing::Request { params, .. }, true) => match edited(params.as_ref(), &answer.request)
+        {
             Ok(edited) => Some(edited),
-            Err(error) => {
-                drop(samplings);
-                return html! { p.error role="alert" { (error) } (queue(&console)) }
-                    .into_response();
-            }
+            Err(error) => return SamplingTaken::Invalid(error),
         },
         _ => None,
     };
@@ -347,7 +368,5 @@ pub(crate) async fn answer_sampling(
             }
         }
     }
-    drop(samplings);
-    approver.changed();
-    queue(&console).into_response()
+    SamplingTaken::Answered
 }
