@@ -15,7 +15,7 @@ use mcp_host::{AuditLog, AuditSettings, AuthorizerFactory, Gateway, Host, Upstre
 use serde_json::Value;
 
 use crate::oauth::OAuthArgs;
-use crate::serve::{Limits, SharedStores, bind, serve_service, serve_shared, shutdown_signal};
+use crate::serve::{Limits, SharedStores, bind, serve_shared, shutdown_signal};
 use crate::stderr::print_err;
 use crate::stdout::print_json;
 use crate::tty_inputs::TtyInputs;
@@ -341,19 +341,8 @@ pub async fn run(args: &HostArgs) -> Result<()> {
             let config = gateway.session_config();
             routes.endpoints.push((prefix, Arc::new(gateway), config));
         }
-        match &redis {
-            None => {
-                serve_service(
-                    service,
-                    config,
-                    listener,
-                    &allow,
-                    &args.oauth,
-                    routes,
-                    limits,
-                )
-                .await
-            }
+        let shared = match &redis {
+            None => None,
             Some(url) => {
                 // Answers to what an upstream asks a client (elicitation,
                 // sampling) reach this host wherever the client posts them;
@@ -379,19 +368,20 @@ pub async fn run(args: &HostArgs) -> Result<()> {
                 for uri in shared.subscribed_resources().await? {
                     host.subscribe_upstream(&uri).await;
                 }
-                serve_shared(
-                    service,
-                    config,
-                    listener,
-                    &allow,
-                    &args.oauth,
-                    routes,
-                    limits,
-                    Some(shared),
-                )
-                .await
+                Some(shared)
             }
-        }
+        };
+        serve_shared(
+            service,
+            config,
+            listener,
+            &allow,
+            &args.oauth,
+            routes,
+            limits,
+            shared,
+        )
+        .await
     };
     reloading.abort();
     rerooting.abort();

@@ -596,31 +596,8 @@ impl SharedStores {
 }
 
 /// Serves `service` over Streamable HTTP (and HTTP+SSE and WebSocket) on
-/// `listener` until Ctrl-C or SIGTERM.
-pub async fn serve_service(
-    service: std::sync::Arc<dyn mcp_core::Service>,
-    session_config: mcp_core::SessionConfig,
-    listener: tokio::net::TcpListener,
-    allow: &[String],
-    oauth: &crate::oauth::OAuthArgs,
-    extra: Extra,
-    limits: Limits,
-) -> Result<()> {
-    serve_shared(
-        service,
-        session_config,
-        listener,
-        allow,
-        oauth,
-        extra,
-        limits,
-        None,
-    )
-    .await
-}
-
-/// [`serve_service`], with sessions and events in `shared` stores if
-/// given.
+/// `listener` until Ctrl-C or SIGTERM, with sessions and events in `shared`
+/// stores if given.
 #[allow(clippy::too_many_arguments)]
 pub async fn serve_shared(
     service: std::sync::Arc<dyn mcp_core::Service>,
