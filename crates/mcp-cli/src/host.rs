@@ -42,7 +42,7 @@ pub struct HostFiles {
     pub workspace: Option<PathBuf>,
     /// The value of VS Code input ID (`${input:ID}`), so no one is asked
     /// (repeatable). Also: `--inputs-file`, or the environment variable
-    /// MCP_INPUT_<ID> (the id in capitals, `-` and `.` as `_`). Without any,
+    /// `MCP_INPUT_<ID>` (the id in capitals, `-` and `.` as `_`). Without any,
     /// the terminal is asked; with no terminal, the input's default is
     /// used.
     #[arg(long, value_name = "ID=VALUE")]

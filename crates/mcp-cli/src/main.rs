@@ -1,4 +1,49 @@
-//! The `mcp` command: host, run, call and benchmark MCP servers.
+//! The `mcp` command: host, run, call and benchmark MCP servers. Its
+//! subcommands, by purpose:
+//!
+//! - serving: `mcp serve NAME` (a built-in server, over stdio or
+//!   Streamable HTTP), `mcp host` (the servers of the user's config files
+//!   as one) and `mcp chat` (the host as a terminal agent);
+//! - running a host: `mcp host status`, `restart`, `trust`, `disable` and
+//!   `enable` ask a running host; `mcp host approve`, `explain` and
+//!   `import-permissions` work on its settings file; `mcp audit` reads its
+//!   audit log;
+//! - calling a server: `mcp call`, `mcp tool`, `mcp tools`,
+//!   `mcp resources`, `mcp read`, `mcp prompts`, `mcp prompt`, `mcp info`,
+//!   and `mcp shell` for many commands over one connection;
+//! - signing in: `mcp login`, `mcp logout`, `mcp credentials`;
+//! - measuring: `mcp bench` (and `--sessions` for idle sessions).
+//!
+//! A command line meets, in order: `main`, which parses it (`Cli`), starts
+//! the log (with `traces` exporting a host's spans) and the async runtime
+//! (whose idle workers give memory back through `memory`, with mimalloc), and
+//! runs the subcommand's module: `serve`, `host` or `chat`; `host_status`
+//! (status and the actions on a running host) or `host_guard` (`approve`,
+//! `explain`, `import-permissions`); `call` (`call`, `tool`), `inspect`
+//! (`tools`, `resources`, `read`, `prompts`, `prompt`, `info`,
+//! `tool --schema`) or `shell`; `login` (`login`, `logout`, `credentials`);
+//! `bench` or `audit`. A client command then finds its server (its
+//! `ServerArgs` are in `call`): `server_config` reads `--header`, `--env`,
+//! `--cwd` and `--config` into a `connection_setup`, and `target` parses the
+//! address and opens the connection (signing in where the server asks), with
+//! `terminal` answering the server's sampling and elicitation (`form` asks
+//! each field) and `server_log` showing its log; `progress` draws a request's
+//! bar, `task` follows a call that runs as a task, and `listing` and
+//! `tool_table` lay out the answer. `mcp host` reads its settings through
+//! `host_guard`, serves through `serve` (`oauth` where `--oauth` protects the
+//! endpoint), opens `host_admin` (the admin listener and the console) and
+//! reloads through `file_watch`; the person it asks is at the terminal
+//! (`tty`): `tty_approver` for approvals, `tty_reviewer` for sampling,
+//! `tty_elicitor` for elicitation, `tty_inputs` for `${input:id}`. `chat`
+//! runs such a host in process: `chat/input.rs` reads the person's lines,
+//! `chat/agent.rs` runs the model's steps (each tool call asked about first
+//! by `chat/approve.rs`), `chat/view.rs` shows them and `chat/history.rs`
+//! keeps the conversation. `bench` sends its calls over Streamable HTTP on
+//! `bench_http`'s lanes (else through the client), measures idle sessions in
+//! `idle_sessions`, and reads what a run cost from `cpu_use`. `stdout` and
+//! `stderr` write for a reader that may go away.
+//! `bin/mcp-conformance-client.rs` is a binary of its own, the client the
+//! official conformance suite drives.
 
 mod audit;
 mod bench;

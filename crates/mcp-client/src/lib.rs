@@ -13,6 +13,18 @@
 //! server it sends the per-request `_meta` and answers `input_required`
 //! results with the same handlers, round after round, until the result.
 //!
+//! A connection and its calls meet, in order: `client`, which holds the
+//! builder and the client; on [`connect`](ClientBuilder::connect), an
+//! `mcp_core` session whose service is `handlers`, and `handshake`, which
+//! settles the era (`server/discover`, `initialize`, or both raced),
+//! learns what the server offers and makes the 2026-07-28 per-request
+//! `_meta`. A call then leaves `client` with that `_meta` merged into its
+//! params; a list is walked page by page through `listing` and kept in
+//! `cache` while the server's hint allows; an `input_required` result, like
+//! a legacy server's own request, is answered by `handlers`, which also
+//! see every notification (a list change empties `cache`); `error` says
+//! why a call failed.
+//!
 //! ```
 //! # async fn run() -> Result<(), mcp_client::ClientError> {
 //! use std::sync::Arc;

@@ -12,9 +12,9 @@
 //! - **Approvals**: the requests the policy marks `ask`, when `console` is
 //!   among `[guard] approvers`: allowed once, for the session or always,
 //!   with arguments edited, or denied; the servers' questions no client
-//!   can answer ([`questions`]); and what servers ask the host's model,
+//!   can answer (`questions`); and what servers ask the host's model,
 //!   edited, sent or refused, and its reply given to the server or not
-//!   ([`review`]). The queue updates live.
+//!   (`review`). The queue updates live.
 //! - **History**: the console's calls with their requests, results,
 //!   timing, and the policy's decision and rule; run again.
 //! - **Audit**: the audit records searched, and exported as JSON lines.
@@ -24,6 +24,21 @@
 //! Security: the admin token, shown once, is exchanged for a session
 //! cookie (`HttpOnly`, `SameSite=Strict`); every change carries the
 //! session's CSRF token; the admin listener checks Host and Origin.
+//!
+//! A browser request meets, in order: the admin listener's check of Host and
+//! Origin (in `mcp host`); [`Console::router`] in `lib.rs`, whose sign-in
+//! routes are open (`/console/login` takes the admin token, `sign_in` the
+//! host's authorization server) beside the embedded assets; `auth` on every
+//! other route, which finds the session by its cookie, checks the CSRF token
+//! of every change, and keeps the operator's pages from people signed in as
+//! themselves; then the page, framed by `layout`: `servers` (the upstreams
+//! and their actions) and `server` (one server's page); `catalog`, with forms
+//! made by `form`, whose runs go through `calls` to the host's gateway
+//! (polled until they end, cancellable) and are listed in `history`; `queue`,
+//! the approvals page, which shows and answers what waits in `approvals` (the
+//! [`ConsoleApprover`]), `questions` and `review`; `metrics` and `audit`,
+//! both read from the audit log. `events` streams what changed, so that each
+//! page fetches again what it shows.
 
 use std::sync::Arc;
 

@@ -31,7 +31,7 @@ pub const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Serves `endpoint` on `listener` until `shutdown` resolves; then stops
 /// accepting, ends open SSE streams (clients may resume elsewhere), lets
-/// requests in flight finish for up to [`SHUTDOWN_DEADLINE`], and stops the
+/// requests in flight finish for up to `SHUTDOWN_DEADLINE`, and stops the
 /// sessions.
 pub async fn serve(
     listener: TcpListener,

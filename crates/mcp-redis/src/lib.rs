@@ -1,7 +1,8 @@
 //! MCP sessions and resumable SSE streams on Redis, so that several server
 //! instances behind one load balancer (without affinity) serve the same
 //! legacy sessions, and what any instance sends a client reaches it
-//! wherever its stream is open.
+//! wherever its stream is open. Beside them, what several hosts share:
+//! the guard's decisions and the rate limits' budgets.
 //!
 //! What goes through Redis, and why:
 //!
@@ -60,6 +61,9 @@
 //!   every instance follows from its start; and the approval rounds
 //!   waiting for a client's retry (`mcp:guard:waiting:TOKEN`), taken once
 //!   by whichever instance the retry reaches.
+//! - **Rate-limit budgets** ([`RedisBudgets`]): a host's rate limits spend
+//!   one budget per key (`mcp:budget:KEY`) for every host sharing the
+//!   Redis, counted (GCRA) by one script on Redis's clock.
 //! - **The state key** ([`shared_state_key`]): cursors and 2026-07-28
 //!   `requestState` must be accepted by every instance; without a key
 //!   given to each (`mcp serve --state-key-file`, `MCP_STATE_KEY`), the
@@ -70,6 +74,20 @@
 //! clients with clear errors (503, or a stream that ends with an error).
 //! The bus's receiving connection subscribes again on its own (what was
 //! published during the outage is lost).
+//!
+//! A request to an instance's endpoint meets, in order: `session_store`,
+//! where the endpoint finds a legacy session it does not hold (and saves
+//! what changed in one); `bus`, which forwards a client's answer to the
+//! instance that sent the request, relays a request about a task to the
+//! instance running it, and carries server-wide events and session
+//! changes between instances; `event_store`, where what the engine sends
+//! on a stream is appended, tailed by the instance holding a standalone
+//! stream, and replayed on resumption. A host's calls meet `budget` (its
+//! rate limits) and `guard_log` (its consent decisions and approval
+//! rounds). This file holds [`connect`], which makes the shared
+//! connection, [`shared_state_key`], and the stores' helpers `repeatable`
+//! (a command sent once more after a dropped connection) and `millis` (a
+//! duration as Redis expects it).
 //!
 //! ```no_run
 //! use std::sync::Arc;

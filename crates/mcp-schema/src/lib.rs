@@ -11,6 +11,30 @@
 //! - `validation` (feature `validation`): checks JSON against the official
 //!   schema of a revision.
 //!
+//! A message is read and typed in this order: [`jsonrpc`] parses the frame
+//! once into a [`jsonrpc::Message`], params and result left raw, reading
+//! each envelope member through `wire_member` (an id as `request_id`
+//! defines it) and naming what is wrong with an [`error_codes`] code;
+//! [`leading_meta`] instead skips a `_meta` already known that opens a
+//! stateless request's params. [`methods`] names the method,
+//! [`ProtocolVersion`] (`revision`) says what the revision supports, and
+//! [`meta`] reads the reserved `_meta` keys. The params or the result
+//! are then typed by the feature's module: [`lifecycle`], [`tools`],
+//! [`resources`], [`prompts`], [`completion`], [`logging`], [`sampling`],
+//! [`elicitation`], [`roots`], [`subscriptions`], [`tasks`], [`input`]
+//! (the 2026-07-28 `input_required` rounds), [`notifications`] (progress
+//! and cancellation) and [`pagination`]; they share [`content`] blocks,
+//! [`result`] (`resultType` and the cache hints), `tags` (single-value
+//! strings such as `"type": "object"`) and `num` (numbers written back as
+//! they were read). An error's typed `data` is in [`errors`]. Where typing
+//! would cost too much, the raw text is read instead: [`text_search`]
+//! tests for a fixed piece of it (as [`leading_meta`] does) and
+//! [`json_scan`] finds an object's top-level members (the one or two a
+//! gateway reads or changes). Off that path, [`envelope`] builds whole
+//! typed messages, [`header_params`] mirrors tool arguments into HTTP
+//! headers, and `validation` checks a message against the official schema
+//! of its revision.
+//!
 //! ```
 //! use mcp_schema::{jsonrpc::Message, ProtocolVersion};
 //!

@@ -21,7 +21,7 @@ pub type Entries = BoxStream<'static, Result<String, String>>;
 
 /// Where the guard's decisions are shared: an append-only log every
 /// instance follows, and rounds kept for a while, taken once. Entries are
-/// JSON text ([`GuardEntry`], [`Pending`]).
+/// JSON text ([`GuardEntry`], `Pending`).
 pub trait SharedGuard: Send + Sync + std::fmt::Debug {
     /// Appends `entry` for every instance.
     fn publish<'a>(&'a self, entry: &'a str) -> BoxFuture<'a, Result<(), String>>;

@@ -212,7 +212,8 @@ impl Host {
     }
 
     /// A new config could not be read: the running one is kept, and
-    /// [`HostStatus::reload_error`] says why until a reload succeeds.
+    /// [`HostStatus::reload_error`](super::HostStatus::reload_error) says
+    /// why until a reload succeeds.
     pub fn reload_failed(&self, error: String) {
         tracing::error!("configuration not reloaded: {error}");
         *self.inner.reload_error.locked() = Some(error);
