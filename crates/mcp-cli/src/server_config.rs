@@ -143,20 +143,11 @@ fn find_entry<'a>(
 fn from_entry(entry: &ServerConfig, era: EraChoice) -> Result<Resolved> {
     let mut setup = Setup::default();
     let target = match &entry.transport {
-        TransportSpec::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-        } => {
-            setup.env = env.clone();
+        TransportSpec::Stdio(stdio) => {
+            setup.env = stdio.env.clone();
             setup.minimal_env = true;
-            setup.cwd = cwd.clone();
-            Target::Command(
-                std::iter::once(command.clone())
-                    .chain(args.clone())
-                    .collect(),
-            )
+            setup.cwd = stdio.cwd.clone();
+            Target::Command(stdio.words().cloned().collect())
         }
         TransportSpec::Http { url, headers, kind } => {
             for (name, value) in headers {

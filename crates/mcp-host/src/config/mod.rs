@@ -30,16 +30,7 @@ use crate::names::sanitize_namespace;
 #[non_exhaustive]
 pub enum TransportSpec {
     /// A child process spoken to over its stdin and stdout.
-    Stdio {
-        /// The program.
-        command: String,
-        /// Its arguments.
-        args: Vec<String>,
-        /// Its environment, on top of a minimal one (not the host's).
-        env: BTreeMap<String, String>,
-        /// Its working directory.
-        cwd: Option<PathBuf>,
-    },
+    Stdio(StdioCommand),
     /// An HTTP server: Streamable HTTP, legacy HTTP+SSE, or either.
     Http {
         /// The endpoint.
@@ -54,6 +45,27 @@ pub enum TransportSpec {
         /// The endpoint.
         url: String,
     },
+}
+
+/// A server the host starts as a child process, speaking to it over its
+/// stdin and stdout.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct StdioCommand {
+    /// The program.
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Its environment, on top of a minimal one (not the host's).
+    pub env: BTreeMap<String, String>,
+    /// Its working directory.
+    pub cwd: Option<PathBuf>,
+}
+
+impl StdioCommand {
+    /// The program and its arguments, as one command line.
+    pub fn words(&self) -> impl Iterator<Item = &String> + Clone {
+        std::iter::once(&self.command).chain(&self.args)
+    }
 }
 
 /// Which HTTP transport a remote server speaks.
@@ -166,12 +178,11 @@ impl ServerConfig {
         ServerConfig {
             namespace: sanitize_namespace(&name),
             name,
-            transport: TransportSpec::Stdio {
+            transport: TransportSpec::Stdio(StdioCommand {
                 command: command.into(),
                 args,
-                env: BTreeMap::new(),
-                cwd: None,
-            },
+                ..StdioCommand::default()
+            }),
             disabled: false,
             trusted: false,
             secrets: None,
@@ -189,8 +200,8 @@ impl ServerConfig {
     /// quoted), a remote server's URL.
     pub fn identity(&self) -> String {
         match &self.transport {
-            TransportSpec::Stdio { command, args, .. } => {
-                let words = std::iter::once(command).chain(args).map(String::as_str);
+            TransportSpec::Stdio(stdio) => {
+                let words = stdio.words().map(String::as_str);
                 // Only a word with a NUL cannot be quoted; none can run.
                 shlex::try_join(words.clone())
                     .unwrap_or_else(|_| words.collect::<Vec<_>>().join(" "))
@@ -227,8 +238,8 @@ impl ServerConfig {
 
     /// Sets the environment of a stdio server.
     pub fn env(mut self, vars: BTreeMap<String, String>) -> Self {
-        if let TransportSpec::Stdio { env, .. } = &mut self.transport {
-            *env = vars;
+        if let TransportSpec::Stdio(stdio) = &mut self.transport {
+            stdio.env = vars;
         }
         self
     }
@@ -273,16 +284,11 @@ impl ServerConfig {
         };
         let mut transport = self.transport.clone();
         match &mut transport {
-            TransportSpec::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => {
-                fill(command);
-                args.iter_mut().for_each(fill);
-                env.values_mut().for_each(fill);
-                if let Some(cwd) = cwd {
+            TransportSpec::Stdio(stdio) => {
+                fill(&mut stdio.command);
+                stdio.args.iter_mut().for_each(fill);
+                stdio.env.values_mut().for_each(fill);
+                if let Some(cwd) = &mut stdio.cwd {
                     let mut text = cwd.display().to_string();
                     fill(&mut text);
                     *cwd = PathBuf::from(text);
@@ -326,7 +332,7 @@ impl ServerConfig {
     /// keys, passwords): the host's own secrets, never to be shown.
     pub fn own_secrets(&self) -> Vec<String> {
         let pairs: Vec<(&String, &String)> = match &self.transport {
-            TransportSpec::Stdio { env, .. } => env.iter().collect(),
+            TransportSpec::Stdio(stdio) => stdio.env.iter().collect(),
             TransportSpec::Http { headers, .. } => headers.iter().collect(),
             TransportSpec::WebSocket { .. } => Vec::new(),
         };
@@ -707,12 +713,7 @@ impl EntryReader<'_> {
         // variables must not stop anything: they are read leniently.
         let transport = match self.transport(entry) {
             Ok(transport) => transport,
-            Err(_) if disabled => TransportSpec::Stdio {
-                command: String::new(),
-                args: Vec::new(),
-                env: BTreeMap::new(),
-                cwd: None,
-            },
+            Err(_) if disabled => TransportSpec::Stdio(StdioCommand::default()),
             Err(e) => return Err(e),
         };
         Ok(ServerConfig {
@@ -800,12 +801,12 @@ impl EntryReader<'_> {
         }
         full_env.extend(env);
         let cwd = self.string(entry, "cwd")?.map(|cwd| self.base.join(cwd));
-        Ok(TransportSpec::Stdio {
+        Ok(TransportSpec::Stdio(StdioCommand {
             command,
             args,
             env: full_env,
             cwd,
-        })
+        }))
     }
 
     fn remote(

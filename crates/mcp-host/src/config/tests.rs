@@ -41,7 +41,7 @@ fn claude_desktop_mcp_builtin() {
     assert_eq!(fs.namespace, "filesystem");
     assert_eq!(
         fs.transport,
-        TransportSpec::Stdio {
+        TransportSpec::Stdio(StdioCommand {
             command: "npx".into(),
             args: vec![
                 "-y".into(),
@@ -53,7 +53,7 @@ fn claude_desktop_mcp_builtin() {
                 ("GITHUB_TOKEN".into(), "ghp_x".into())
             ]),
             cwd: None,
-        }
+        })
     );
     assert_eq!(fs.hints.len(), 1);
     assert!(fs.hints[0].contains("read_file") && fs.hints[0].contains("not granted"));
@@ -121,7 +121,7 @@ fn vscode_servers_and_inputs() {
     }"#;
     let config = read(text);
     assert_eq!(config.servers.len(), 1, "{config:?}");
-    let TransportSpec::Stdio { cwd, .. } = &config.servers[0].transport else {
+    let TransportSpec::Stdio(StdioCommand { cwd, .. }) = &config.servers[0].transport else {
         panic!("stdio")
     };
     assert_eq!(cwd.as_deref(), Some(Path::new("/etc/mcp/sub")));
@@ -169,12 +169,12 @@ fn zed_context_servers_both_forms() {
     assert_eq!(config.servers.len(), 2);
     assert_eq!(
         config.servers[0].transport,
-        TransportSpec::Stdio {
+        TransportSpec::Stdio(StdioCommand {
             command: "/usr/bin/srv".into(),
             args: vec!["--x".into()],
             env: BTreeMap::from([("A".into(), "1".into())]),
             cwd: None
-        }
+        })
     );
     assert_eq!(config.problems.len(), 1);
     assert!(config.problems[0].message.contains("Zed extension"));
@@ -193,7 +193,7 @@ fn env_file_is_read_and_env_overrides_it() {
     let text =
         r#"{"servers": {"s": {"command": "c", "envFile": ".env", "env": {"A": "from-env"}}}}"#;
     let config = parse(text, &path, &vars()).unwrap();
-    let TransportSpec::Stdio { env, .. } = &config.servers[0].transport else {
+    let TransportSpec::Stdio(StdioCommand { env, .. }) = &config.servers[0].transport else {
         panic!()
     };
     assert_eq!(env["A"], "from-env");
@@ -292,7 +292,7 @@ fn later_files_override_earlier_entries_of_the_same_name() {
         .servers
         .iter()
         .map(|s| match &s.transport {
-            TransportSpec::Stdio { command, .. } => (s.name.as_str(), command.as_str()),
+            TransportSpec::Stdio(stdio) => (s.name.as_str(), stdio.command.as_str()),
             _ => unreachable!(),
         })
         .collect();
@@ -372,4 +372,19 @@ fn keys_of_other_hosts_are_not_warned_about() {
         assert!(unknown.is_empty(), "{}: {unknown:?}", server.name);
     }
     assert_eq!(config.servers.len(), 4);
+}
+
+#[test]
+fn a_stdio_transport_is_written_as_its_entry_was() {
+    let server = ServerConfig::stdio("s", "srv", vec!["--x".into()]);
+    assert_eq!(
+        serde_json::to_value(&server.transport).unwrap(),
+        serde_json::json!({
+            "type": "stdio",
+            "command": "srv",
+            "args": ["--x"],
+            "env": {},
+            "cwd": null
+        })
+    );
 }

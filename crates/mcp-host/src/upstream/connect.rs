@@ -10,7 +10,7 @@ use mcp_client::Client;
 use mcp_core::Transport;
 use mcp_core::child::{ChildOptions, ChildProcess};
 
-use crate::config::{HttpKind, TransportSpec};
+use crate::config::{HttpKind, StdioCommand, TransportSpec};
 
 /// The variables of the host's environment a child gets, besides its own
 /// `env`: what shells, package runners (npx, uvx) and language runtimes
@@ -55,6 +55,21 @@ pub fn minimal_env(cmd: &mut tokio::process::Command) {
     }
 }
 
+impl StdioCommand {
+    /// The command that starts the server: from the minimal environment
+    /// ([`minimal_env`]) plus its own variables, in its folder where set.
+    pub fn to_command(&self) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(&self.command);
+        cmd.args(&self.args);
+        minimal_env(&mut cmd);
+        cmd.envs(&self.env);
+        if let Some(cwd) = &self.cwd {
+            cmd.current_dir(cwd);
+        }
+        cmd
+    }
+}
+
 /// Opens the transport `spec` describes; a remote server whose entry sets
 /// no `Authorization` header gets the credential hook `authorizer` makes.
 /// A child's messages may be `max_message_bytes` long at most.
@@ -65,19 +80,8 @@ pub(crate) async fn open(
     max_message_bytes: usize,
 ) -> Result<Opened, String> {
     match spec {
-        TransportSpec::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-        } => {
-            let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args);
-            minimal_env(&mut cmd);
-            cmd.envs(env);
-            if let Some(cwd) = cwd {
-                cmd.current_dir(cwd);
-            }
+        TransportSpec::Stdio(stdio) => {
+            let mut cmd = stdio.to_command();
             // Its own process group: the terminal's Ctrl-C reaches the host,
             // which stops its children in order, and whatever the child
             // started itself can be swept when it is stopped.
@@ -95,7 +99,7 @@ pub(crate) async fn open(
             }
             let options = ChildOptions::new().max_message_bytes(max_message_bytes);
             let (child, transport) = ChildProcess::spawn_with(cmd, &options)
-                .map_err(|e| format!("cannot run {command:?}: {e}"))?;
+                .map_err(|e| format!("cannot run {:?}: {e}", stdio.command))?;
             Ok(Opened {
                 transport,
                 group: child.id().map(ProcessGroup),
