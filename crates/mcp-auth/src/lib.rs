@@ -14,7 +14,9 @@
 //! document, or dynamic) and the grant in `grants` (authorization code
 //! with `pkce`, a `user_agent` visiting the authorization URL; client
 //! credentials, JWT bearer, identity assertion); `store` keeps the
-//! registration and the tokens for the next run.
+//! registration and the tokens for the next run. `answer` reads the JSON
+//! a POST brings back, for `registration` and the identity provider's
+//! exchange in `grants`.
 //!
 //! On the authorization server's side ([`server`]), a request meets, in
 //! order: `limits` (per client address, and per user name on failed

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use reqwest::header::HeaderValue;
 use url::Url;
 
+use super::answer::json_answer;
 use super::discovery::AuthServerMetadata;
 use super::dpop::DpopKey;
 use super::store::Tokens;
@@ -122,24 +123,11 @@ impl OAuthClient {
         if let Some(client_id) = idp_client_id {
             form.push(("client_id", client_id.to_owned()));
         }
-        let response = self
-            .http
-            .post(endpoint)
-            .form(&form)
-            .send()
-            .await
-            .map_err(|e| OAuthError::Http(format!("POST {endpoint}: {e}")))?;
-        let status = response.status();
-        if !status.is_success() {
-            let text = response.text().await.unwrap_or_default();
-            return Err(OAuthError::Token(format!(
-                "identity provider: HTTP {status}: {text}"
-            )));
-        }
-        let answer: TokenResponse = response
-            .json()
-            .await
-            .map_err(|e| OAuthError::Token(format!("identity provider: {e}")))?;
+        let request = self.http.post(endpoint).form(&form);
+        let answer: TokenResponse = json_answer(request, endpoint, |reason| {
+            OAuthError::Token(format!("identity provider: {reason}"))
+        })
+        .await?;
         Ok(answer.access_token)
     }
 

@@ -9,6 +9,7 @@
 //! [`OAuthClient`] is an [`mcp_http::client::Authorizer`]: give it to the
 //! HTTP client transport and the flow runs when the server demands it.
 
+mod answer;
 mod challenge;
 mod challenges;
 mod discovery;

@@ -1,6 +1,7 @@
 //! Registering with an authorization server: pre-registered, a client ID
 //! metadata document, or dynamic registration.
 
+use super::answer::json_answer;
 use super::discovery::AuthServerMetadata;
 use super::store::Registration;
 use super::{Grant, JWT_BEARER, OAuthClient, OAuthError, RegistrationResponse};
@@ -40,22 +41,9 @@ impl OAuthClient {
             "token_endpoint_auth_method": "none",
             "application_type": "native",
         });
-        let response = self
-            .http
-            .post(endpoint)
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| OAuthError::Http(format!("POST {endpoint}: {e}")))?;
-        let status = response.status();
-        if !status.is_success() {
-            let text = response.text().await.unwrap_or_default();
-            return Err(OAuthError::Registration(format!("HTTP {status}: {text}")));
-        }
-        let registered: RegistrationResponse = response
-            .json()
-            .await
-            .map_err(|e| OAuthError::Registration(e.to_string()))?;
+        let request = self.http.post(endpoint).json(&body);
+        let registered: RegistrationResponse =
+            json_answer(request, endpoint, OAuthError::Registration).await?;
         let method = registered.token_endpoint_auth_method.unwrap_or_else(|| {
             if registered.client_secret.is_some() {
                 "client_secret_basic".to_owned()

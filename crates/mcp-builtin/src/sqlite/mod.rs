@@ -42,7 +42,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use mcp_server::Server;
+use mcp_server::{HandlerError, Server};
 
 use engine::{Role, Session};
 use mcp_core::sync::RwLockExt as _;
@@ -151,6 +151,16 @@ impl Database {
 
     fn set_table_names(&self, names: Vec<String>) {
         *self.tables.write_locked() = names;
+    }
+
+    /// Table or view `name`, described on the reader's connection, or
+    /// `None` if there is none.
+    async fn describe(&self, name: &str) -> Result<Option<schema::TableSchema>, HandlerError> {
+        let name = name.to_owned();
+        self.reader
+            .run(move |session| schema::describe(session, &name).map_err(|e| session.explain(e)))
+            .await?
+            .map_err(HandlerError::failed)
     }
 }
 

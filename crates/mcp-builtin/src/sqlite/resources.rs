@@ -58,15 +58,7 @@ pub fn table_schema(database: &Arc<Database>, table: &str) -> ResourceDef {
         let table = table.clone();
         let uri = uri.clone();
         async move {
-            let name = table.clone();
-            let described = database
-                .reader
-                .run(move |session| {
-                    schema::describe(session, &name).map_err(|e| session.explain(e))
-                })
-                .await?
-                .map_err(HandlerError::failed)?;
-            let Some(described) = described else {
+            let Some(described) = database.describe(&table).await? else {
                 return Err(not_found(
                     &ctx,
                     &uri,

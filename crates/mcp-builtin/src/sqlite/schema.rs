@@ -28,6 +28,20 @@ pub struct TableSummary {
     pub strict: bool,
 }
 
+impl TableSummary {
+    /// A row of `pragma_table_list` selected as `name, type, ncol, wr,
+    /// strict`.
+    fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(TableSummary {
+            name: row.get(0)?,
+            kind: row.get(1)?,
+            columns: row.get(2)?,
+            without_rowid: row.get(3)?,
+            strict: row.get(4)?,
+        })
+    }
+}
+
 /// A column of a table.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Column {
@@ -116,15 +130,7 @@ pub fn list_tables(session: &Session) -> rusqlite::Result<Vec<TableSummary>> {
          WHERE schema = 'main' AND type IN ('table', 'view', 'virtual') \
          AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
     )?;
-    let rows = statement.query_map([], |row| {
-        Ok(TableSummary {
-            name: row.get(0)?,
-            kind: row.get(1)?,
-            columns: row.get(2)?,
-            without_rowid: row.get(3)?,
-            strict: row.get(4)?,
-        })
-    })?;
+    let rows = statement.query_map([], TableSummary::from_row)?;
     rows.collect()
 }
 
@@ -146,15 +152,7 @@ pub fn describe(session: &Session, name: &str) -> rusqlite::Result<Option<TableS
             "SELECT name, type, ncol, wr, strict FROM pragma_table_list \
              WHERE schema = 'main' AND name = ?1 COLLATE NOCASE",
             [name],
-            |row| {
-                Ok(TableSummary {
-                    name: row.get(0)?,
-                    kind: row.get(1)?,
-                    columns: row.get(2)?,
-                    without_rowid: row.get(3)?,
-                    strict: row.get(4)?,
-                })
-            },
+            TableSummary::from_row,
         )
         .optional()?
     else {

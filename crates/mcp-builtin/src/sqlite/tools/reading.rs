@@ -48,14 +48,7 @@ pub(super) fn describe_table(database: &Arc<Database>) -> ToolDef {
             let database = Arc::clone(&database);
             async move {
                 let table = args.table;
-                let name = table.clone();
-                let described = database
-                    .reader
-                    .run(move |session| {
-                        schema::describe(session, &name).map_err(|e| session.explain(e))
-                    })
-                    .await?
-                    .map_err(HandlerError::failed)?;
+                let described = database.describe(&table).await?;
                 described.ok_or_else(|| {
                     HandlerError::failed(format!(
                         "no table or view is named {table:?}: `list_tables` lists them"
