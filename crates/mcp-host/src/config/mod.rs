@@ -475,7 +475,7 @@ pub fn parse(text: &str, path: &Path, vars: &Variables) -> Result<HostConfig, Co
     // into a map loses it).
     let root: Root =
         jsonc_parser::parse_to_serde_value(text, &Default::default()).map_err(|_| no_servers())?;
-    let (entries, inputs) = if let Some(servers) = root.mcp_builtin {
+    let (entries, inputs) = if let Some(servers) = root.mcp_servers {
         (servers, Vec::new())
     } else if let Some(servers) = root.servers {
         (servers, read_inputs(root.inputs.as_ref()))
@@ -522,7 +522,7 @@ pub fn parse(text: &str, path: &Path, vars: &Variables) -> Result<HostConfig, Co
 #[derive(serde::Deserialize)]
 struct Root {
     #[serde(rename = "mcpServers")]
-    mcp_builtin: Option<Entries>,
+    mcp_servers: Option<Entries>,
     servers: Option<Entries>,
     inputs: Option<Value>,
     mcp: Option<Nested>,

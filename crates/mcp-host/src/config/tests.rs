@@ -14,7 +14,7 @@ fn read(text: &str) -> HostConfig {
 }
 
 #[test]
-fn claude_desktop_mcp_builtin() {
+fn claude_desktop_mcp_servers() {
     let config = read(
         r#"{
           "mcpServers": {
