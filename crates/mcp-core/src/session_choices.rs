@@ -51,6 +51,13 @@ impl ResourceSubscriptions {
             .is_some_and(|subscriptions| subscriptions.0.locked().contains(uri))
     }
 
+    /// Whether the session is subscribed to anything.
+    pub fn any(session: &Extensions) -> bool {
+        session
+            .get::<Self>()
+            .is_some_and(|subscriptions| !subscriptions.0.locked().is_empty())
+    }
+
     /// Every URI the session is subscribed to.
     pub fn of(session: &Extensions) -> Vec<String> {
         session
@@ -72,6 +79,7 @@ mod tests {
         assert_eq!(SessionLogLevel::of(&session), Some(LoggingLevel::Warning));
 
         assert!(!ResourceSubscriptions::includes(&session, "a://1"));
+        assert!(!ResourceSubscriptions::any(&session));
         assert!(ResourceSubscriptions::change(
             &session,
             "a://1".into(),
@@ -83,6 +91,7 @@ mod tests {
             true
         ));
         assert!(ResourceSubscriptions::includes(&session, "a://1"));
+        assert!(ResourceSubscriptions::any(&session));
         assert_eq!(
             ResourceSubscriptions::of(&session),
             vec!["a://1".to_owned()]
@@ -98,5 +107,6 @@ mod tests {
             false
         ));
         assert!(ResourceSubscriptions::of(&session).is_empty());
+        assert!(!ResourceSubscriptions::any(&session));
     }
 }

@@ -508,7 +508,7 @@ impl Service for Server {
         if let (Some(owner), None) = (TaskScope::of_session(peer), continues) {
             self.inner.tasks.forget_owner(owner);
         }
-        if !ResourceSubscriptions::of(peer.extensions()).is_empty() {
+        if ResourceSubscriptions::any(peer.extensions()) {
             self.subscriptions_changed();
         }
     }
